@@ -1,0 +1,124 @@
+//! The engine's own speed and memory figures (`vmsim bench --json`).
+//!
+//! Wall-clock time is read here and only here; it never reaches a simulation result.
+
+use crate::config::Scenario;
+use crate::engine::rng::{streams, Stream};
+use crate::mm::gfp::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
+use crate::mm::mmzone::MAX_PAGE_ORDER;
+use crate::mm::page::Pfn;
+use crate::mm::Mm;
+use serde::Serialize;
+use std::time::Instant;
+
+/// Benchmark figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchResult {
+    /// Order-0 allocation+free pairs per second through the per-CPU lists, one core.
+    pub order0_ops_per_sec: f64,
+    /// Allocation+free pairs per second with random orders 0..=10 and all migratetypes.
+    pub mixed_ops_per_sec: f64,
+    /// Heap bytes of the booted allocator per simulated 4 KiB frame on a 64 GiB machine
+    /// (None when no counting allocator is installed).
+    pub bytes_per_frame: Option<f64>,
+    /// Simulated seconds per wall second for the default scenario.
+    pub sim_seconds_per_wall_second: f64,
+}
+
+fn small_mm(memory: &str) -> Mm {
+    let sc = Scenario::from_toml(&format!("[machine]\nmemory=\"{memory}\"\ncpus=1\n"))
+        .expect("built-in bench scenario");
+    Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+}
+
+/// Order-0 alloc+free pairs per second: bursts of 64 allocations, then 64 frees.
+pub fn order0_ops_per_sec(min_seconds: f64) -> f64 {
+    let mut mm = small_mm("4GiB");
+    let mut held: Vec<Pfn> = Vec::with_capacity(64);
+    let mut ops = 0u64;
+    let t0 = Instant::now();
+    loop {
+        for _ in 0..1000 {
+            for _ in 0..64 {
+                let (p, _) = mm.alloc_pages_fast(GFP_KERNEL, 0, 0, 0);
+                held.push(p.expect("a 4GiB machine has free pages"));
+            }
+            for p in held.drain(..) {
+                mm.free_pages(p, 0, 0);
+            }
+            ops += 64;
+        }
+        mm.acc = 0;
+        let dt = t0.elapsed().as_secs_f64();
+        if dt >= min_seconds {
+            return ops as f64 / dt;
+        }
+    }
+}
+
+/// Mixed alloc+free pairs per second: random order and type, a pool of live blocks.
+pub fn mixed_ops_per_sec(min_seconds: f64) -> f64 {
+    let mut mm = small_mm("4GiB");
+    let mut rng = Stream::new(1, streams::BENCH);
+    let gfps = [GFP_KERNEL, GFP_HIGHUSER_MOVABLE, GFP_KERNEL_RECLAIMABLE];
+    let mut pool: Vec<(Pfn, usize)> = Vec::with_capacity(4096);
+    let mut ops = 0u64;
+    let t0 = Instant::now();
+    loop {
+        for _ in 0..20_000 {
+            if pool.len() < 2048 {
+                let order = rng.below(MAX_PAGE_ORDER as u64 + 1) as usize;
+                let gfp = gfps[rng.below(3) as usize];
+                if let (Some(p), _) = mm.alloc_pages_fast(gfp, order, 0, 0) {
+                    pool.push((p, order));
+                }
+            } else {
+                let i = rng.below(pool.len() as u64) as usize;
+                let (p, o) = pool.swap_remove(i);
+                mm.free_pages(p, o, 0);
+                ops += 1;
+            }
+            if rng.below(2) == 0 && !pool.is_empty() {
+                let i = rng.below(pool.len() as u64) as usize;
+                let (p, o) = pool.swap_remove(i);
+                mm.free_pages(p, o, 0);
+                ops += 1;
+            }
+        }
+        mm.acc = 0;
+        let dt = t0.elapsed().as_secs_f64();
+        if dt >= min_seconds {
+            return ops as f64 / dt;
+        }
+    }
+}
+
+/// Heap bytes per frame of a booted 64 GiB machine, given a reader of the allocator's live bytes.
+pub fn bytes_per_frame(heap_bytes: &dyn Fn() -> usize) -> f64 {
+    let before = heap_bytes();
+    let mm = small_mm("64GiB");
+    let after = heap_bytes();
+    let frames = mm.map.len() as f64;
+    let b = (after.saturating_sub(before)) as f64 / frames;
+    drop(mm);
+    b
+}
+
+/// Simulated seconds per wall second of the default scenario.
+pub fn sim_speed() -> f64 {
+    let sc =
+        Scenario::from_toml(crate::config::DEFAULT_SCENARIO).expect("the default scenario parses");
+    let t0 = Instant::now();
+    let r = crate::sim::run(&sc, &mut |_, _| {});
+    r.summary.elapsed_seconds / t0.elapsed().as_secs_f64()
+}
+
+/// Runs every benchmark.
+pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> BenchResult {
+    BenchResult {
+        order0_ops_per_sec: order0_ops_per_sec(min_seconds),
+        mixed_ops_per_sec: mixed_ops_per_sec(min_seconds),
+        bytes_per_frame: heap_bytes.map(bytes_per_frame),
+        sim_seconds_per_wall_second: sim_speed(),
+    }
+}

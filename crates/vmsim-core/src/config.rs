@@ -1,0 +1,498 @@
+//! The scenario: machine, kernel (sysctls and patch switches), cost model and workload.
+//!
+//! Every knob is declared once here with its default, unit and a one-line
+//! description; `vmsim knobs` and docs/knobs.md are generated from
+//! [`knob_table`]. Keys use the kernel's sysctl names where one exists.
+//! Unknown keys are errors (`deny_unknown_fields`), never silently ignored.
+
+use crate::error::{Error, Result};
+use crate::units::{Bytes, Nanos};
+use serde::{Deserialize, Serialize};
+
+/// One documented knob: where it lives, its unit and what it means.
+#[derive(Debug, Clone, Serialize)]
+pub struct Knob {
+    /// TOML table the key belongs to (`machine`, `kernel`, `cost`, …).
+    pub section: &'static str,
+    /// The key as written in a scenario.
+    pub name: &'static str,
+    /// Unit in brackets as printed in docs (`[pages]`, `[ns]`, `[bool]`).
+    pub unit: &'static str,
+    /// One-line description.
+    pub doc: &'static str,
+}
+
+/// Declares a config section once: fields, defaults, units and docs together.
+macro_rules! section {
+    ($(#[$m:meta])* $name:ident, $sect:literal { $( #[doc = $doc:literal] $field:ident : $ty:ty = $default:expr, $unit:literal; )* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct $name {
+            $( #[doc = $doc] pub $field: $ty, )*
+        }
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+        impl $name {
+            /// The documented knobs of this section.
+            pub const KNOBS: &'static [Knob] = &[
+                $( Knob { section: $sect, name: stringify!($field), unit: $unit, doc: $doc }, )*
+            ];
+        }
+    };
+}
+
+section! {
+    /// The simulated machine.
+    Machine, "machine" {
+        /// Total RAM, split evenly across NUMA nodes (x86-64 layout: DMA < 16MiB, DMA32 < 4GiB, Normal above).
+        memory: Bytes = Bytes(8 << 30), "[bytes]";
+        /// Number of CPUs, spread evenly across nodes.
+        cpus: u32 = 8, "[count]";
+        /// Number of NUMA nodes with memory.
+        nodes: u32 = 1, "[count]";
+        /// Memory reserved at boot and never given to the buddy allocator, besides the memmap (kernel image, firmware).
+        reserved: Bytes = Bytes(32 << 20), "[bytes]";
+    }
+}
+
+section! {
+    /// The kernel: sysctls and the switches that select the seeds' patches.
+    Kernel, "kernel" {
+        /// Name printed in reports and comparison tables.
+        name: String = "default".to_string(), "[text]";
+        /// Group pages by mobility (2.6.24+). false gives the single-free-list buddy allocator of 2.6.14 ('vanilla' in seed 003).
+        mobility_grouping: bool = true, "[bool]";
+        /// vm.min_free_kbytes; 0 computes it as calculate_min_free_kbytes() does.
+        min_free_kbytes: u64 = 0, "[KiB]";
+        /// vm.watermark_scale_factor: distance between watermarks in 1/10000 of the zone.
+        watermark_scale_factor: u64 = 10, "[1/10000]";
+        /// vm.lowmem_reserve_ratio for DMA, DMA32, Normal.
+        lowmem_reserve_ratio: Vec<u64> = vec![256, 256, 32], "[ratio]";
+        /// vm.percpu_pagelist_high_fraction; 0 sizes pcp->high from the low watermark.
+        percpu_pagelist_high_fraction: u64 = 0, "[fraction]";
+        /// Reserve MIGRATE_HIGHATOMIC pageblocks for high-order atomic allocations (reserve_highatomic_pageblock).
+        highatomic_reserve: bool = true, "[bool]";
+        /// ALLOC_NOFRAGMENT for Normal-zone requests when DMA32 is populated (alloc_flags_nofragment, 5.0+).
+        alloc_nofragment: bool = true, "[bool]";
+        /// Number of order-0 pages of vmap'd kernel stack per task (THREAD_SIZE / PAGE_SIZE).
+        kernel_stack_pages: u32 = 4, "[pages]";
+        /// Let the OOM killer run when an allocation of order <= 3 cannot be satisfied.
+        oom_killer: bool = true, "[bool]";
+    }
+}
+
+section! {
+    /// Simulated cost of kernel and user operations. Defaults are order-of-magnitude
+    /// figures for a 2010s x86-64 server; see docs/cost-model.md for where each comes from.
+    Cost, "cost" {
+        /// Order-0 allocation served from the per-CPU list (rmqueue_pcplist).
+        pcp_alloc: u64 = 60, "[ns]";
+        /// Order-0 free onto the per-CPU list (free_unref_page).
+        pcp_free: u64 = 50, "[ns]";
+        /// One page taken from the buddy lists under zone->lock (__rmqueue).
+        buddy_alloc: u64 = 120, "[ns]";
+        /// One split step of expand() or merge step of __free_one_page.
+        buddy_split: u64 = 15, "[ns]";
+        /// One page returned to the buddy lists under zone->lock (__free_one_page).
+        buddy_free: u64 = 80, "[ns]";
+        /// Entering the allocator slow path (__alloc_pages_slowpath), per pass.
+        slowpath: u64 = 500, "[ns]";
+        /// A page fault's fixed overhead (exception entry, handle_mm_fault, return).
+        page_fault: u64 = 700, "[ns]";
+        /// Zeroing one 4 KiB page (clear_page at ~16 GB/s).
+        clear_page: u64 = 250, "[ns]";
+        /// User access to an already-mapped page (cache miss and TLB).
+        touch_page: u64 = 40, "[ns]";
+        /// One slab object allocation or free (kmem_cache_alloc fast path).
+        slab_object: u64 = 40, "[ns]";
+        /// One object scanned by a shrinker (do_shrink_slab).
+        shrink_object: u64 = 100, "[ns]";
+        /// A context switch (schedule, switch_mm).
+        context_switch: u64 = 2000, "[ns]";
+        /// Creating a task (fork: copy_process without memory copy).
+        fork: u64 = 30000, "[ns]";
+        /// Selecting and killing a victim in the OOM killer (out_of_memory).
+        oom_kill: u64 = 200000, "[ns]";
+    }
+}
+
+section! {
+    /// The CPU scheduler.
+    Sched, "sched" {
+        /// Time slice before a CPU-bound task is preempted when others wait (sysctl_sched_base_slice).
+        slice: Nanos = Nanos(3_000_000), "[time]";
+        /// Largest chunk of work a task does in one event; smaller is finer interleaving, larger is faster.
+        quantum: Nanos = Nanos(50_000), "[time]";
+    }
+}
+
+section! {
+    /// What is recorded while the simulation runs.
+    Sampling, "sampling" {
+        /// Interval of the vmstat/buddyinfo time series.
+        interval: Nanos = Nanos(100_000_000), "[time]";
+    }
+}
+
+/// How a held allocation is chosen by a `free` operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Which {
+    /// The oldest held allocation first.
+    #[default]
+    Oldest,
+    /// The newest first.
+    Newest,
+    /// Uniformly at random (from the task's own stream).
+    Random,
+}
+
+/// Mobility type of an explicit allocation, as the GFP flags would give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AllocType {
+    /// GFP_KERNEL: MIGRATE_UNMOVABLE.
+    #[default]
+    Unmovable,
+    /// GFP_KERNEL | __GFP_RECLAIMABLE: MIGRATE_RECLAIMABLE.
+    Reclaimable,
+    /// GFP_HIGHUSER_MOVABLE: MIGRATE_MOVABLE.
+    Movable,
+    /// GFP_ATOMIC: unmovable, may not sleep, may dip into reserves.
+    Atomic,
+}
+
+/// One operation of a task's program.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Op {
+    /// Spend user CPU time.
+    Compute {
+        /// How long [time].
+        time: Nanos,
+    },
+    /// Fault in (first touch) or re-touch anonymous memory of this size.
+    Touch {
+        /// Amount of the task's anonymous memory to touch [bytes].
+        size: Bytes,
+    },
+    /// Release anonymous memory (munmap of the most recently faulted pages).
+    Unmap {
+        /// Amount to release [bytes].
+        size: Bytes,
+    },
+    /// Explicit page allocations of one order and type, held until freed.
+    Alloc {
+        /// Buddy order (0..=10).
+        #[serde(default)]
+        order: u32,
+        /// How many allocations.
+        #[serde(default = "one")]
+        count: u64,
+        /// Mobility type (GFP flags).
+        #[serde(default, rename = "type")]
+        kind: AllocType,
+    },
+    /// Free held explicit allocations.
+    Free {
+        /// How many (default: all).
+        #[serde(default)]
+        count: Option<u64>,
+        /// Which ones.
+        #[serde(default)]
+        which: Which,
+    },
+    /// Allocate slab objects from a named cache.
+    Slab {
+        /// Cache name (`dentry`, `inode_cache`, `kmalloc-256`, …).
+        cache: String,
+        /// Number of objects.
+        objects: u64,
+    },
+    /// Free slab objects this task holds in a named cache (oldest first).
+    SlabFree {
+        /// Cache name.
+        cache: String,
+        /// Number of objects (default: all this task holds).
+        #[serde(default)]
+        objects: Option<u64>,
+    },
+    /// Sleep.
+    Sleep {
+        /// How long [time].
+        time: Nanos,
+    },
+    /// Exit now (the end of the program exits too).
+    Exit,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A group of identical tasks running one program.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// Command name (`comm`), as ps and the tracepoints show it.
+    pub name: String,
+    /// How many copies to start.
+    #[serde(default = "one")]
+    pub count: u64,
+    /// When to start them.
+    #[serde(default)]
+    pub start: Nanos,
+    /// How many times the program runs before the task exits.
+    #[serde(default = "one")]
+    pub repeat: u64,
+    /// The operations, in order.
+    pub program: Vec<Op>,
+}
+
+/// A whole scenario as read from TOML.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Scenario name.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Seed of all random streams.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Simulated time limit; the run also ends when every task has exited.
+    #[serde(default = "default_duration")]
+    pub duration: Nanos,
+    /// The machine.
+    #[serde(default)]
+    pub machine: Machine,
+    /// The kernel.
+    #[serde(default)]
+    pub kernel: Kernel,
+    /// Cost model.
+    #[serde(default)]
+    pub cost: Cost,
+    /// Scheduler.
+    #[serde(default)]
+    pub sched: Sched,
+    /// Recording.
+    #[serde(default)]
+    pub sampling: Sampling,
+    /// The workload.
+    #[serde(default, rename = "task")]
+    pub tasks: Vec<TaskSpec>,
+}
+
+fn default_name() -> String {
+    "unnamed".to_string()
+}
+
+fn default_duration() -> Nanos {
+    Nanos(60_000_000_000)
+}
+
+/// The built-in default scenario: what `vmsim run` does with no file.
+pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/default.toml");
+
+/// Every documented knob, in declaration order.
+pub fn knob_table() -> Vec<Knob> {
+    [
+        Machine::KNOBS,
+        Kernel::KNOBS,
+        Cost::KNOBS,
+        Sched::KNOBS,
+        Sampling::KNOBS,
+    ]
+    .concat()
+}
+
+impl Scenario {
+    /// Parses and validates a scenario from TOML text.
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let sc: Scenario =
+            toml::from_str(text).map_err(|e| Error::Parse(one_line_toml_error(&e)))?;
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    /// Checks values that parse but cannot describe a machine or a workload.
+    pub fn validate(&self) -> Result<()> {
+        let inv = |m: String| Err(Error::Invalid(m));
+        let m = &self.machine;
+        if m.cpus == 0 || m.cpus > 4096 {
+            return inv(format!(
+                "machine.cpus = {} is impossible (1..=4096)",
+                m.cpus
+            ));
+        }
+        if m.nodes == 0 || m.nodes > 64 {
+            return inv(format!(
+                "machine.nodes = {} is impossible (1..=64)",
+                m.nodes
+            ));
+        }
+        if m.cpus < m.nodes {
+            return inv(format!(
+                "machine.cpus = {} is fewer than machine.nodes = {}",
+                m.cpus, m.nodes
+            ));
+        }
+        let min = 64u64 << 20;
+        if m.memory.0 < min * m.nodes as u64 {
+            return inv(format!(
+                "machine.memory = {} is too small (at least 64MiB per node)",
+                m.memory
+            ));
+        }
+        if m.memory.0 > 16u64 << 40 {
+            return inv(format!(
+                "machine.memory = {} is too large (at most 16TiB)",
+                m.memory
+            ));
+        }
+        if m.memory.0 % 4096 != 0 {
+            return inv(format!(
+                "machine.memory = {} is not a whole number of 4KiB pages",
+                m.memory
+            ));
+        }
+        if m.reserved.0 * 2 > m.memory.0 / m.nodes as u64 {
+            return inv(format!(
+                "machine.reserved = {} leaves too little memory on node 0",
+                m.reserved
+            ));
+        }
+        let k = &self.kernel;
+        if !(1..=3000).contains(&k.watermark_scale_factor) {
+            return inv(format!(
+                "kernel.watermark_scale_factor = {} is out of range (1..=3000)",
+                k.watermark_scale_factor
+            ));
+        }
+        if k.lowmem_reserve_ratio.len() != 3 || k.lowmem_reserve_ratio.iter().any(|&r| r == 0) {
+            return inv(
+                "kernel.lowmem_reserve_ratio needs three ratios >= 1 (DMA, DMA32, Normal)".into(),
+            );
+        }
+        if k.kernel_stack_pages == 0 || k.kernel_stack_pages > 64 {
+            return inv(format!(
+                "kernel.kernel_stack_pages = {} is out of range (1..=64)",
+                k.kernel_stack_pages
+            ));
+        }
+        if self.sched.quantum.0 == 0 || self.sched.slice.0 == 0 {
+            return inv("sched.quantum and sched.slice must be > 0".into());
+        }
+        if self.sampling.interval.0 < 1_000_000 {
+            return inv("sampling.interval must be at least 1ms".into());
+        }
+        if self.duration.0 == 0 {
+            return inv("duration must be > 0".into());
+        }
+        let mut total_tasks = 0u64;
+        for (i, t) in self.tasks.iter().enumerate() {
+            let at = format!("task[{i}] '{}'", t.name);
+            if t.name.is_empty() || t.name.len() > 15 || t.name.contains(char::is_whitespace) {
+                return inv(format!(
+                    "{at}: name must be 1..15 characters without spaces (TASK_COMM_LEN)"
+                ));
+            }
+            if t.count == 0 {
+                return inv(format!("{at}: count must be >= 1"));
+            }
+            total_tasks += t.count;
+            if t.repeat == 0 {
+                return inv(format!("{at}: repeat must be >= 1"));
+            }
+            for op in &t.program {
+                match op {
+                    Op::Alloc { order, count, .. } => {
+                        if *order > crate::mm::mmzone::MAX_PAGE_ORDER as u32 {
+                            return inv(format!(
+                                "{at}: alloc order {order} is above MAX_PAGE_ORDER (10)"
+                            ));
+                        }
+                        if *count == 0 {
+                            return inv(format!("{at}: alloc count must be >= 1"));
+                        }
+                    }
+                    Op::Slab { cache, .. } | Op::SlabFree { cache, .. } => {
+                        if crate::mm::slab::builtin_cache(cache).is_none() {
+                            return inv(format!(
+                                "{at}: unknown slab cache '{cache}' (known: {})",
+                                crate::mm::slab::builtin_names().join(", ")
+                            ));
+                        }
+                    }
+                    Op::Touch { size } | Op::Unmap { size } if size.0 > m.memory.0 * 64 => {
+                        return inv(format!(
+                            "{at}: size {size} is larger than any address space here"
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if total_tasks > 1_000_000 {
+            return inv(format!(
+                "{total_tasks} tasks is too many (at most 1,000,000)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Squeezes toml's multi-line diagnostics into one line with the key and position.
+fn one_line_toml_error(e: &toml::de::Error) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => format!("{msg} (at byte {})", span.start),
+        None => msg,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_scenario_parses() {
+        let sc = Scenario::from_toml(DEFAULT_SCENARIO).unwrap();
+        assert!(!sc.tasks.is_empty());
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = Scenario::from_toml("[machine]\nmemroy = \"1GiB\"\n").unwrap_err();
+        assert!(e.to_string().contains("memroy"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn bad_unit_is_named() {
+        let e = Scenario::from_toml("[machine]\nmemory = \"8 parsecs\"\n").unwrap_err();
+        assert!(e.to_string().contains("parsecs"), "{e}");
+    }
+
+    #[test]
+    fn impossible_sizes_are_rejected() {
+        assert!(Scenario::from_toml("[machine]\ncpus = 0\n").is_err());
+        assert!(Scenario::from_toml("[machine]\nmemory = \"1MiB\"\n").is_err());
+        assert!(Scenario::from_toml("[machine]\nmemory = \"64TiB\"\n").is_err());
+        let e = Scenario::from_toml("[[task]]\nname=\"a\"\nprogram=[{op=\"alloc\", order=11}]\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("order 11"), "{e}");
+    }
+
+    #[test]
+    fn knobs_are_documented() {
+        let t = knob_table();
+        assert!(t.iter().any(|k| k.name == "min_free_kbytes"));
+        assert!(t
+            .iter()
+            .all(|k| !k.doc.is_empty() && k.unit.starts_with('[')));
+    }
+}

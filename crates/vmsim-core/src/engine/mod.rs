@@ -1,0 +1,501 @@
+//! The discrete-event engine: clock, event queue, CPUs with run queues, tasks.
+//!
+//! Time is simulated nanoseconds. Events are ordered by (time, sequence
+//! number), so two events at the same instant run in the order they were
+//! scheduled and every run with the same inputs is identical. A CPU runs one
+//! task at a time; the task's program does up to `sched.quantum` of work per
+//! step and says what comes next (run on, sleep, block on a wait queue, exit).
+//! User time is what the program reports; system time is what the kernel
+//! operations it called cost, including spinning on contended locks.
+//! Scheduling is round robin with a time slice, wake-up placement on an idle
+//! CPU (the previous one first) and idle stealing from the longest run queue:
+//! a small CFS, enough to share CPUs fairly and to make waiting visible.
+//!
+//! Simplification: a step runs to completion at its start time, so a wait
+//! queue entry made in a step is visible at once although the CPU stays busy
+//! until the step's end (at most one quantum).
+
+pub mod lock;
+pub mod rng;
+
+use crate::config::{Cost, Sched};
+use crate::kernel::Kernel;
+use crate::workload::{Program, Step, StepCtx};
+use lock::{TaskId, WaitQueue};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// What happens at an instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// A CPU finished its current piece of work: run its task on, or schedule.
+    Schedule(u32),
+    /// A sleeping or blocked task's timer fires (ignored if the token is stale).
+    Wake(TaskId, u64),
+    /// A pending task is created.
+    Start(TaskId),
+}
+
+/// A task's scheduling state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// Created later.
+    Pending,
+    /// On a run queue.
+    Runnable,
+    /// On a CPU.
+    Running,
+    /// Sleeping until a timer.
+    Sleeping,
+    /// Waiting on a wait queue.
+    Blocked(usize),
+    /// Exited or killed.
+    Dead,
+}
+
+/// Scheduler view of a task (struct sched_entity and friends).
+#[derive(Debug, Clone)]
+struct SchedEntity {
+    state: TaskState,
+    cpu: usize,
+    token: u64,
+    runnable_since: u64,
+    start_at: u64,
+    comm: String,
+    kthread: bool,
+}
+
+/// One CPU.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Cpu {
+    /// Task on the CPU.
+    #[serde(skip)]
+    pub current: Option<TaskId>,
+    /// Task that ran last (a context switch costs when another one runs).
+    #[serde(skip)]
+    last: Option<TaskId>,
+    /// Run queue.
+    #[serde(skip)]
+    pub rq: VecDeque<TaskId>,
+    /// Whether the CPU is idle (no event pending for it).
+    #[serde(skip)]
+    idle: bool,
+    #[serde(skip)]
+    idle_since: u64,
+    #[serde(skip)]
+    slice_start: u64,
+    /// Node of the CPU.
+    pub node: usize,
+    /// User time [ns].
+    pub user_ns: u64,
+    /// System time [ns].
+    pub sys_ns: u64,
+    /// Idle time [ns].
+    pub idle_ns: u64,
+    /// Context switches.
+    pub context_switches: u64,
+}
+
+/// The engine: clock, events, CPUs, tasks and the kernel they run on.
+pub struct Engine {
+    /// Simulated time [ns].
+    pub now: u64,
+    queue: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    /// CPUs.
+    pub cpus: Vec<Cpu>,
+    sched: Vec<SchedEntity>,
+    programs: Vec<Option<Box<dyn Program>>>,
+    /// Wait queues, by id (wait_queue_head_t).
+    pub waitqueues: Vec<WaitQueue>,
+    /// The kernel.
+    pub kernel: Kernel,
+    cfg: Sched,
+    cost: Cost,
+    /// User tasks not yet exited (including pending ones).
+    pub live_user_tasks: usize,
+    /// Tasks whose creation failed (no memory for a kernel stack).
+    pub fork_failures: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+impl Engine {
+    /// An engine over a booted kernel.
+    pub fn new(kernel: Kernel, cfg: Sched, cost: Cost) -> Engine {
+        let n = kernel.mm.nr_cpus;
+        let cpus = (0..n)
+            .map(|c| Cpu {
+                node: kernel.mm.cpu_to_node[c],
+                idle: true,
+                ..Default::default()
+            })
+            .collect();
+        Engine {
+            now: 0,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            cpus,
+            sched: Vec::new(),
+            programs: Vec::new(),
+            waitqueues: Vec::new(),
+            kernel,
+            cfg,
+            cost,
+            live_user_tasks: 0,
+            fork_failures: 0,
+            events: 0,
+        }
+    }
+
+    fn schedule_at(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((t, self.seq, ev)));
+    }
+
+    /// Registers a task to be created at `at` on `cpu` running `program`; returns its id.
+    pub fn spawn(
+        &mut self,
+        comm: &str,
+        cpu: usize,
+        at: u64,
+        kthread: bool,
+        program: Box<dyn Program>,
+    ) -> TaskId {
+        let tid = self.sched.len() as TaskId;
+        self.sched.push(SchedEntity {
+            state: TaskState::Pending,
+            cpu: cpu % self.cpus.len(),
+            token: 0,
+            runnable_since: 0,
+            start_at: at,
+            comm: comm.to_string(),
+            kthread,
+        });
+        self.programs.push(Some(program));
+        if !kthread {
+            self.live_user_tasks += 1;
+        }
+        self.schedule_at(at, Ev::Start(tid));
+        tid
+    }
+
+    /// Creates a new wait queue and returns its id.
+    pub fn new_waitqueue(&mut self) -> usize {
+        self.waitqueues.push(WaitQueue::new());
+        self.waitqueues.len() - 1
+    }
+
+    /// Scheduling state of a task.
+    pub fn task_state(&self, tid: TaskId) -> TaskState {
+        self.sched[tid as usize].state
+    }
+
+    /// Time of the next event, if any.
+    pub fn next_event_time(&self) -> Option<u64> {
+        self.queue.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// Processes every event up to and including time `t`, then sets the clock to `t`.
+    pub fn run_until(&mut self, t: u64) {
+        while let Some(&Reverse((et, _, ev))) = self.queue.peek() {
+            if et > t {
+                break;
+            }
+            self.queue.pop();
+            self.now = et;
+            self.events += 1;
+            match ev {
+                Ev::Schedule(cpu) => self.cpu_step(cpu as usize),
+                Ev::Wake(tid, token) => self.timer_wake(tid, token),
+                Ev::Start(tid) => self.start_task(tid),
+            }
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Closes the books at the current time: idle CPUs get their idle time.
+    pub fn finish(&mut self) {
+        let now = self.now;
+        for c in &mut self.cpus {
+            if c.idle {
+                c.idle_ns += now - c.idle_since;
+                c.idle_since = now;
+            }
+        }
+    }
+
+    fn start_task(&mut self, tid: TaskId) {
+        let (comm, cpu, kthread) = {
+            let s = &self.sched[tid as usize];
+            (s.comm.clone(), s.cpu, s.kthread)
+        };
+        self.kernel.mm.now = self.now;
+        self.kernel.mm.acc = 0;
+        let ktid = self.kernel.fork(&comm, cpu, kthread, self.now);
+        self.kernel.mm.acc = 0;
+        self.reap_oom_victims();
+        match ktid {
+            Some(k) => {
+                debug_assert_eq!(k, tid, "kernel and scheduler task ids agree");
+                self.try_to_wake_up(tid);
+            }
+            None => {
+                // The kernel created and destroyed a task record; keep ids aligned.
+                self.fork_failures += 1;
+                self.sched[tid as usize].state = TaskState::Dead;
+                if !kthread {
+                    self.live_user_tasks -= 1;
+                }
+            }
+        }
+    }
+
+    fn timer_wake(&mut self, tid: TaskId, token: u64) {
+        let s = &self.sched[tid as usize];
+        if s.token != token {
+            return;
+        }
+        match s.state {
+            TaskState::Sleeping => {}
+            TaskState::Blocked(wq) => {
+                self.waitqueues[wq].remove(tid);
+            }
+            _ => return,
+        }
+        self.try_to_wake_up(tid);
+    }
+
+    /// Wakes every task on a wait queue (wake_up_all).
+    pub fn wake_up_all(&mut self, wq: usize) {
+        for t in self.waitqueues[wq].wake_all() {
+            self.sched[t as usize].token += 1;
+            self.try_to_wake_up(t);
+        }
+    }
+
+    /// Wakes the first task on a wait queue (wake_up with an exclusive waiter).
+    pub fn wake_up_one(&mut self, wq: usize) {
+        if let Some(t) = self.waitqueues[wq].wake_one() {
+            self.sched[t as usize].token += 1;
+            self.try_to_wake_up(t);
+        }
+    }
+
+    /// Makes a task runnable on a CPU chosen like select_task_rq_fair (try_to_wake_up).
+    fn try_to_wake_up(&mut self, tid: TaskId) {
+        let now = self.now;
+        let prev = self.sched[tid as usize].cpu;
+        let node = self.cpus[prev].node;
+        let cpu = if self.cpus[prev].idle {
+            prev
+        } else if let Some(c) =
+            (0..self.cpus.len()).find(|&c| self.cpus[c].idle && self.cpus[c].node == node)
+        {
+            c
+        } else if let Some(c) = (0..self.cpus.len()).find(|&c| self.cpus[c].idle) {
+            c
+        } else {
+            // Shortest run queue on the task's node, previous CPU on ties.
+            let mut best = prev;
+            for c in 0..self.cpus.len() {
+                if self.cpus[c].node == node && self.cpus[c].rq.len() < self.cpus[best].rq.len() {
+                    best = c;
+                }
+            }
+            best
+        };
+        let s = &mut self.sched[tid as usize];
+        s.state = TaskState::Runnable;
+        s.runnable_since = now;
+        s.cpu = cpu;
+        let c = &mut self.cpus[cpu];
+        c.rq.push_back(tid);
+        if c.idle {
+            c.idle = false;
+            c.idle_ns += now - c.idle_since;
+            self.schedule_at(now, Ev::Schedule(cpu as u32));
+        }
+    }
+
+    /// Marks OOM victims dead and takes them off run and wait queues.
+    fn reap_oom_victims(&mut self) {
+        let victims = std::mem::take(&mut self.kernel.oom_victims);
+        for v in victims {
+            let s = &mut self.sched[v as usize];
+            let state = s.state;
+            s.state = TaskState::Dead;
+            s.token += 1;
+            match state {
+                TaskState::Runnable => {
+                    let cpu = s.cpu;
+                    if let Some(i) = self.cpus[cpu].rq.iter().position(|&t| t == v) {
+                        self.cpus[cpu].rq.remove(i);
+                    }
+                }
+                TaskState::Blocked(wq) => {
+                    self.waitqueues[wq].remove(v);
+                }
+                _ => {}
+            }
+            if state != TaskState::Dead && !self.sched[v as usize].kthread {
+                self.live_user_tasks -= 1;
+            }
+            self.programs[v as usize] = None;
+        }
+    }
+
+    /// Picks the next task for an idle-bound CPU: its own queue, else steal from the longest one.
+    fn pick_next_task(&mut self, cpu: usize) -> Option<TaskId> {
+        if let Some(t) = self.cpus[cpu].rq.pop_front() {
+            return Some(t);
+        }
+        let node = self.cpus[cpu].node;
+        let mut busiest: Option<usize> = None;
+        for c in 0..self.cpus.len() {
+            let len = self.cpus[c].rq.len();
+            if len == 0 {
+                continue;
+            }
+            let better = match busiest {
+                None => true,
+                Some(b) => {
+                    let bl = self.cpus[b].rq.len();
+                    let same_b = self.cpus[b].node == node;
+                    let same_c = self.cpus[c].node == node;
+                    (same_c && !same_b) || (same_c == same_b && len > bl)
+                }
+            };
+            if better {
+                busiest = Some(c);
+            }
+        }
+        busiest.and_then(|b| self.cpus[b].rq.pop_back())
+    }
+
+    /// Handles a CPU whose current piece of work has ended.
+    fn cpu_step(&mut self, cpu: usize) {
+        let now = self.now;
+        if let Some(tid) = self.cpus[cpu].current {
+            let alive = self.sched[tid as usize].state == TaskState::Running;
+            let expired = now.saturating_sub(self.cpus[cpu].slice_start) >= self.cfg.slice.0;
+            if alive && !(expired && !self.cpus[cpu].rq.is_empty()) {
+                self.run_step(cpu, tid);
+                return;
+            }
+            self.cpus[cpu].current = None;
+            if alive {
+                // Preempted at the end of its slice.
+                let s = &mut self.sched[tid as usize];
+                s.state = TaskState::Runnable;
+                s.runnable_since = now;
+                self.cpus[cpu].rq.push_back(tid);
+            }
+        }
+        match self.pick_next_task(cpu) {
+            Some(next) => {
+                let mut t = now;
+                let c = &mut self.cpus[cpu];
+                if c.last != Some(next) {
+                    c.context_switches += 1;
+                    c.sys_ns += self.cost.context_switch;
+                    t += self.cost.context_switch;
+                }
+                c.current = Some(next);
+                c.last = Some(next);
+                c.slice_start = t;
+                let s = &mut self.sched[next as usize];
+                let waited = now - s.runnable_since;
+                s.state = TaskState::Running;
+                s.cpu = cpu;
+                self.kernel.tasks[next as usize].stats.runq_wait_ns += waited;
+                self.schedule_at(t, Ev::Schedule(cpu as u32));
+            }
+            None => {
+                let c = &mut self.cpus[cpu];
+                c.idle = true;
+                c.idle_since = now;
+            }
+        }
+    }
+
+    /// Runs one step of a task's program on a CPU and acts on what it asks for next.
+    fn run_step(&mut self, cpu: usize, tid: TaskId) {
+        let now = self.now;
+        self.kernel.tasks[tid as usize].cpu = cpu;
+        self.kernel.mm.now = now;
+        self.kernel.mm.acc = 0;
+        let Some(mut prog) = self.programs[tid as usize].take() else {
+            return;
+        };
+        let out = {
+            let mut cx = StepCtx {
+                k: &mut self.kernel,
+                tid,
+                now,
+                quantum: self.cfg.quantum.0,
+            };
+            prog.step(&mut cx)
+        };
+        self.programs[tid as usize] = Some(prog);
+        let sys = self.kernel.mm.acc;
+        self.kernel.mm.acc = 0;
+        let user = out.user_ns;
+        {
+            let c = &mut self.cpus[cpu];
+            c.user_ns += user;
+            c.sys_ns += sys;
+            let st = &mut self.kernel.tasks[tid as usize].stats;
+            st.user_ns += user;
+            st.sys_ns += sys;
+        }
+        let end = now + (user + sys).max(1);
+        self.reap_oom_victims();
+        if self.sched[tid as usize].state == TaskState::Dead {
+            // Killed by the OOM killer during its own step.
+            self.schedule_at(end, Ev::Schedule(cpu as u32));
+            return;
+        }
+        match out.next {
+            Step::Run => {}
+            Step::Sleep(d) => {
+                let s = &mut self.sched[tid as usize];
+                s.state = TaskState::Sleeping;
+                s.token += 1;
+                let token = s.token;
+                self.cpus[cpu].current = None;
+                self.schedule_at(end + d, Ev::Wake(tid, token));
+            }
+            Step::Block { wq, timeout } => {
+                let s = &mut self.sched[tid as usize];
+                s.state = TaskState::Blocked(wq);
+                s.token += 1;
+                let token = s.token;
+                self.waitqueues[wq].add(tid);
+                self.cpus[cpu].current = None;
+                if let Some(d) = timeout {
+                    self.schedule_at(end + d, Ev::Wake(tid, token));
+                }
+            }
+            Step::Exit => {
+                self.kernel.exit_task(tid, end);
+                self.sched[tid as usize].state = TaskState::Dead;
+                if !self.sched[tid as usize].kthread {
+                    self.live_user_tasks -= 1;
+                }
+                self.cpus[cpu].current = None;
+                self.programs[tid as usize] = None;
+            }
+        }
+        let wakes = std::mem::take(&mut self.kernel.pending_wakeups);
+        for wq in wakes {
+            self.wake_up_all(wq);
+        }
+        self.schedule_at(end, Ev::Schedule(cpu as u32));
+    }
+
+    /// Start time of a task [ns].
+    pub fn task_start(&self, tid: TaskId) -> u64 {
+        self.sched[tid as usize].start_at
+    }
+}

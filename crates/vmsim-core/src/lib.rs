@@ -1,0 +1,38 @@
+//! vmsim-core: a discrete-event simulator of Linux kernel memory management.
+//!
+//! The engine ([`engine`]) runs simulated tasks ([`workload`]) on simulated
+//! CPUs against a simulated kernel ([`kernel`], [`mm`]): the buddy allocator
+//! with mobility grouping, watermarks, per-CPU lists, slab caches, reclaim
+//! and the OOM killer, each in a module named after the kernel file it
+//! models. A scenario ([`config::Scenario`]) describes machine, kernel and
+//! workload; [`sim::run`] returns what /proc and the tracepoints would show.
+//! Same scenario and seed, same bytes.
+
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod kernel;
+pub mod mm;
+pub mod sim;
+pub mod units;
+pub mod workload;
+
+pub use config::Scenario;
+pub use error::{Error, Result};
+pub use sim::{run, RunResult};
+
+/// Parses a scenario, optionally overriding its seed, and runs it.
+pub fn run_toml(
+    text: &str,
+    seed: Option<u64>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunResult> {
+    let mut sc = Scenario::from_toml(text)?;
+    if let Some(s) = seed {
+        sc.seed = s;
+    }
+    Ok(run(&sc, progress))
+}

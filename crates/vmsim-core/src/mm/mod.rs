@@ -1,0 +1,109 @@
+//! The memory-management mechanisms, one module per kernel file.
+
+pub mod gfp;
+pub mod mmzone;
+pub mod oom_kill;
+pub mod page;
+pub mod page_alloc;
+pub mod slab;
+pub mod vmscan;
+pub mod vmstat;
+#[allow(missing_docs)]
+pub mod vmstat_items;
+
+use crate::config::{Cost, Kernel as KernelCfg};
+use mmzone::{PerCpuPages, PgData, Zone};
+use page::Page;
+use vmstat_items::{Event, NumaStat};
+
+/// Counters of external-fragmentation events (the mm_page_alloc_extfrag tracepoint).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FragStats {
+    /// Every mm_page_alloc_extfrag event.
+    pub extfrag_events: u64,
+    /// Events with fragmenting=1 (fallback_order < pageblock_order).
+    pub extfrag_fragmenting: u64,
+    /// Events with change_ownership=1 (the block now has the requested type).
+    pub extfrag_change_ownership: u64,
+    /// Events below pageblock order that did not claim the block (fragmenting and mixing types).
+    pub extfrag_mixed: u64,
+    /// Whole pageblocks claimed by try_to_claim_block below pageblock order.
+    pub blocks_claimed: u64,
+    /// Allocation attempts that failed, by order.
+    pub alloc_fail: [u64; mmzone::NR_PAGE_ORDERS],
+    /// Allocation attempts that succeeded, by order.
+    pub alloc_success: [u64; mmzone::NR_PAGE_ORDERS],
+}
+
+/// The page allocator's state: frames, nodes, zones, per-CPU lists and counters.
+#[derive(Debug)]
+pub struct Mm {
+    /// mem_map: one entry per frame of the machine.
+    pub map: Vec<Page>,
+    /// Migratetype of every pageblock (the pageblock bitmap), indexed by pfn >> pageblock_order.
+    pub pageblock_mt: Vec<u8>,
+    /// Zone id of every pageblock (zones and nodes are pageblock-aligned).
+    pub pageblock_zone: Vec<u16>,
+    /// All zones, node by node, lowest zone type first.
+    pub zones: Vec<Zone>,
+    /// NUMA nodes.
+    pub nodes: Vec<PgData>,
+    /// Per-CPU pages: `pcp[zone_id * nr_cpus + cpu]`.
+    pub pcp: Vec<PerCpuPages>,
+    /// Number of CPUs.
+    pub nr_cpus: usize,
+    /// Node of each CPU.
+    pub cpu_to_node: Vec<usize>,
+    /// Zonelists: `zonelists[nid * MAX_NR_ZONES + highest_zoneidx]` lists zone ids in fallback order.
+    pub zonelists: Vec<Vec<usize>>,
+    /// Global event counters (vm_event_states).
+    pub events: [u64; Event::COUNT],
+    /// NUMA counters.
+    pub numa: [u64; NumaStat::COUNT],
+    /// External fragmentation statistics.
+    pub frag: FragStats,
+    /// !page_group_by_mobility_disabled.
+    pub grouping: bool,
+    /// vm.min_free_kbytes in force [KiB].
+    pub min_free_kbytes: u64,
+    /// Kernel switches.
+    pub kcfg: KernelCfg,
+    /// Cost model.
+    pub cost: Cost,
+    /// Simulated time at which the current operation started [ns].
+    pub now: u64,
+    /// System time the current operation has accrued so far [ns], including lock spinning.
+    pub acc: u64,
+}
+
+impl Mm {
+    /// Simulated time inside the current operation [ns].
+    #[inline(always)]
+    pub fn clock(&self) -> u64 {
+        self.now + self.acc
+    }
+
+    /// Counts a vm event (count_vm_events).
+    #[inline(always)]
+    pub fn count_vm_events(&mut self, e: Event, n: u64) {
+        self.events[e as usize] += n;
+    }
+
+    /// Adjusts a node counter (mod_node_page_state).
+    #[inline(always)]
+    pub fn mod_node_page_state(&mut self, nid: usize, item: vmstat_items::NodeStat, delta: i64) {
+        self.nodes[nid].vm_stat[item as usize] += delta;
+    }
+
+    /// Zone id of a frame (page_zone).
+    #[inline(always)]
+    pub fn page_zone(&self, pfn: page::Pfn) -> usize {
+        self.pageblock_zone[(pfn >> mmzone::PAGEBLOCK_ORDER) as usize] as usize
+    }
+
+    /// Node of a frame (page_to_nid).
+    #[inline(always)]
+    pub fn pfn_to_nid(&self, pfn: page::Pfn) -> usize {
+        self.zones[self.page_zone(pfn)].nid
+    }
+}

@@ -1,0 +1,246 @@
+//! The frame table (`mem_map`): one 16-byte [`Page`] per 4 KiB frame.
+//!
+//! Models `struct page` (include/linux/mm_types.h) and the page flags of
+//! include/linux/page-flags.h, reduced to what the simulated mechanisms read.
+//! A frame sits on at most one list at a time — a buddy free list, a per-CPU
+//! list, or (later) an LRU — so one pair of links serves all of them, as
+//! `page->lru` / `page->buddy_list` / `page->pcp_list` share storage in the kernel.
+
+/// A page frame number: index into the frame table.
+pub type Pfn = u32;
+
+/// "No page": the end of a list.
+pub const NIL: Pfn = u32::MAX;
+
+/// Page size [bytes].
+pub const PAGE_SIZE: u64 = 4096;
+/// log2 of [`PAGE_SIZE`].
+pub const PAGE_SHIFT: u32 = 12;
+
+/// Page flag bits (include/linux/page-flags.h names).
+pub mod pg {
+    /// Free and on a buddy free list as the head of a block of `order` (PageBuddy).
+    pub const BUDDY: u16 = 1 << 0;
+    /// Free and on a per-CPU list.
+    pub const PCP: u16 = 1 << 1;
+    /// Allocated as the head of a block of `order` pages.
+    pub const HEAD: u16 = 1 << 2;
+    /// Allocated, inside a higher-order block (not the head).
+    pub const TAIL: u16 = 1 << 3;
+    /// Used by the slab allocator (PageSlab).
+    pub const SLAB: u16 = 1 << 4;
+    /// Reserved at boot, never freed to the buddy allocator (PageReserved).
+    pub const RESERVED: u16 = 1 << 5;
+    /// Anonymous memory mapped by a task (PageAnon).
+    pub const ANON: u16 = 1 << 6;
+    /// A page-table page.
+    pub const PGTABLE: u16 = 1 << 7;
+    /// A kernel-stack page.
+    pub const KSTACK: u16 = 1 << 8;
+    /// On an LRU list (PageLRU).
+    pub const LRU: u16 = 1 << 9;
+    /// On the active LRU list (PageActive).
+    pub const ACTIVE: u16 = 1 << 10;
+    /// Recently referenced (PageReferenced).
+    pub const REFERENCED: u16 = 1 << 11;
+    /// Dirty (PageDirty).
+    pub const DIRTY: u16 = 1 << 12;
+    /// Under writeback (PageWriteback).
+    pub const WRITEBACK: u16 = 1 << 13;
+    /// Held by a task as an explicit `alloc` operation.
+    pub const HELD: u16 = 1 << 14;
+}
+
+/// One frame's state: 16 bytes.
+///
+/// `order` is the buddy order of a free block (on its head) or of an
+/// allocated block (on its head). `mt` is the migratetype the block was
+/// taken from or freed to — the kernel keeps it in `page->index` for pcp
+/// pages and reads the pageblock bits otherwise. `owner` is the task, slab
+/// cache or inode the frame belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct Page {
+    /// Flag bits from [`pg`].
+    pub flags: u16,
+    /// Block order.
+    pub order: u8,
+    /// Migratetype recorded at allocation / on a pcp list.
+    pub mt: u8,
+    /// Next frame on the list this frame is on.
+    pub next: Pfn,
+    /// Previous frame on that list.
+    pub prev: Pfn,
+    /// Owner id (task, cache, inode) or NIL.
+    pub owner: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Page>() == 16);
+
+impl Page {
+    /// A frame not yet given to the allocator.
+    pub const fn reserved() -> Self {
+        Page {
+            flags: pg::RESERVED,
+            order: 0,
+            mt: 0,
+            next: NIL,
+            prev: NIL,
+            owner: NIL,
+        }
+    }
+
+    /// Whether flag bits `f` are all set.
+    #[inline(always)]
+    pub fn test(&self, f: u16) -> bool {
+        self.flags & f == f
+    }
+}
+
+/// Head and tail of an intrusive doubly-linked list threaded through the frame table
+/// (a `struct list_head` whose nodes are frames).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListHead {
+    /// First frame or NIL.
+    pub head: Pfn,
+    /// Last frame or NIL.
+    pub tail: Pfn,
+}
+
+impl Default for ListHead {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ListHead {
+    /// An empty list.
+    pub const fn new() -> Self {
+        ListHead {
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    /// Whether the list is empty.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
+    /// Adds `pfn` at the head (list_add).
+    #[inline(always)]
+    pub fn push_front(&mut self, map: &mut [Page], pfn: Pfn) {
+        let old = self.head;
+        {
+            let p = &mut map[pfn as usize];
+            p.prev = NIL;
+            p.next = old;
+        }
+        if old == NIL {
+            self.tail = pfn;
+        } else {
+            map[old as usize].prev = pfn;
+        }
+        self.head = pfn;
+    }
+
+    /// Adds `pfn` at the tail (list_add_tail).
+    #[inline(always)]
+    pub fn push_back(&mut self, map: &mut [Page], pfn: Pfn) {
+        let old = self.tail;
+        {
+            let p = &mut map[pfn as usize];
+            p.next = NIL;
+            p.prev = old;
+        }
+        if old == NIL {
+            self.head = pfn;
+        } else {
+            map[old as usize].next = pfn;
+        }
+        self.tail = pfn;
+    }
+
+    /// Unlinks `pfn`, which must be on this list (list_del).
+    #[inline(always)]
+    pub fn remove(&mut self, map: &mut [Page], pfn: Pfn) {
+        let (prev, next) = {
+            let p = &map[pfn as usize];
+            (p.prev, p.next)
+        };
+        if prev == NIL {
+            debug_assert_eq!(self.head, pfn);
+            self.head = next;
+        } else {
+            map[prev as usize].next = next;
+        }
+        if next == NIL {
+            debug_assert_eq!(self.tail, pfn);
+            self.tail = prev;
+        } else {
+            map[next as usize].prev = prev;
+        }
+        let p = &mut map[pfn as usize];
+        p.next = NIL;
+        p.prev = NIL;
+    }
+
+    /// Removes and returns the head, if any.
+    #[inline(always)]
+    pub fn pop_front(&mut self, map: &mut [Page]) -> Option<Pfn> {
+        let h = self.head;
+        if h == NIL {
+            return None;
+        }
+        self.remove(map, h);
+        Some(h)
+    }
+
+    /// Iterates the list from head to tail (the list must not change meanwhile).
+    pub fn iter<'a>(&self, map: &'a [Page]) -> ListIter<'a> {
+        ListIter {
+            map,
+            cur: self.head,
+        }
+    }
+}
+
+/// Iterator over a [`ListHead`].
+pub struct ListIter<'a> {
+    map: &'a [Page],
+    cur: Pfn,
+}
+
+impl Iterator for ListIter<'_> {
+    type Item = Pfn;
+    fn next(&mut self) -> Option<Pfn> {
+        if self.cur == NIL {
+            return None;
+        }
+        let c = self.cur;
+        self.cur = self.map[c as usize].next;
+        Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_ops_keep_links_consistent() {
+        let mut map = vec![Page::reserved(); 8];
+        let mut l = ListHead::new();
+        l.push_back(&mut map, 1);
+        l.push_back(&mut map, 2);
+        l.push_front(&mut map, 3);
+        assert_eq!(l.iter(&map).collect::<Vec<_>>(), vec![3, 1, 2]);
+        l.remove(&mut map, 1);
+        assert_eq!(l.iter(&map).collect::<Vec<_>>(), vec![3, 2]);
+        assert_eq!(l.pop_front(&mut map), Some(3));
+        assert_eq!(l.pop_front(&mut map), Some(2));
+        assert!(l.is_empty());
+        assert_eq!(l.tail, NIL);
+    }
+}

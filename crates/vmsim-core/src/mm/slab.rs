@@ -1,0 +1,295 @@
+//! Slab caches of kernel objects: where unmovable and reclaimable kernel memory comes from.
+//!
+//! Models the parts of mm/slub.c and mm/shrinker.c that matter to the page
+//! allocator: a cache grows by whole slabs (one allocation of the cache's
+//! order, GFP_KERNEL, with __GFP_RECLAIMABLE for SLAB_RECLAIM_ACCOUNT caches
+//! such as dentry and inode caches), objects fill partial slabs first, and a
+//! slab page returns to the buddy allocator only when its last object is
+//! freed. Reclaimable caches keep their unused objects on an LRU that a
+//! shrinker walks oldest first (do_shrink_slab), so one young object pins a
+//! whole slab — the internal fragmentation the seeds' workloads create.
+//! Object sizes and slab orders are those of a 6.x x86-64 /proc/slabinfo.
+
+use super::page::{pg, Pfn, PAGE_SIZE};
+use std::collections::VecDeque;
+
+/// A built-in cache: name, object size [bytes], slab order, reclaimable.
+pub const BUILTIN_CACHES: &[(&str, u32, u8, bool)] = &[
+    ("dentry", 192, 0, true),
+    ("inode_cache", 608, 2, true),
+    ("ext4_inode_cache", 1184, 3, true),
+    ("xfs_inode", 1024, 3, true),
+    ("buffer_head", 104, 0, true),
+    ("radix_tree_node", 576, 2, true),
+    ("kmalloc-64", 64, 0, false),
+    ("kmalloc-256", 256, 1, false),
+    ("kmalloc-1k", 1024, 2, false),
+    ("kmalloc-4k", 4096, 3, false),
+    ("skbuff_head_cache", 256, 1, false),
+    ("anon_vma", 104, 0, false),
+    ("vm_area_struct", 176, 0, false),
+];
+
+/// Index of a built-in cache by name.
+pub fn builtin_cache(name: &str) -> Option<usize> {
+    BUILTIN_CACHES.iter().position(|c| c.0 == name)
+}
+
+/// Names of all built-in caches.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN_CACHES.iter().map(|c| c.0).collect()
+}
+
+/// One slab: its first frame and objects in use.
+#[derive(Debug, Clone, Copy)]
+pub struct SlabPage {
+    /// First frame of the slab, or NIL if the slot is unused.
+    pub pfn: Pfn,
+    /// Objects allocated from it.
+    pub inuse: u16,
+}
+
+/// A cache (struct kmem_cache).
+#[derive(Debug, Clone)]
+pub struct KmemCache {
+    /// Name as /proc/slabinfo shows it.
+    pub name: &'static str,
+    /// Object size [bytes].
+    pub object_size: u32,
+    /// Slab order (oo_order).
+    pub order: u8,
+    /// Objects per slab.
+    pub objs_per_slab: u16,
+    /// SLAB_RECLAIM_ACCOUNT: slabs are MIGRATE_RECLAIMABLE and a shrinker frees unused objects.
+    pub reclaimable: bool,
+    /// Slabs by id.
+    pub slabs: Vec<SlabPage>,
+    /// Unused slab ids.
+    free_ids: Vec<u32>,
+    /// Slabs that may have free objects (checked lazily).
+    partial: Vec<u32>,
+    /// Unused cached objects, oldest first, by slab id (the shrinker's list_lru).
+    pub lru: VecDeque<u32>,
+    /// Objects allocated.
+    pub active_objs: u64,
+    /// Slabs allocated.
+    pub nr_slabs: u64,
+}
+
+impl KmemCache {
+    /// A cache from the built-in table.
+    pub fn builtin(idx: usize) -> Self {
+        let (name, object_size, order, reclaimable) = BUILTIN_CACHES[idx];
+        KmemCache {
+            name,
+            object_size,
+            order,
+            objs_per_slab: ((PAGE_SIZE << order) / object_size as u64) as u16,
+            reclaimable,
+            slabs: Vec::new(),
+            free_ids: Vec::new(),
+            partial: Vec::new(),
+            lru: VecDeque::new(),
+            active_objs: 0,
+            nr_slabs: 0,
+        }
+    }
+
+    /// A slab with a free object, if any (get_partial).
+    pub fn get_partial(&mut self) -> Option<u32> {
+        while let Some(&id) = self.partial.last() {
+            let s = self.slabs[id as usize];
+            if s.pfn != super::page::NIL && s.inuse < self.objs_per_slab {
+                return Some(id);
+            }
+            self.partial.pop();
+        }
+        None
+    }
+
+    /// Records a newly allocated slab page and returns its id.
+    pub fn add_slab(&mut self, pfn: Pfn) -> u32 {
+        let s = SlabPage { pfn, inuse: 0 };
+        let id = match self.free_ids.pop() {
+            Some(id) => {
+                self.slabs[id as usize] = s;
+                id
+            }
+            None => {
+                self.slabs.push(s);
+                (self.slabs.len() - 1) as u32
+            }
+        };
+        self.partial.push(id);
+        self.nr_slabs += 1;
+        id
+    }
+
+    /// Takes one object from slab `id`.
+    pub fn take_object(&mut self, id: u32) {
+        self.slabs[id as usize].inuse += 1;
+        self.active_objs += 1;
+    }
+
+    /// Returns one object to slab `id`; Some(pfn) if the slab is now empty and must be freed.
+    pub fn put_object(&mut self, id: u32) -> Option<Pfn> {
+        let s = &mut self.slabs[id as usize];
+        debug_assert!(s.inuse > 0);
+        let was_full = s.inuse == self.objs_per_slab;
+        s.inuse -= 1;
+        self.active_objs -= 1;
+        if s.inuse == 0 {
+            let pfn = s.pfn;
+            s.pfn = super::page::NIL;
+            self.free_ids.push(id);
+            self.nr_slabs -= 1;
+            return Some(pfn);
+        }
+        if was_full {
+            self.partial.push(id);
+        }
+        None
+    }
+
+    /// Page flags of this cache's slab pages.
+    pub fn page_flags(&self) -> u16 {
+        pg::HEAD | pg::SLAB
+    }
+}
+
+/// All caches.
+#[derive(Debug, Clone)]
+pub struct Slab {
+    /// Caches by id (the built-in table's order).
+    pub caches: Vec<KmemCache>,
+}
+
+impl Default for Slab {
+    fn default() -> Self {
+        Slab {
+            caches: (0..BUILTIN_CACHES.len()).map(KmemCache::builtin).collect(),
+        }
+    }
+}
+
+impl Slab {
+    /// Unused objects the shrinkers could free (the sum of count_objects()).
+    pub fn freeable(&self) -> u64 {
+        self.caches.iter().map(|c| c.lru.len() as u64).sum()
+    }
+
+    /// /proc/slabinfo (version 2.1) for caches with slabs.
+    pub fn slabinfo(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::from("slabinfo - version: 2.1\n# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail>\n");
+        for c in &self.caches {
+            let num_objs = c.nr_slabs * c.objs_per_slab as u64;
+            let _ = writeln!(
+                s,
+                "{:<17} {:6} {:6} {:6} {:4} {:4} : tunables {:4} {:4} {:4} : slabdata {:6} {:6} {:6}",
+                c.name, c.active_objs, num_objs, c.object_size, c.objs_per_slab, 1u32 << c.order, 0, 0, 0, c.nr_slabs, c.nr_slabs, 0
+            );
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_fill_slabs_and_last_free_releases_the_page() {
+        let mut c = KmemCache::builtin(builtin_cache("dentry").unwrap());
+        assert_eq!(c.objs_per_slab, 21);
+        let id = c.add_slab(100);
+        for _ in 0..21 {
+            assert_eq!(c.get_partial(), Some(id));
+            c.take_object(id);
+        }
+        assert_eq!(c.get_partial(), None, "a full slab is not partial");
+        for _ in 0..20 {
+            assert_eq!(c.put_object(id), None);
+        }
+        assert_eq!(
+            c.get_partial(),
+            Some(id),
+            "a slab with free objects is partial again"
+        );
+        assert_eq!(c.put_object(id), Some(100));
+        assert_eq!(c.nr_slabs, 0);
+        assert_eq!(c.get_partial(), None);
+    }
+}
+
+use super::gfp::{GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
+use super::vmstat::NodeStat;
+use crate::engine::lock::TaskId;
+use crate::kernel::{AllocResult, Kernel};
+
+impl Kernel {
+    /// Allocates one object (kmem_cache_alloc → ___slab_alloc → new_slab when no partial slab has room).
+    /// Objects of reclaimable caches go to the cache's LRU as unused cached objects;
+    /// objects of other caches are held by the task until freed.
+    pub fn kmem_cache_alloc(&mut self, cache: usize, tid: TaskId) -> AllocResult {
+        self.mm.acc += self.mm.cost.slab_object;
+        let id = match self.slab.caches[cache].get_partial() {
+            Some(id) => id,
+            None => {
+                let c = &self.slab.caches[cache];
+                let gfp = if c.reclaimable {
+                    GFP_KERNEL_RECLAIMABLE
+                } else {
+                    GFP_KERNEL
+                };
+                let order = c.order as usize;
+                let pfn = match self.alloc_pages(gfp, order, tid) {
+                    AllocResult::Page(p) => p,
+                    other => return other,
+                };
+                let c = &mut self.slab.caches[cache];
+                let page = &mut self.mm.map[pfn as usize];
+                page.flags |= pg::SLAB;
+                page.owner = cache as u32;
+                let item = if c.reclaimable {
+                    NodeStat::NR_SLAB_RECLAIMABLE
+                } else {
+                    NodeStat::NR_SLAB_UNRECLAIMABLE
+                };
+                let nid = self.mm.pfn_to_nid(pfn);
+                self.mm.mod_node_page_state(nid, item, 1 << order);
+                c.add_slab(pfn)
+            }
+        };
+        let c = &mut self.slab.caches[cache];
+        c.take_object(id);
+        if c.reclaimable {
+            c.lru.push_back(id);
+        } else {
+            self.tasks[tid as usize]
+                .slab_held
+                .push_back((cache as u16, id));
+        }
+        AllocResult::Page(self.slab.caches[cache].slabs[id as usize].pfn)
+    }
+
+    /// Frees one object of slab `id`; frees the slab page when it empties (kmem_cache_free → discard_slab).
+    /// Returns the pages freed.
+    pub fn kmem_cache_free(&mut self, cache: usize, id: u32, cpu: usize) -> u64 {
+        self.mm.acc += self.mm.cost.slab_object;
+        let c = &mut self.slab.caches[cache];
+        let Some(pfn) = c.put_object(id) else {
+            return 0;
+        };
+        let order = c.order as usize;
+        let item = if c.reclaimable {
+            NodeStat::NR_SLAB_RECLAIMABLE
+        } else {
+            NodeStat::NR_SLAB_UNRECLAIMABLE
+        };
+        let nid = self.mm.pfn_to_nid(pfn);
+        self.mm.mod_node_page_state(nid, item, -(1i64 << order));
+        self.mm.free_pages(pfn, order, cpu);
+        1 << order
+    }
+}

@@ -1,0 +1,392 @@
+//! One simulation run: boot the machine, start the workload, sample, report.
+
+use crate::config::Scenario;
+use crate::engine::rng::{streams, Stream};
+use crate::engine::Engine;
+use crate::kernel::Kernel;
+use crate::mm::mmzone::{Wmark, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
+use crate::mm::page::pg;
+use crate::mm::vmstat::{vmstat_text, Event, VmstatSnapshot};
+use crate::mm::{FragStats, Mm};
+use crate::workload::OpProgram;
+use indexmap::IndexMap;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// The version of vmsim that produced a result.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Totals of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Simulated time until the last task exited, or the time limit [s].
+    pub elapsed_seconds: f64,
+    /// User time over all CPUs [s].
+    pub user_seconds: f64,
+    /// System time over all CPUs [s].
+    pub sys_seconds: f64,
+    /// Idle time over all CPUs [s].
+    pub idle_seconds: f64,
+    /// Time tasks spent in the allocator slow path [s].
+    pub alloc_stall_seconds: f64,
+    /// Time tasks waited on run queues [s].
+    pub runq_wait_seconds: f64,
+    /// Tasks started.
+    pub tasks_started: u64,
+    /// Tasks that could not be created.
+    pub fork_failures: u64,
+    /// Tasks killed by the OOM killer.
+    pub oom_kills: u64,
+    /// Allocation requests that failed.
+    pub alloc_failures: u64,
+    /// mm_page_alloc_extfrag events.
+    pub extfrag_events: u64,
+    /// Pageblocks holding pages of a migratetype other than their own at the end.
+    pub mixed_pageblocks: u64,
+    /// Whether every task exited before the time limit.
+    pub completed: bool,
+}
+
+/// One zone's configuration and end state, as /proc/zoneinfo would show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ZoneReport {
+    /// Node.
+    pub node: usize,
+    /// Zone name.
+    pub zone: &'static str,
+    /// present_pages.
+    pub present: u64,
+    /// managed_pages.
+    pub managed: u64,
+    /// Free pages at the end.
+    pub free: i64,
+    /// min, low, high, promo watermarks [pages].
+    pub watermarks: [u64; 4],
+    /// lowmem_reserve (protection) [pages].
+    pub lowmem_reserve: Vec<u64>,
+    /// pcp->high.
+    pub pcp_high: u32,
+    /// pcp->batch.
+    pub pcp_batch: u32,
+    /// zone->lock acquisitions.
+    pub lock_acquisitions: u64,
+    /// zone->lock acquisitions that spun.
+    pub lock_contentions: u64,
+    /// Time spent spinning on zone->lock [ns].
+    pub lock_wait_ns: u64,
+}
+
+/// Per-command task totals.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct TaskGroup {
+    /// Tasks with this comm.
+    pub count: u64,
+    /// User time [s].
+    pub user_seconds: f64,
+    /// System time [s].
+    pub sys_seconds: f64,
+    /// Allocation stall time [s].
+    pub alloc_stall_seconds: f64,
+    /// Page faults.
+    pub faults: u64,
+    /// Largest resident set of one task [pages].
+    pub max_rss_pages: u64,
+    /// Failed allocations.
+    pub alloc_failed: u64,
+    /// Tasks OOM-killed.
+    pub oom_killed: u64,
+    /// Mean completion time of the tasks that exited [s].
+    pub mean_runtime_seconds: f64,
+}
+
+/// Counters sampled over simulated time.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct TimeSeries {
+    /// Sample times [s].
+    pub time_seconds: Vec<f64>,
+    /// Selected /proc/vmstat items, by name.
+    pub vmstat: IndexMap<&'static str, Vec<i64>>,
+    /// Free blocks per order summed over zones (a /proc/buddyinfo row per sample).
+    pub buddyinfo: Vec<[u64; NR_PAGE_ORDERS]>,
+    /// Pageblocks per migratetype summed over zones.
+    pub pageblocks: Vec<[u64; MIGRATE_TYPES]>,
+    /// Sum of min/low/high watermarks over zones (boost included) [pages].
+    pub watermarks: Vec<[u64; 3]>,
+}
+
+/// Everything a run reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// vmsim version.
+    pub vmsim_version: &'static str,
+    /// Scenario name.
+    pub scenario: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// Seed.
+    pub seed: u64,
+    /// Totals.
+    pub summary: Summary,
+    /// /proc/vmstat at the end, in the kernel's order.
+    pub vmstat: IndexMap<&'static str, i64>,
+    /// Counters that changed during the run (end minus boot), in the kernel's order.
+    pub vmstat_delta: IndexMap<&'static str, i64>,
+    /// External-fragmentation statistics.
+    pub fragmentation: FragStats,
+    /// Zones.
+    pub zones: Vec<ZoneReport>,
+    /// CPUs.
+    pub cpus: Vec<crate::engine::Cpu>,
+    /// Tasks by command name.
+    pub tasks: IndexMap<String, TaskGroup>,
+    /// Sampled counters.
+    pub timeseries: TimeSeries,
+    /// /proc files at the end: vmstat, buddyinfo, pagetypeinfo, slabinfo.
+    pub proc: IndexMap<&'static str, String>,
+}
+
+/// Items recorded in the time series.
+const SERIES: &[&str] = &[
+    "nr_free_pages",
+    "nr_free_pages_blocks",
+    "nr_anon_pages",
+    "nr_slab_reclaimable",
+    "nr_slab_unreclaimable",
+    "nr_page_table_pages",
+    "nr_kernel_stack",
+    "pgalloc_dma32",
+    "pgalloc_normal",
+    "pgfree",
+    "pgfault",
+    "allocstall_normal",
+    "slabs_scanned",
+    "oom_kill",
+];
+
+fn ns_to_s(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+impl Mm {
+    /// Pageblocks that hold allocated pages of another migratetype than the block's (mixed blocks).
+    pub fn mixed_pageblocks(&self) -> u64 {
+        let mut mixed = 0;
+        let n = self.map.len() as u32;
+        let mut start = 0u32;
+        while start < n {
+            let end = (start + (1 << PAGEBLOCK_ORDER)).min(n);
+            let bmt = self.pageblock_mt[(start >> PAGEBLOCK_ORDER) as usize];
+            let mut p = start;
+            let mut is_mixed = false;
+            while p < end {
+                let page = &self.map[p as usize];
+                if page.test(pg::HEAD) {
+                    if page.mt != bmt && (page.mt as usize) < 3 && (bmt as usize) < 3 {
+                        is_mixed = true;
+                        break;
+                    }
+                    p += 1 << page.order;
+                } else if page.test(pg::BUDDY) {
+                    p += 1 << page.order;
+                } else {
+                    p += 1;
+                }
+            }
+            if is_mixed {
+                mixed += 1;
+            }
+            start = end;
+        }
+        mixed
+    }
+
+    fn sample(&self, snap: &VmstatSnapshot, ts: &mut TimeSeries, t: u64) {
+        ts.time_seconds.push(ns_to_s(t));
+        for (name, v) in snap {
+            if let Some(series) = ts.vmstat.get_mut(name) {
+                series.push(*v);
+            }
+        }
+        let mut b = [0u64; NR_PAGE_ORDERS];
+        let mut pb = [0u64; MIGRATE_TYPES];
+        let mut wm = [0u64; 3];
+        for z in self.zones.iter().filter(|z| z.populated()) {
+            for (o, area) in z.free_area.iter().enumerate() {
+                b[o] += area.nr_free;
+            }
+            for (i, c) in self.pageblock_counts(z.id).iter().enumerate() {
+                pb[i] += c;
+            }
+            wm[0] += z.wmark_pages(Wmark::Min);
+            wm[1] += z.wmark_pages(Wmark::Low);
+            wm[2] += z.wmark_pages(Wmark::High);
+        }
+        ts.buddyinfo.push(b);
+        ts.pageblocks.push(pb);
+        ts.watermarks.push(wm);
+    }
+}
+
+/// Builds the engine for a scenario: boots the kernel and registers every task.
+pub fn build(sc: &Scenario) -> Engine {
+    let kernel = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+    let mut eng = Engine::new(kernel, sc.sched.clone(), sc.cost.clone());
+    let ncpu = sc.machine.cpus as usize;
+    let mut next_cpu = 0usize;
+    let mut tid = 0u64;
+    for spec in &sc.tasks {
+        let ops = Arc::new(spec.program.clone());
+        for _ in 0..spec.count {
+            let rng = Stream::new(sc.seed, streams::TASK_STREAM_BASE + tid);
+            let prog = OpProgram::new(spec, Arc::clone(&ops), rng);
+            eng.spawn(
+                &spec.name,
+                next_cpu % ncpu,
+                spec.start.0,
+                false,
+                Box::new(prog),
+            );
+            next_cpu += 1;
+            tid += 1;
+        }
+    }
+    eng
+}
+
+/// Runs a scenario to the end; `progress(now, end)` is called after each sample.
+pub fn run(sc: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> RunResult {
+    let mut eng = build(sc);
+    let dirty = (0, 0);
+    let boot_snap = eng.kernel.mm.vmstat_snapshot(dirty);
+    let mut ts = TimeSeries::default();
+    for name in SERIES {
+        ts.vmstat.insert(name, Vec::new());
+    }
+    eng.kernel.mm.sample(&boot_snap, &mut ts, 0);
+    let end = sc.duration.0;
+    let interval = sc.sampling.interval.0;
+    let mut t = 0;
+    while t < end && eng.live_user_tasks > 0 {
+        t = (t + interval).min(end);
+        eng.run_until(t);
+        let snap = eng.kernel.mm.vmstat_snapshot(dirty);
+        eng.kernel.mm.sample(&snap, &mut ts, t);
+        progress(t, end);
+    }
+    eng.finish();
+    #[cfg(feature = "expensive-checks")]
+    if let Err(e) = eng.kernel.check_accounting() {
+        panic!("invariant violated at the end of the run: {e}");
+    }
+    let completed = eng.live_user_tasks == 0;
+    let last_exit = eng
+        .kernel
+        .tasks
+        .iter()
+        .map(|t| t.stats.exit_ns)
+        .max()
+        .unwrap_or(0);
+    let elapsed = if completed { last_exit } else { end };
+    result(sc, &eng, &boot_snap, ts, elapsed, completed)
+}
+
+fn result(
+    sc: &Scenario,
+    eng: &Engine,
+    boot: &VmstatSnapshot,
+    ts: TimeSeries,
+    elapsed: u64,
+    completed: bool,
+) -> RunResult {
+    let k = &eng.kernel;
+    let mm = &k.mm;
+    let snap = mm.vmstat_snapshot((0, 0));
+    let vmstat: IndexMap<&'static str, i64> = snap.iter().cloned().collect();
+    let mut delta = IndexMap::new();
+    for ((name, v), (_, b)) in snap.iter().zip(boot.iter()) {
+        if v != b {
+            delta.insert(*name, v - b);
+        }
+    }
+    let mut tasks: IndexMap<String, TaskGroup> = IndexMap::new();
+    let mut runtime_sum: IndexMap<String, (u64, u64)> = IndexMap::new();
+    for t in &k.tasks {
+        let g = tasks.entry(t.comm.clone()).or_default();
+        g.count += 1;
+        g.user_seconds += ns_to_s(t.stats.user_ns);
+        g.sys_seconds += ns_to_s(t.stats.sys_ns);
+        g.alloc_stall_seconds += ns_to_s(t.stats.alloc_stall_ns);
+        g.faults += t.stats.faults;
+        g.max_rss_pages = g.max_rss_pages.max(t.stats.max_rss);
+        g.alloc_failed += t.stats.alloc_failed;
+        g.oom_killed += t.oom_killed as u64;
+        if !t.alive && !t.oom_killed {
+            let e = runtime_sum.entry(t.comm.clone()).or_default();
+            e.0 += t.stats.exit_ns - t.stats.start_ns;
+            e.1 += 1;
+        }
+    }
+    for (comm, (sum, n)) in runtime_sum {
+        if let Some(g) = tasks.get_mut(&comm) {
+            g.mean_runtime_seconds = ns_to_s(sum) / n as f64;
+        }
+    }
+    let zones = mm
+        .zones
+        .iter()
+        .filter(|z| z.populated())
+        .map(|z| {
+            let pcp = &mm.pcp[z.id * mm.nr_cpus];
+            ZoneReport {
+                node: z.nid,
+                zone: z.zone_type.name(),
+                present: z.present_pages,
+                managed: z.managed_pages,
+                free: z.free_pages(),
+                watermarks: z.watermark,
+                lowmem_reserve: z.lowmem_reserve.to_vec(),
+                pcp_high: pcp.high,
+                pcp_batch: pcp.batch,
+                lock_acquisitions: z.lock.acquisitions,
+                lock_contentions: z.lock.contentions,
+                lock_wait_ns: z.lock.wait_ns,
+            }
+        })
+        .collect();
+    let cpus = eng.cpus.clone();
+    let summary = Summary {
+        elapsed_seconds: ns_to_s(elapsed),
+        user_seconds: ns_to_s(cpus.iter().map(|c| c.user_ns).sum()),
+        sys_seconds: ns_to_s(cpus.iter().map(|c| c.sys_ns).sum()),
+        idle_seconds: ns_to_s(cpus.iter().map(|c| c.idle_ns).sum()),
+        alloc_stall_seconds: ns_to_s(k.tasks.iter().map(|t| t.stats.alloc_stall_ns).sum()),
+        runq_wait_seconds: ns_to_s(k.tasks.iter().map(|t| t.stats.runq_wait_ns).sum()),
+        tasks_started: k.tasks.len() as u64,
+        fork_failures: eng.fork_failures,
+        oom_kills: mm.events[Event::OOM_KILL as usize],
+        alloc_failures: mm.frag.alloc_fail.iter().sum(),
+        extfrag_events: mm.frag.extfrag_events,
+        mixed_pageblocks: mm.mixed_pageblocks(),
+        completed,
+    };
+    let mut proc = IndexMap::new();
+    proc.insert("vmstat", vmstat_text(&snap));
+    proc.insert("buddyinfo", mm.buddyinfo());
+    proc.insert("pagetypeinfo", mm.pagetypeinfo());
+    proc.insert("slabinfo", k.slab.slabinfo());
+    RunResult {
+        vmsim_version: VERSION,
+        scenario: sc.name.clone(),
+        kernel: sc.kernel.name.clone(),
+        seed: sc.seed,
+        summary,
+        vmstat,
+        vmstat_delta: delta,
+        fragmentation: mm.frag.clone(),
+        zones,
+        cpus,
+        tasks,
+        timeseries: ts,
+        proc,
+    }
+}

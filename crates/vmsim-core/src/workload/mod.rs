@@ -1,0 +1,269 @@
+//! Workload programs: what simulated tasks do.
+//!
+//! A [`Program`] is a resumable state machine: each call of [`Program::step`]
+//! does up to one quantum of work through the kernel and says what the task
+//! does next. [`OpProgram`] runs the small instruction set of scenario files
+//! (compute, touch, unmap, alloc, free, slab, slab_free, sleep, exit); the
+//! seed workloads (hackbench, dd, kernel builds, fio) are programs of their own.
+
+use crate::config::{AllocType, Op, TaskSpec, Which};
+use crate::engine::lock::TaskId;
+use crate::engine::rng::Stream;
+use crate::kernel::{AllocResult, Kernel};
+use crate::mm::gfp::{Gfp, GFP_ATOMIC, GFP_HIGHUSER_MOVABLE, GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
+use crate::mm::page::PAGE_SIZE;
+use crate::mm::slab::builtin_cache;
+use std::sync::Arc;
+
+/// What a task does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Keep running.
+    Run,
+    /// Sleep for this long [ns].
+    Sleep(u64),
+    /// Wait on a wait queue, optionally with a timeout [ns].
+    Block {
+        /// Wait queue id.
+        wq: usize,
+        /// Timeout.
+        timeout: Option<u64>,
+    },
+    /// Exit.
+    Exit,
+}
+
+/// The result of one step: user time used and what comes next.
+/// System time is what the kernel calls accrued in `Kernel::mm.acc`.
+#[derive(Debug, Clone, Copy)]
+pub struct StepOut {
+    /// User time [ns].
+    pub user_ns: u64,
+    /// Next state.
+    pub next: Step,
+}
+
+/// What a program sees during a step.
+pub struct StepCtx<'a> {
+    /// The kernel.
+    pub k: &'a mut Kernel,
+    /// The running task.
+    pub tid: TaskId,
+    /// Simulated time at the start of the step [ns].
+    pub now: u64,
+    /// Work to do before yielding [ns].
+    pub quantum: u64,
+}
+
+/// A task's behaviour.
+///
+/// # Contract
+/// `step` must make progress: return `Run` only after using some time
+/// (user time, or kernel calls that cost system time), and never use much
+/// more than `quantum` in one call.
+pub trait Program {
+    /// Runs the task's next piece of work.
+    fn step(&mut self, cx: &mut StepCtx) -> StepOut;
+}
+
+/// Runs the operations of a scenario's `[[task]]` `repeat` times.
+pub struct OpProgram {
+    ops: Arc<Vec<Op>>,
+    pc: usize,
+    left: u64,
+    started: bool,
+    repeat_left: u64,
+    rng: Stream,
+    /// Allocations that failed (the program carries on).
+    pub failed_allocs: u64,
+}
+
+impl OpProgram {
+    /// A program for one copy of a task spec.
+    pub fn new(spec: &TaskSpec, ops: Arc<Vec<Op>>, rng: Stream) -> Self {
+        OpProgram {
+            ops,
+            pc: 0,
+            left: 0,
+            started: false,
+            repeat_left: spec.repeat,
+            rng,
+            failed_allocs: 0,
+        }
+    }
+}
+
+/// The gfp mask of an explicit allocation type.
+pub fn alloc_type_gfp(kind: AllocType) -> Gfp {
+    match kind {
+        AllocType::Unmovable => GFP_KERNEL,
+        AllocType::Reclaimable => GFP_KERNEL_RECLAIMABLE,
+        AllocType::Movable => GFP_HIGHUSER_MOVABLE,
+        AllocType::Atomic => GFP_ATOMIC,
+    }
+}
+
+impl Program for OpProgram {
+    fn step(&mut self, cx: &mut StepCtx) -> StepOut {
+        let mut user = 0u64;
+        let tid = cx.tid;
+        loop {
+            if user + cx.k.mm.acc >= cx.quantum {
+                return StepOut {
+                    user_ns: user,
+                    next: Step::Run,
+                };
+            }
+            if self.pc >= self.ops.len() {
+                if self.repeat_left > 1 {
+                    self.repeat_left -= 1;
+                    self.pc = 0;
+                    self.started = false;
+                    if self.ops.is_empty() {
+                        return StepOut {
+                            user_ns: user,
+                            next: Step::Exit,
+                        };
+                    }
+                    continue;
+                }
+                return StepOut {
+                    user_ns: user,
+                    next: Step::Exit,
+                };
+            }
+            let ops = Arc::clone(&self.ops);
+            let op = &ops[self.pc];
+            if !self.started {
+                self.started = true;
+                self.left = match op {
+                    Op::Compute { time } => time.0,
+                    Op::Touch { size } | Op::Unmap { size } => size.0.div_ceil(PAGE_SIZE),
+                    Op::Alloc { count, .. } => *count,
+                    Op::Free { count, .. } => count.unwrap_or(u64::MAX),
+                    Op::Slab { objects, .. } => *objects,
+                    Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
+                    Op::Sleep { .. } | Op::Exit => 1,
+                };
+            }
+            let budget = cx.quantum.saturating_sub(user + cx.k.mm.acc);
+            match op {
+                Op::Compute { .. } => {
+                    let d = self.left.min(budget.max(1));
+                    user += d;
+                    self.left -= d;
+                }
+                Op::Touch { size } => {
+                    let n = size.0.div_ceil(PAGE_SIZE);
+                    let idx = n - self.left;
+                    let rss = cx.k.tasks[tid as usize].anon.len() as u64;
+                    if idx < rss {
+                        // Already resident: an access, no fault.
+                        let cost = cx.k.mm.cost.touch_page.max(1);
+                        let k = (rss - idx).min(self.left).min(budget / cost + 1);
+                        user += k * cx.k.mm.cost.touch_page;
+                        self.left -= k;
+                    } else {
+                        match cx.k.do_anonymous_page(tid) {
+                            AllocResult::Page(_) => {
+                                user += cx.k.mm.cost.touch_page;
+                                self.left -= 1;
+                            }
+                            // A fault that cannot be satisfied kills the task (VM_FAULT_OOM → SIGKILL).
+                            AllocResult::Failed | AllocResult::Killed => {
+                                return StepOut {
+                                    user_ns: user,
+                                    next: Step::Exit,
+                                };
+                            }
+                        }
+                    }
+                }
+                Op::Unmap { .. } => {
+                    let freed = cx.k.unmap_anon(tid, self.left.min(64));
+                    self.left = if freed == 0 { 0 } else { self.left - freed };
+                    user += 1;
+                }
+                Op::Alloc { order, kind, .. } => {
+                    match cx.k.alloc_held(tid, alloc_type_gfp(*kind), *order as usize) {
+                        AllocResult::Page(_) => {}
+                        AllocResult::Failed => self.failed_allocs += 1,
+                        AllocResult::Killed => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Exit,
+                            }
+                        }
+                    }
+                    self.left -= 1;
+                }
+                Op::Free { which, .. } => {
+                    let held = cx.k.tasks[tid as usize].held.len();
+                    if held == 0 {
+                        self.left = 0;
+                    } else {
+                        let idx = match which {
+                            Which::Oldest => 0,
+                            Which::Newest => held - 1,
+                            Which::Random => self.rng.below(held as u64) as usize,
+                        };
+                        cx.k.free_held(tid, idx);
+                        self.left -= 1;
+                    }
+                }
+                Op::Slab { cache, .. } => {
+                    let c = builtin_cache(cache).unwrap_or(0);
+                    match cx.k.kmem_cache_alloc(c, tid) {
+                        AllocResult::Page(_) => {}
+                        AllocResult::Failed => self.failed_allocs += 1,
+                        AllocResult::Killed => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Exit,
+                            }
+                        }
+                    }
+                    self.left -= 1;
+                }
+                Op::SlabFree { cache, .. } => {
+                    let c = builtin_cache(cache).unwrap_or(0);
+                    let cpu = cx.k.tasks[tid as usize].cpu;
+                    let next = if cx.k.slab.caches[c].reclaimable {
+                        cx.k.slab.caches[c].lru.pop_front()
+                    } else {
+                        let held = &mut cx.k.tasks[tid as usize].slab_held;
+                        held.iter()
+                            .position(|&(hc, _)| hc as usize == c)
+                            .and_then(|i| held.remove(i))
+                            .map(|(_, id)| id)
+                    };
+                    match next {
+                        Some(id) => {
+                            cx.k.kmem_cache_free(c, id, cpu);
+                            self.left -= 1;
+                        }
+                        None => self.left = 0,
+                    }
+                }
+                Op::Sleep { time } => {
+                    self.pc += 1;
+                    self.started = false;
+                    return StepOut {
+                        user_ns: user,
+                        next: Step::Sleep(time.0),
+                    };
+                }
+                Op::Exit => {
+                    return StepOut {
+                        user_ns: user,
+                        next: Step::Exit,
+                    }
+                }
+            }
+            if self.left == 0 {
+                self.pc += 1;
+                self.started = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Thin PyO3 bindings of vmsim-core: the Python package `vmsim` calls these.
+//!
+//! Results cross the boundary as JSON text, which the Python side parses once.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::prelude::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The system allocator, counting live heap bytes so `bench` can measure bytes per frame.
+struct Counting;
+
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            LIVE_BYTES.fetch_add(l.size(), Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        LIVE_BYTES.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            LIVE_BYTES.fetch_add(l.size(), Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            LIVE_BYTES.fetch_sub(l.size(), Ordering::Relaxed);
+            LIVE_BYTES.fetch_add(new, Ordering::Relaxed);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+create_exception!(
+    _vmsim,
+    ScenarioError,
+    PyValueError,
+    "A scenario that cannot be run; the message is one line."
+);
+
+fn to_py(e: vmsim_core::Error) -> PyErr {
+    ScenarioError::new_err(e.to_string())
+}
+
+/// Runs a scenario given as TOML text; returns the result as JSON text.
+///
+/// `progress(now_ns, end_ns)` is called after every sample; Ctrl-C stops the run.
+#[pyfunction]
+#[pyo3(signature = (scenario, seed=None, progress=None))]
+fn run(
+    py: Python<'_>,
+    scenario: &str,
+    seed: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let sc = {
+        let mut sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
+        if let Some(s) = seed {
+            sc.seed = s;
+        }
+        sc
+    };
+    let mut err: Option<PyErr> = None;
+    let mut cb = |now: u64, end: u64| {
+        if err.is_some() {
+            return;
+        }
+        if let Err(e) = py.check_signals() {
+            err = Some(e);
+            return;
+        }
+        if let Some(p) = &progress {
+            if let Err(e) = p.call1(py, (now, end)) {
+                err = Some(e);
+            }
+        }
+    };
+    let r = vmsim_core::run(&sc, &mut cb);
+    if let Some(e) = err {
+        if e.is_instance_of::<PyKeyboardInterrupt>(py) {
+            return Err(e);
+        }
+        return Err(e);
+    }
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Checks a scenario without running it; raises ScenarioError with one line if it is wrong.
+#[pyfunction]
+fn validate(scenario: &str) -> PyResult<()> {
+    vmsim_core::Scenario::from_toml(scenario)
+        .map(|_| ())
+        .map_err(to_py)
+}
+
+/// The built-in default scenario (TOML).
+#[pyfunction]
+fn default_scenario() -> &'static str {
+    vmsim_core::config::DEFAULT_SCENARIO
+}
+
+/// Every documented knob as JSON: section, name, unit, doc and default.
+#[pyfunction]
+fn knobs() -> PyResult<String> {
+    let defaults = vmsim_core::Scenario::from_toml("").map_err(to_py)?;
+    let dv = serde_json::to_value(&defaults).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let rows: Vec<serde_json::Value> = vmsim_core::config::knob_table()
+        .into_iter()
+        .map(|k| {
+            let default = dv.get(k.section).and_then(|s| s.get(k.name)).cloned().unwrap_or(serde_json::Value::Null);
+            serde_json::json!({"section": k.section, "name": k.name, "unit": k.unit, "doc": k.doc, "default": default})
+        })
+        .collect();
+    serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Runs the engine benchmarks; returns JSON.
+#[pyfunction]
+#[pyo3(name = "bench", signature = (min_seconds=1.0))]
+fn run_bench(min_seconds: f64) -> PyResult<String> {
+    let heap = || LIVE_BYTES.load(Ordering::Relaxed);
+    let r = vmsim_core::bench::run_all(min_seconds, Some(&heap));
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The engine version.
+#[pyfunction]
+fn version() -> &'static str {
+    vmsim_core::sim::VERSION
+}
+
+/// The extension module.
+#[pymodule]
+fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    Ok(())
+}

@@ -1,0 +1,146 @@
+"""The Python API: run a scenario, get a result.
+
+A scenario is TOML (a path, a string of TOML text, or a dict with the same
+structure); ``overrides`` set single keys with dotted names, e.g.
+``{"kernel.mobility_grouping": False, "machine.memory": "2GiB"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from vmsim import _vmsim
+from vmsim._vmsim import ScenarioError
+
+ScenarioLike = str | Path | Mapping[str, Any] | None
+
+
+def version() -> str:
+    """The engine version."""
+    return _vmsim.version()
+
+
+def default_scenario() -> str:
+    """The built-in default scenario as TOML text."""
+    return _vmsim.default_scenario()
+
+
+def knobs() -> list[dict[str, Any]]:
+    """Every documented knob: section, name, unit, doc and default."""
+    return json.loads(_vmsim.knobs())
+
+
+def _parse_value(text: str) -> Any:
+    """Reads a --set value as TOML (numbers, booleans, strings, arrays); bare words are strings."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def load_scenario(
+    scenario: ScenarioLike = None, overrides: Mapping[str, Any] | None = None
+) -> str:
+    """Returns the TOML text of a scenario with overrides applied.
+
+    ``scenario`` is None (the built-in default), a path to a ``.toml`` file,
+    TOML text, or a dict. Raises ScenarioError with one line on a problem.
+    """
+    if scenario is None:
+        text = default_scenario()
+    elif isinstance(scenario, Mapping):
+        text = tomli_w.dumps(dict(scenario))
+    elif isinstance(scenario, Path) or (
+        isinstance(scenario, str) and "\n" not in scenario and scenario.endswith(".toml")
+    ):
+        path = Path(scenario)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ScenarioError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError(f"{path}: cannot read: {e}") from None
+    else:
+        text = str(scenario)
+    if not overrides:
+        return text
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"scenario: {e}") from None
+    for key, value in overrides.items():
+        parts = key.split(".")
+        if not all(parts):
+            raise ScenarioError(f"--set {key}: not a dotted key like kernel.min_free_kbytes")
+        node = data
+        for p in parts[:-1]:
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                raise ScenarioError(f"--set {key}: '{p}' is not a table")
+            node = nxt
+        node[parts[-1]] = _parse_value(value) if isinstance(value, str) else value
+    return tomli_w.dumps(data)
+
+
+@dataclass
+class Result:
+    """What one run reports.
+
+    ``data`` is the parsed JSON object (the keys are documented in the
+    README); ``json_text`` is the exact JSON the engine produced, identical for
+    identical scenario and seed.
+    """
+
+    json_text: str
+    data: dict[str, Any] = field(repr=False)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Totals: elapsed/user/sys seconds, OOM kills, extfrag events, …"""
+        return self.data["summary"]
+
+    @property
+    def vmstat(self) -> dict[str, int]:
+        """/proc/vmstat at the end, in the kernel's order."""
+        return self.data["vmstat"]
+
+    @property
+    def proc(self) -> dict[str, str]:
+        """The /proc files at the end, as text: vmstat, buddyinfo, pagetypeinfo, slabinfo."""
+        return self.data["proc"]
+
+    @property
+    def timeseries(self) -> dict[str, Any]:
+        """Counters sampled over simulated time."""
+        return self.data["timeseries"]
+
+    @property
+    def kernel(self) -> str:
+        """The kernel's name."""
+        return self.data["kernel"]
+
+
+def run(
+    scenario: ScenarioLike = None,
+    *,
+    seed: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Result:
+    """Runs a scenario and returns its Result.
+
+    ``progress(now_ns, end_ns)`` is called after every sample.
+    Raises ScenarioError (one line) if the scenario is wrong.
+    """
+    text = load_scenario(scenario, overrides)
+    if seed is not None and not (0 <= seed < 2**64):
+        raise ScenarioError(f"seed {seed} is out of range (0..2^64-1)")
+    out = _vmsim.run(text, seed, progress)
+    return Result(json_text=out, data=json.loads(out))

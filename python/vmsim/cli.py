@@ -1,0 +1,288 @@
+"""The ``vmsim`` command line.
+
+Every error a user can cause prints one line, ``vmsim: error: …``, and exits
+with code 2; nothing the user wrote or produced is overwritten half-way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from vmsim import api
+from vmsim._vmsim import ScenarioError
+from vmsim.compare import CompareError, compare_results, load_results
+
+EXIT_USAGE = 2
+
+
+class UserError(Exception):
+    """A problem with the user's input: printed as one line, exit code 2."""
+
+
+def _fail(msg: str) -> None:
+    click.echo(f"vmsim: error: {msg}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
+    """A rich progress bar on a terminal for runs longer than a second; nothing when piped."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    start = time.monotonic()
+    state: dict[str, object] = {}
+
+    def update(now: int, end: int) -> None:
+        if "bar" not in state:
+            if time.monotonic() - start < 1.0:
+                return
+            bar = Progress(
+                TextColumn("simulating"),
+                BarColumn(),
+                TextColumn("{task.completed:.1f}/{task.total:.1f} s simulated"),
+                TimeElapsedColumn(),
+                transient=True,
+                console=None,
+            )
+            bar.start()
+            state["bar"] = bar
+            state["task"] = bar.add_task("run", total=end / 1e9)
+        bar = state["bar"]
+        bar.update(state["task"], completed=now / 1e9)  # type: ignore[attr-defined]
+
+    def close() -> None:
+        if "bar" in state:
+            state["bar"].stop()  # type: ignore[attr-defined]
+
+    return update, close
+
+
+def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
+    """Writes every file into ``out`` whole or not at all (a temporary directory renamed into place)."""
+    out = out.resolve()
+    parent = out.parent
+    if not parent.is_dir():
+        raise UserError(f"{out}: parent directory does not exist")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        if out.exists():
+            for name in files:
+                os.replace(tmp / name, out / name)
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _summary_text(r: api.Result) -> str:
+    s = r.summary
+    lines = [
+        f"vmsim {r.data['vmsim_version']}  scenario {r.data['scenario']}  "
+        f"kernel {r.kernel}  seed {r.data['seed']}",
+        f"elapsed {s['elapsed_seconds']:.3f} s  user {s['user_seconds']:.3f} s  "
+        f"sys {s['sys_seconds']:.3f} s  idle {s['idle_seconds']:.3f} s  "
+        f"allocation stalls {s['alloc_stall_seconds']:.3f} s",
+        f"tasks {s['tasks_started']} started, {s['oom_kills']} OOM-killed, "
+        f"{s['fork_failures']} fork failures; {s['alloc_failures']} failed allocations; "
+        f"{s['extfrag_events']} extfrag events; {s['mixed_pageblocks']} mixed pageblocks"
+        + ("" if s["completed"] else "  [time limit reached]"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(api.version(), prog_name="vmsim")
+def main_group() -> None:
+    """vmsim: a simulator of Linux kernel memory management.
+
+    Describe a machine, a kernel and a workload in a TOML scenario; vmsim runs
+    it in simulated time and prints what the kernel would show in /proc.
+    """
+
+
+@main_group.command("run")
+@click.argument("scenario", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as one JSON object.")
+@click.option("--seed", type=int, help="Override the scenario's seed.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one key, e.g. --set kernel.mobility_grouping=false (repeatable).",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo and result.json into DIR.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Draw free pages, watermarks and pageblocks over time into a PNG.",
+)
+@click.option("--vmstat", "full_vmstat", is_flag=True, help="Print all of /proc/vmstat.")
+def run_cmd(
+    scenario: str | None,
+    as_json: bool,
+    seed: int | None,
+    sets: tuple[str, ...],
+    output_dir: Path | None,
+    plot: Path | None,
+    full_vmstat: bool,
+) -> None:
+    """Run SCENARIO (a TOML file; the built-in default without one)."""
+    overrides = {}
+    for s in sets:
+        if "=" not in s:
+            raise UserError(f"--set {s}: expected KEY=VALUE")
+        k, v = s.split("=", 1)
+        overrides[k.strip()] = v.strip()
+    if scenario is not None and not Path(scenario).is_file():
+        raise UserError(f"{scenario}: no such file")
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise UserError(f"--plot {plot}: the picture is written as PNG; name it *.png")
+    update, close = _progress_reporter()
+    try:
+        r = api.run(Path(scenario) if scenario else None, seed=seed, overrides=overrides, progress=update)
+    finally:
+        close()
+    if output_dir is not None:
+        files = {
+            "result.json": r.json_text,
+            "vmstat": r.proc["vmstat"],
+            "buddyinfo": r.proc["buddyinfo"],
+            "pagetypeinfo": r.proc["pagetypeinfo"],
+            "slabinfo": r.proc["slabinfo"],
+        }
+        _write_dir_atomic(output_dir, files)
+    if plot is not None:
+        from vmsim import plots
+
+        plots.save_atomic(plots.timeseries_figure([r.data]), plot)
+    if as_json:
+        click.echo(r.json_text)
+        return
+    out = [_summary_text(r), "", "==> /proc/buddyinfo <==", r.proc["buddyinfo"]]
+    out += ["==> /proc/pagetypeinfo <==", r.proc["pagetypeinfo"]]
+    if full_vmstat:
+        out += ["==> /proc/vmstat <==", r.proc["vmstat"]]
+    else:
+        out += ["==> /proc/vmstat: counters changed during the run <=="]
+        out += [f"{k} {v}" for k, v in r.data["vmstat_delta"].items()]
+    click.echo("\n".join(out).rstrip("\n"))
+
+
+@main_group.command("compare")
+@click.argument("results", nargs=-1, required=True)
+def compare_cmd(results: tuple[str, ...]) -> None:
+    """Compare run results as an mmtests table.
+
+    Each RESULT is a JSON file written by `vmsim run --json` (or a JSON list of
+    several runs), optionally named: NAME=run1.json,run2.json.
+    """
+    click.echo(compare_results(load_results(list(results))).rstrip("\n"))
+
+
+@main_group.command("bench")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--min-seconds", type=float, default=1.0, show_default=True, help="Time per micro-benchmark."
+)
+def bench_cmd(as_json: bool, min_seconds: float) -> None:
+    """Measure the engine: allocator throughput, bytes per frame, simulation speed."""
+    if not (0 < min_seconds <= 600):
+        raise UserError(f"--min-seconds {min_seconds}: must be in (0, 600]")
+    from vmsim import _vmsim
+
+    data = json.loads(_vmsim.bench(min_seconds))
+    if as_json:
+        click.echo(json.dumps(data))
+        return
+    targets = {
+        "order0_ops_per_sec": (">=", 30e6),
+        "mixed_ops_per_sec": (">=", 10e6),
+        "bytes_per_frame": ("<=", 16),
+        "sim_seconds_per_wall_second": ("", None),
+    }
+    for k, v in data.items():
+        op, target = targets.get(k, ("", None))
+        t = f"   (target {op} {target:,.0f})" if target is not None else ""
+        click.echo(f"{k:32s} {v:>16,.2f}{t}")
+
+
+@main_group.command("knobs")
+@click.option("--markdown", is_flag=True, help="Print a Markdown table (docs/knobs.md).")
+def knobs_cmd(markdown: bool) -> None:
+    """List every scenario knob with its unit, default and meaning."""
+    rows = api.knobs()
+    if markdown:
+        click.echo("| key | unit | default | meaning |\n|---|---|---|---|")
+        for k in rows:
+            click.echo(
+                f"| `{k['section']}.{k['name']}` | {k['unit']} | `{json.dumps(k['default'])}` "
+                f"| {k['doc']} |"
+            )
+        return
+    for k in rows:
+        click.echo(f"{k['section']}.{k['name']:32s} {k['unit']:10s} {json.dumps(k['default']):>14s}  {k['doc']}")
+
+
+@main_group.command("scenario")
+def scenario_cmd() -> None:
+    """Print the built-in default scenario (a starting point for your own)."""
+    click.echo(api.default_scenario().rstrip("\n"))
+
+
+@main_group.command("validate")
+@click.argument("scenario")
+def validate_cmd(scenario: str) -> None:
+    """Check SCENARIO without running it."""
+    from vmsim import _vmsim
+
+    if not Path(scenario).is_file():
+        raise UserError(f"{scenario}: no such file")
+    _vmsim.validate(api.load_scenario(Path(scenario)))
+    click.echo(f"{scenario}: ok")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the command, turning every user error into one line and exit code 2."""
+    try:
+        main_group.main(args=argv, prog_name="vmsim", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("vmsim: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        ctx_cmd = ""
+        _fail(f"{ctx_cmd}{e.format_message()}")
+    except (ScenarioError, CompareError, UserError) as e:
+        _fail(str(e).replace("\n", " "))
+    except KeyboardInterrupt:
+        click.echo("vmsim: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    except OSError as e:
+        _fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+
+
+if __name__ == "__main__":
+    main()
