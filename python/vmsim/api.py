@@ -8,13 +8,13 @@ structure); ``overrides`` set single keys with dotted names, e.g.
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomli_w
+import tomllib
 
 from vmsim import _vmsim
 from vmsim._vmsim import ScenarioError
@@ -45,9 +45,7 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def load_scenario(
-    scenario: ScenarioLike = None, overrides: Mapping[str, Any] | None = None
-) -> str:
+def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | None = None) -> str:
     """Returns the TOML text of a scenario with overrides applied.
 
     ``scenario`` is None (the built-in default), a path to a ``.toml`` file,

@@ -68,7 +68,7 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
 
 
 def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
-    """Writes every file into ``out`` whole or not at all (a temporary directory renamed into place)."""
+    """Writes every file into ``out`` whole or not at all (a temporary directory, then rename)."""
     out = out.resolve()
     parent = out.parent
     if not parent.is_dir():
@@ -99,9 +99,10 @@ def _summary_text(r: api.Result) -> str:
         f"sys {s['sys_seconds']:.3f} s  idle {s['idle_seconds']:.3f} s  "
         f"allocation stalls {s['alloc_stall_seconds']:.3f} s",
         f"tasks {s['tasks_started']} started, {s['oom_kills']} OOM-killed, "
-        f"{s['fork_failures']} fork failures; {s['alloc_failures']} failed allocations; "
-        f"{s['extfrag_events']} extfrag events; {s['mixed_pageblocks']} mixed pageblocks"
+        f"{s['fork_failures']} fork failures; {s['alloc_failures']} failed allocations"
         + ("" if s["completed"] else "  [time limit reached]"),
+        f"fragmentation: {s['extfrag_events']} extfrag events; mixed pageblocks "
+        f"{s['mixed_pageblocks_max']} at most, {s['mixed_pageblocks']} at the end",
     ]
     return "\n".join(lines) + "\n"
 
@@ -160,7 +161,9 @@ def run_cmd(
         raise UserError(f"--plot {plot}: the picture is written as PNG; name it *.png")
     update, close = _progress_reporter()
     try:
-        r = api.run(Path(scenario) if scenario else None, seed=seed, overrides=overrides, progress=update)
+        r = api.run(
+            Path(scenario) if scenario else None, seed=seed, overrides=overrides, progress=update
+        )
     finally:
         close()
     if output_dir is not None:
@@ -179,7 +182,7 @@ def run_cmd(
     if as_json:
         click.echo(r.json_text)
         return
-    out = [_summary_text(r), "", "==> /proc/buddyinfo <==", r.proc["buddyinfo"]]
+    out = [_summary_text(r), "==> /proc/buddyinfo <==", r.proc["buddyinfo"]]
     out += ["==> /proc/pagetypeinfo <==", r.proc["pagetypeinfo"]]
     if full_vmstat:
         out += ["==> /proc/vmstat <==", r.proc["vmstat"]]
@@ -241,7 +244,9 @@ def knobs_cmd(markdown: bool) -> None:
             )
         return
     for k in rows:
-        click.echo(f"{k['section']}.{k['name']:32s} {k['unit']:10s} {json.dumps(k['default']):>14s}  {k['doc']}")
+        key = f"{k['section']}.{k['name']}"
+        default = json.dumps(k["default"])
+        click.echo(f"{key:40s} {k['unit']:10s} {default:>14s}  {k['doc']}")
 
 
 @main_group.command("scenario")
@@ -270,8 +275,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("vmsim: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as e:
-        ctx_cmd = ""
-        _fail(f"{ctx_cmd}{e.format_message()}")
+        _fail(e.format_message())
     except (ScenarioError, CompareError, UserError) as e:
         _fail(str(e).replace("\n", " "))
     except KeyboardInterrupt:

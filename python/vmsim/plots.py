@@ -27,7 +27,7 @@ def save_atomic(fig: Any, path: str | Path) -> None:
 
 
 def timeseries_figure(results: list[dict[str, Any]]):
-    """Free pages with watermarks, and pageblocks by migratetype, for one or more runs side by side."""
+    """Free pages with watermarks, and pageblocks by migratetype; several runs side by side."""
     plt = _pyplot()
     n = len(results)
     fig, axes = plt.subplots(2, n, figsize=(6.5 * n, 7), squeeze=False, sharex="col")

@@ -313,7 +313,7 @@ impl Scenario {
     /// Parses and validates a scenario from TOML text.
     pub fn from_toml(text: &str) -> Result<Self> {
         let sc: Scenario =
-            toml::from_str(text).map_err(|e| Error::Parse(one_line_toml_error(&e)))?;
+            toml::from_str(text).map_err(|e| Error::Parse(one_line_toml_error(&e, text)))?;
         sc.validate()?;
         Ok(sc)
     }
@@ -353,7 +353,7 @@ impl Scenario {
                 m.memory
             ));
         }
-        if m.memory.0 % 4096 != 0 {
+        if !m.memory.0.is_multiple_of(4096) {
             return inv(format!(
                 "machine.memory = {} is not a whole number of 4KiB pages",
                 m.memory
@@ -372,7 +372,7 @@ impl Scenario {
                 k.watermark_scale_factor
             ));
         }
-        if k.lowmem_reserve_ratio.len() != 3 || k.lowmem_reserve_ratio.iter().any(|&r| r == 0) {
+        if k.lowmem_reserve_ratio.len() != 3 || k.lowmem_reserve_ratio.contains(&0) {
             return inv(
                 "kernel.lowmem_reserve_ratio needs three ratios >= 1 (DMA, DMA32, Normal)".into(),
             );
@@ -419,13 +419,13 @@ impl Scenario {
                             return inv(format!("{at}: alloc count must be >= 1"));
                         }
                     }
-                    Op::Slab { cache, .. } | Op::SlabFree { cache, .. } => {
-                        if crate::mm::slab::builtin_cache(cache).is_none() {
-                            return inv(format!(
-                                "{at}: unknown slab cache '{cache}' (known: {})",
-                                crate::mm::slab::builtin_names().join(", ")
-                            ));
-                        }
+                    Op::Slab { cache, .. } | Op::SlabFree { cache, .. }
+                        if crate::mm::slab::builtin_cache(cache).is_none() =>
+                    {
+                        return inv(format!(
+                            "{at}: unknown slab cache '{cache}' (known: {})",
+                            crate::mm::slab::builtin_names().join(", ")
+                        ));
                     }
                     Op::Touch { size } | Op::Unmap { size } if size.0 > m.memory.0 * 64 => {
                         return inv(format!(
@@ -445,13 +445,20 @@ impl Scenario {
     }
 }
 
-/// Squeezes toml's multi-line diagnostics into one line with the key and position.
-fn one_line_toml_error(e: &toml::de::Error) -> String {
+/// Squeezes toml's multi-line diagnostics into one line naming the line and the table.
+fn one_line_toml_error(e: &toml::de::Error, text: &str) -> String {
     let msg = e.message().trim().replace('\n', " ");
-    match e.span() {
-        Some(span) => format!("{msg} (at byte {})", span.start),
-        None => msg,
-    }
+    let Some(span) = e.span() else { return msg };
+    let upto = &text[..span.start.min(text.len())];
+    let line = upto.matches('\n').count() + 1;
+    let table = upto
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| format!(" in {}", l.split('#').next().unwrap_or(l).trim()))
+        .unwrap_or_default();
+    format!("line {line}{table}: {msg}")
 }
 
 #[cfg(test)]
@@ -468,6 +475,7 @@ mod tests {
     fn unknown_key_is_named() {
         let e = Scenario::from_toml("[machine]\nmemroy = \"1GiB\"\n").unwrap_err();
         assert!(e.to_string().contains("memroy"), "{e}");
+        assert!(e.to_string().contains("line 2 in [machine]"), "{e}");
         assert!(!e.to_string().contains('\n'));
     }
 

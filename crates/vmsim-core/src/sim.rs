@@ -41,8 +41,10 @@ pub struct Summary {
     pub alloc_failures: u64,
     /// mm_page_alloc_extfrag events.
     pub extfrag_events: u64,
-    /// Pageblocks holding pages of a migratetype other than their own at the end.
+    /// Pageblocks holding allocations of more than one mobility at the end.
     pub mixed_pageblocks: u64,
+    /// The most mixed pageblocks seen in any sample.
+    pub mixed_pageblocks_max: u64,
     /// Whether every task exited before the time limit.
     pub completed: bool,
 }
@@ -112,6 +114,8 @@ pub struct TimeSeries {
     pub pageblocks: Vec<[u64; MIGRATE_TYPES]>,
     /// Sum of min/low/high watermarks over zones (boost included) [pages].
     pub watermarks: Vec<[u64; 3]>,
+    /// Pageblocks holding allocations of more than one mobility.
+    pub mixed_pageblocks: Vec<u64>,
 }
 
 /// Everything a run reports.
@@ -168,22 +172,21 @@ fn ns_to_s(ns: u64) -> f64 {
 }
 
 impl Mm {
-    /// Pageblocks that hold allocated pages of another migratetype than the block's (mixed blocks).
+    /// Pageblocks holding allocations of more than one mobility (unmovable, reclaimable,
+    /// movable): the blocks that fragmentation avoidance tries to keep few.
     pub fn mixed_pageblocks(&self) -> u64 {
         let mut mixed = 0;
         let n = self.map.len() as u32;
         let mut start = 0u32;
         while start < n {
             let end = (start + (1 << PAGEBLOCK_ORDER)).min(n);
-            let bmt = self.pageblock_mt[(start >> PAGEBLOCK_ORDER) as usize];
+            let mut kinds = 0u8;
             let mut p = start;
-            let mut is_mixed = false;
             while p < end {
                 let page = &self.map[p as usize];
                 if page.test(pg::HEAD) {
-                    if page.mt != bmt && (page.mt as usize) < 3 && (bmt as usize) < 3 {
-                        is_mixed = true;
-                        break;
+                    if !page.test(pg::RESERVED) && (page.mt as usize) < 3 {
+                        kinds |= 1 << page.mt;
                     }
                     p += 1 << page.order;
                 } else if page.test(pg::BUDDY) {
@@ -192,7 +195,7 @@ impl Mm {
                     p += 1;
                 }
             }
-            if is_mixed {
+            if kinds.count_ones() > 1 {
                 mixed += 1;
             }
             start = end;
@@ -224,6 +227,7 @@ impl Mm {
         ts.buddyinfo.push(b);
         ts.pageblocks.push(pb);
         ts.watermarks.push(wm);
+        ts.mixed_pageblocks.push(self.mixed_pageblocks());
     }
 }
 
@@ -367,6 +371,7 @@ fn result(
         alloc_failures: mm.frag.alloc_fail.iter().sum(),
         extfrag_events: mm.frag.extfrag_events,
         mixed_pageblocks: mm.mixed_pageblocks(),
+        mixed_pageblocks_max: ts.mixed_pageblocks.iter().copied().max().unwrap_or(0),
         completed,
     };
     let mut proc = IndexMap::new();

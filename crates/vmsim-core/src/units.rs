@@ -131,7 +131,7 @@ impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
         for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-            if v >= 1 << shift && v % (1 << shift) == 0 {
+            if v >= 1 << shift && v.is_multiple_of(1 << shift) {
                 return write!(f, "{}{}", v >> shift, unit);
             }
         }
@@ -143,7 +143,7 @@ impl fmt::Display for Nanos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
         for (div, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-            if v >= div && v % div == 0 {
+            if v >= div && v.is_multiple_of(div) {
                 return write!(f, "{}{}", v / div, unit);
             }
         }

@@ -379,7 +379,7 @@ impl Engine {
         if let Some(tid) = self.cpus[cpu].current {
             let alive = self.sched[tid as usize].state == TaskState::Running;
             let expired = now.saturating_sub(self.cpus[cpu].slice_start) >= self.cfg.slice.0;
-            if alive && !(expired && !self.cpus[cpu].rq.is_empty()) {
+            if alive && (!expired || self.cpus[cpu].rq.is_empty()) {
                 self.run_step(cpu, tid);
                 return;
             }

@@ -49,8 +49,11 @@ pub struct AllocContext {
     pub nid: usize,
     /// Highest usable zone type (highest_zoneidx).
     pub highest_zoneidx: ZoneType,
-    /// Requested migratetype.
+    /// Requested migratetype: the free lists the request takes from.
     pub migratetype: MigrateType,
+    /// Mobility of what is allocated, from the gfp flags even without grouping
+    /// (PageLRU/__PageMovable in the kernel); recorded on the page.
+    pub mobility: MigrateType,
     /// Index into [`Mm::zonelists`].
     pub zonelist: usize,
     /// CPU the request runs on.
@@ -269,11 +272,7 @@ impl Mm {
         let wsf = self.kcfg.watermark_scale_factor;
         for z in &mut self.zones {
             let managed = z.managed_pages;
-            let tmp = if lowmem_pages > 0 {
-                pages_min * managed / lowmem_pages
-            } else {
-                0
-            };
+            let tmp = (pages_min * managed).checked_div(lowmem_pages).unwrap_or(0);
             let min = tmp;
             let delta = (tmp >> 2).max(managed * wsf / 10000);
             z.watermark[Wmark::Min as usize] = min;
@@ -948,6 +947,7 @@ impl Mm {
             nid,
             highest_zoneidx,
             migratetype: gfp_migratetype(gfp, self.grouping),
+            mobility: gfp_migratetype(gfp, true),
             zonelist: nid * MAX_NR_ZONES + highest_zoneidx as usize,
             cpu,
         }
@@ -1009,7 +1009,7 @@ impl Mm {
                     continue;
                 }
                 if let Some(p) = self.rmqueue(zid, ac.cpu, order, alloc_flags, ac.migratetype) {
-                    self.prep_new_page(p, order, ac.migratetype);
+                    self.prep_new_page(p, order, ac.mobility);
                     self.count_alloc(zid, preferred, ac.cpu, order);
                     if alloc_flags & ALLOC_HIGHATOMIC != 0
                         && self.kcfg.highatomic_reserve
@@ -1052,7 +1052,7 @@ impl Mm {
         }
     }
 
-    /// Marks a block allocated (prep_new_page): its head records order and migratetype.
+    /// Marks a block allocated (prep_new_page): its head records order and mobility.
     #[inline(always)]
     fn prep_new_page(&mut self, pfn: Pfn, order: usize, mt: MigrateType) {
         let p = &mut self.map[pfn as usize];

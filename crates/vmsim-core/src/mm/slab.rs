@@ -10,7 +10,11 @@
 //! whole slab — the internal fragmentation the seeds' workloads create.
 //! Object sizes and slab orders are those of a 6.x x86-64 /proc/slabinfo.
 
+use super::gfp::{GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
 use super::page::{pg, Pfn, PAGE_SIZE};
+use super::vmstat::NodeStat;
+use crate::engine::lock::TaskId;
+use crate::kernel::{AllocResult, Kernel};
 use std::collections::VecDeque;
 
 /// A built-in cache: name, object size [bytes], slab order, reclaimable.
@@ -194,39 +198,6 @@ impl Slab {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn objects_fill_slabs_and_last_free_releases_the_page() {
-        let mut c = KmemCache::builtin(builtin_cache("dentry").unwrap());
-        assert_eq!(c.objs_per_slab, 21);
-        let id = c.add_slab(100);
-        for _ in 0..21 {
-            assert_eq!(c.get_partial(), Some(id));
-            c.take_object(id);
-        }
-        assert_eq!(c.get_partial(), None, "a full slab is not partial");
-        for _ in 0..20 {
-            assert_eq!(c.put_object(id), None);
-        }
-        assert_eq!(
-            c.get_partial(),
-            Some(id),
-            "a slab with free objects is partial again"
-        );
-        assert_eq!(c.put_object(id), Some(100));
-        assert_eq!(c.nr_slabs, 0);
-        assert_eq!(c.get_partial(), None);
-    }
-}
-
-use super::gfp::{GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
-use super::vmstat::NodeStat;
-use crate::engine::lock::TaskId;
-use crate::kernel::{AllocResult, Kernel};
-
 impl Kernel {
     /// Allocates one object (kmem_cache_alloc → ___slab_alloc → new_slab when no partial slab has room).
     /// Objects of reclaimable caches go to the cache's LRU as unused cached objects;
@@ -291,5 +262,33 @@ impl Kernel {
         self.mm.mod_node_page_state(nid, item, -(1i64 << order));
         self.mm.free_pages(pfn, order, cpu);
         1 << order
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_fill_slabs_and_last_free_releases_the_page() {
+        let mut c = KmemCache::builtin(builtin_cache("dentry").unwrap());
+        assert_eq!(c.objs_per_slab, 21);
+        let id = c.add_slab(100);
+        for _ in 0..21 {
+            assert_eq!(c.get_partial(), Some(id));
+            c.take_object(id);
+        }
+        assert_eq!(c.get_partial(), None, "a full slab is not partial");
+        for _ in 0..20 {
+            assert_eq!(c.put_object(id), None);
+        }
+        assert_eq!(
+            c.get_partial(),
+            Some(id),
+            "a slab with free objects is partial again"
+        );
+        assert_eq!(c.put_object(id), Some(100));
+        assert_eq!(c.nr_slabs, 0);
+        assert_eq!(c.get_partial(), None);
     }
 }
