@@ -8,13 +8,14 @@ structure); ``overrides`` set single keys with dotted names, e.g.
 from __future__ import annotations
 
 import json
+import re
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomli_w
-import tomllib
 
 from vmsim import _vmsim
 from vmsim._vmsim import ScenarioError
@@ -69,6 +70,8 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
         text = str(scenario)
     if not overrides:
         return text
+    # Errors in the user's own text are reported against its own lines first.
+    _vmsim.validate(text)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -84,7 +87,15 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
                 raise ScenarioError(f"--set {key}: '{p}' is not a table")
             node = nxt
         node[parts[-1]] = _parse_value(value) if isinstance(value, str) else value
-    return tomli_w.dumps(data)
+    merged = tomli_w.dumps(data)
+    try:
+        _vmsim.validate(merged)
+    except ScenarioError as e:
+        # Line numbers of the merged text mean nothing to the user.
+        msg = re.sub(r"line \d+ in (\[[^\]]*\])", r"\1 (after --set)", str(e))
+        msg = re.sub(r"line \d+: ", "(after --set) ", msg)
+        raise ScenarioError(msg) from None
+    return merged
 
 
 @dataclass

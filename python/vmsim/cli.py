@@ -286,6 +286,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except OSError as e:
         _fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+    except Exception as e:  # noqa: BLE001 - a bug in vmsim itself: one line, not a traceback
+        if os.environ.get("VMSIM_DEBUG"):
+            raise
+        click.echo(
+            f"vmsim: internal error: {type(e).__name__}: {e} (set VMSIM_DEBUG=1 for a traceback)",
+            err=True,
+        )
+        sys.exit(70)
 
 
 if __name__ == "__main__":
