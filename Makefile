@@ -12,7 +12,7 @@ install:
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	$(PYTHON) -m ruff check python tests
+	$(PYTHON) -m ruff check python tests scripts
 
 test: test-rust test-python
 

@@ -1,5 +1,5 @@
-//! Generated from a real 6.18 /proc/vmstat (shared/formats/proc-vmstat.txt) by the
-//! snippet in docs/dev.md; the order is the kernel's printing order.
+//! Generated from a real 6.18 /proc/vmstat (shared/formats/proc-vmstat.txt) by
+//! scripts/gen_vmstat_items.py; the order is the kernel's printing order.
 
 /// Per-zone counters (enum zone_stat_item), summed over zones in /proc/vmstat.
 #[allow(non_camel_case_types, missing_docs)]
