@@ -37,6 +37,7 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
     """A rich progress bar on a terminal for runs longer than a second; nothing when piped."""
     if not sys.stderr.isatty():
         return None, lambda: None
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     start = time.monotonic()
@@ -52,7 +53,7 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
                 TextColumn("{task.completed:.1f}/{task.total:.1f} s simulated"),
                 TimeElapsedColumn(),
                 transient=True,
-                console=None,
+                console=Console(stderr=True),
             )
             bar.start()
             state["bar"] = bar
