@@ -30,7 +30,8 @@ MIGRATETYPES = ("Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate")
 BUDDYINFO_RE = re.compile(r"^Node (\d+), zone +(\w+)((?: +\d+){11}) $")
 PAGETYPE_FREE_RE = re.compile(r"^Node +(\d+), zone +(\w+), type +(\w+)((?: +\d+){11}) $")
 PAGETYPE_BLOCKS_RE = re.compile(r"^Node (\d+), zone +(\w+)((?: +\d+){5}) $")
-PAGETYPE_ORDER_HEADER = "Free pages count per migrate type at order " + "".join(
+# pagetypeinfo_showfree: seq_printf(m, "%-43s ", "Free pages count per migrate type at order")
+PAGETYPE_ORDER_HEADER = f"{'Free pages count per migrate type at order':<43s} " + "".join(
     f"{o:6d} " for o in range(MAX_ORDER + 1)
 )
 PAGETYPE_BLOCKS_HEADER = f"{'Number of blocks type ':<23s}" + "".join(

@@ -38,12 +38,20 @@ def knobs() -> list[dict[str, Any]]:
     return json.loads(_vmsim.knobs())
 
 
-def _parse_value(text: str) -> Any:
+def parse_set_value(text: str) -> Any:
     """Reads a --set value as TOML (numbers, booleans, strings, arrays); bare words are strings."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    """TOML text of a dict; values TOML cannot hold are a ScenarioError."""
+    try:
+        return tomli_w.dumps(data)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"scenario: {e}") from None
 
 
 def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | None = None) -> str:
@@ -55,7 +63,7 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
     if scenario is None:
         text = default_scenario()
     elif isinstance(scenario, Mapping):
-        text = tomli_w.dumps(dict(scenario))
+        text = _dumps(dict(scenario))
     elif isinstance(scenario, Path) or (
         isinstance(scenario, str) and "\n" not in scenario and scenario.endswith(".toml")
     ):
@@ -86,8 +94,8 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
             if not isinstance(nxt, dict):
                 raise ScenarioError(f"--set {key}: '{p}' is not a table")
             node = nxt
-        node[parts[-1]] = _parse_value(value) if isinstance(value, str) else value
-    merged = tomli_w.dumps(data)
+        node[parts[-1]] = value
+    merged = _dumps(data)
     try:
         _vmsim.validate(merged)
     except ScenarioError as e:

@@ -91,6 +91,17 @@ def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
         raise
 
 
+def _check_readable_file(path: str) -> None:
+    """Raises UserError naming the problem if ``path`` is not a regular file."""
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{path}: is a directory, not a scenario file")
+    if not p.exists():
+        raise UserError(f"{path}: no such file")
+    if not p.is_file():
+        raise UserError(f"{path}: not a regular file")
+
+
 def _summary_text(r: api.Result) -> str:
     s = r.summary
     lines = [
@@ -155,11 +166,15 @@ def run_cmd(
         if "=" not in s:
             raise UserError(f"--set {s}: expected KEY=VALUE")
         k, v = s.split("=", 1)
-        overrides[k.strip()] = v.strip()
-    if scenario is not None and not Path(scenario).is_file():
-        raise UserError(f"{scenario}: no such file")
+        overrides[k.strip()] = api.parse_set_value(v.strip())
+    if scenario is not None:
+        _check_readable_file(scenario)
     if plot is not None and plot.suffix.lower() != ".png":
         raise UserError(f"--plot {plot}: the picture is written as PNG; name it *.png")
+    if plot is not None and not plot.resolve().parent.is_dir():
+        raise UserError(f"--plot {plot}: directory {plot.parent} does not exist")
+    if output_dir is not None and not output_dir.resolve().parent.is_dir():
+        raise UserError(f"--output-dir {output_dir}: directory {output_dir.parent} does not exist")
     update, close = _progress_reporter()
     try:
         r = api.run(
@@ -262,8 +277,7 @@ def validate_cmd(scenario: str) -> None:
     """Check SCENARIO without running it."""
     from vmsim import _vmsim
 
-    if not Path(scenario).is_file():
-        raise UserError(f"{scenario}: no such file")
+    _check_readable_file(scenario)
     _vmsim.validate(api.load_scenario(Path(scenario)))
     click.echo(f"{scenario}: ok")
 
@@ -275,8 +289,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("vmsim: interrupted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as e:
+        click.echo(e.ctx.get_help() if e.ctx else "")
+        sys.exit(0)
     except click.ClickException as e:
-        _fail(e.format_message())
+        _fail(e.format_message().replace("\n", " "))
     except (ScenarioError, CompareError, UserError) as e:
         _fail(str(e).replace("\n", " "))
     except KeyboardInterrupt:

@@ -277,7 +277,6 @@ pub fn run(sc: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> RunResult {
         eng.kernel.mm.sample(&snap, &mut ts, t);
         progress(t, end);
     }
-    eng.finish();
     #[cfg(feature = "expensive-checks")]
     if let Err(e) = eng.kernel.check_accounting() {
         panic!("invariant violated at the end of the run: {e}");
@@ -291,6 +290,8 @@ pub fn run(sc: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> RunResult {
         .max()
         .unwrap_or(0);
     let elapsed = if completed { last_exit } else { end };
+    // When every task has exited, the CPUs have been idle since at most the last exit.
+    eng.finish_at(elapsed.min(eng.now));
     result(sc, &eng, &boot_snap, ts, elapsed, completed)
 }
 

@@ -122,7 +122,7 @@ fn knobs() -> PyResult<String> {
         .into_iter()
         .map(|k| {
             let default = dv.get(k.section).and_then(|s| s.get(k.name)).cloned().unwrap_or(serde_json::Value::Null);
-            serde_json::json!({"section": k.section, "name": k.name, "unit": k.unit, "doc": k.doc, "default": default})
+            serde_json::json!({"section": k.section, "name": k.name, "unit": k.unit, "doc": k.doc.trim(), "default": default})
         })
         .collect();
     serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))

@@ -214,13 +214,12 @@ impl Engine {
         self.now = self.now.max(t);
     }
 
-    /// Closes the books at the current time: idle CPUs get their idle time.
-    pub fn finish(&mut self) {
-        let now = self.now;
+    /// Closes the books at time `t` (at most the current time): idle CPUs get their idle time up to `t`.
+    pub fn finish_at(&mut self, t: u64) {
         for c in &mut self.cpus {
             if c.idle {
-                c.idle_ns += now - c.idle_since;
-                c.idle_since = now;
+                c.idle_ns += t.saturating_sub(c.idle_since);
+                c.idle_since = t;
             }
         }
     }
