@@ -120,16 +120,16 @@ impl Kernel {
         }
     }
 
-    /// Creates a task with its kernel stack (copy_process, alloc_thread_stack_node);
-    /// None if the stack cannot be allocated.
-    pub fn fork(&mut self, comm: &str, cpu: usize, kthread: bool, now: u64) -> Option<TaskId> {
+    /// Reserves a task record; the task holds nothing and is not alive until
+    /// [`Kernel::copy_process`] (the scheduler and the kernel share task ids).
+    pub fn alloc_task_struct(&mut self, comm: &str, cpu: usize, kthread: bool) -> TaskId {
         let tid = self.tasks.len() as TaskId;
         self.tasks.push(TaskStruct {
             pid: tid + 100,
             comm: comm.to_string(),
             cpu,
             kthread,
-            alive: true,
+            alive: false,
             oom_killed: false,
             anon: Vec::new(),
             vpages: 0,
@@ -137,28 +137,41 @@ impl Kernel {
             held: VecDeque::new(),
             slab_held: VecDeque::new(),
             kstack: Vec::new(),
-            stats: TaskStats {
-                start_ns: now,
-                ..Default::default()
-            },
+            stats: TaskStats::default(),
         });
+        tid
+    }
+
+    /// Gives a reserved task its kernel stack and makes it alive (copy_process,
+    /// alloc_thread_stack_node); false if the stack cannot be allocated.
+    pub fn copy_process(&mut self, tid: TaskId, now: u64) -> bool {
+        let t = tid as usize;
+        self.tasks[t].alive = true;
+        self.tasks[t].stats.start_ns = now;
+        self.mm.acc += self.mm.cost.fork;
         for _ in 0..self.mm.kcfg.kernel_stack_pages {
             match self.alloc_pages(GFP_KERNEL, 0, tid) {
                 AllocResult::Page(p) => {
                     self.mm.map[p as usize].flags |= pg::KSTACK;
                     self.mm.map[p as usize].owner = tid;
-                    self.tasks[tid as usize].kstack.push(p);
+                    self.tasks[t].kstack.push(p);
                     let nid = self.mm.pfn_to_nid(p);
                     self.mm
                         .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, 4);
                 }
                 _ => {
                     self.exit_task(tid, now);
-                    return None;
+                    return false;
                 }
             }
         }
-        Some(tid)
+        true
+    }
+
+    /// Creates a task with its kernel stack at once; None if the stack cannot be allocated.
+    pub fn fork(&mut self, comm: &str, cpu: usize, kthread: bool, now: u64) -> Option<TaskId> {
+        let tid = self.alloc_task_struct(comm, cpu, kthread);
+        self.copy_process(tid, now).then_some(tid)
     }
 
     /// Frees a page-table, stack, anonymous or held block and fixes the counters.

@@ -59,9 +59,10 @@ struct SchedEntity {
     state: TaskState,
     cpu: usize,
     token: u64,
+    /// System time of work done on the task's behalf before it first runs (fork) [ns].
+    pending_sys: u64,
     runnable_since: u64,
     start_at: u64,
-    comm: String,
     kthread: bool,
 }
 
@@ -163,13 +164,16 @@ impl Engine {
         program: Box<dyn Program>,
     ) -> TaskId {
         let tid = self.sched.len() as TaskId;
+        let cpu = cpu % self.cpus.len();
+        let ktid = self.kernel.alloc_task_struct(comm, cpu, kthread);
+        debug_assert_eq!(ktid, tid, "kernel and scheduler task ids agree");
         self.sched.push(SchedEntity {
             state: TaskState::Pending,
-            cpu: cpu % self.cpus.len(),
+            cpu,
             token: 0,
+            pending_sys: 0,
             runnable_since: 0,
             start_at: at,
-            comm: comm.to_string(),
             kthread,
         });
         self.programs.push(Some(program));
@@ -225,27 +229,20 @@ impl Engine {
     }
 
     fn start_task(&mut self, tid: TaskId) {
-        let (comm, cpu, kthread) = {
-            let s = &self.sched[tid as usize];
-            (s.comm.clone(), s.cpu, s.kthread)
-        };
         self.kernel.mm.now = self.now;
         self.kernel.mm.acc = 0;
-        let ktid = self.kernel.fork(&comm, cpu, kthread, self.now);
+        let ok = self.kernel.copy_process(tid, self.now);
+        // The fork's cost is system time of the task's first step.
+        self.sched[tid as usize].pending_sys = self.kernel.mm.acc;
         self.kernel.mm.acc = 0;
         self.reap_oom_victims();
-        match ktid {
-            Some(k) => {
-                debug_assert_eq!(k, tid, "kernel and scheduler task ids agree");
-                self.try_to_wake_up(tid);
-            }
-            None => {
-                // The kernel created and destroyed a task record; keep ids aligned.
-                self.fork_failures += 1;
-                self.sched[tid as usize].state = TaskState::Dead;
-                if !kthread {
-                    self.live_user_tasks -= 1;
-                }
+        if ok {
+            self.try_to_wake_up(tid);
+        } else {
+            self.fork_failures += 1;
+            self.sched[tid as usize].state = TaskState::Dead;
+            if !self.sched[tid as usize].kthread {
+                self.live_user_tasks -= 1;
             }
         }
     }
@@ -423,7 +420,8 @@ impl Engine {
         let now = self.now;
         self.kernel.tasks[tid as usize].cpu = cpu;
         self.kernel.mm.now = now;
-        self.kernel.mm.acc = 0;
+        // Work done on the task's behalf before it first ran (fork) opens its first step.
+        self.kernel.mm.acc = std::mem::take(&mut self.sched[tid as usize].pending_sys);
         let Some(mut prog) = self.programs[tid as usize].take() else {
             return;
         };
@@ -437,6 +435,11 @@ impl Engine {
             prog.step(&mut cx)
         };
         self.programs[tid as usize] = Some(prog);
+        if out.next == Step::Exit {
+            // do_exit frees the task's memory at the end of its last step.
+            let at = now + out.user_ns + self.kernel.mm.acc;
+            self.kernel.exit_task(tid, at);
+        }
         let sys = self.kernel.mm.acc;
         self.kernel.mm.acc = 0;
         let user = out.user_ns;
@@ -477,7 +480,7 @@ impl Engine {
                 }
             }
             Step::Exit => {
-                self.kernel.exit_task(tid, end);
+                self.kernel.tasks[tid as usize].stats.exit_ns = end;
                 self.sched[tid as usize].state = TaskState::Dead;
                 if !self.sched[tid as usize].kthread {
                     self.live_user_tasks -= 1;
