@@ -11,12 +11,14 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod block;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod kernel;
 pub mod mm;
 pub mod sim;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

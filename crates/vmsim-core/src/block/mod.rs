@@ -1,0 +1,1 @@
+//! Block devices: request queue, bandwidth, latency and congestion.
