@@ -282,6 +282,61 @@ def validate_cmd(scenario: str) -> None:
     click.echo(f"{scenario}: ok")
 
 
+@main_group.command("reclaim-report")
+@click.argument("trace")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
+@click.option("--ignore-pid", is_flag=True, help="Aggregate processes of the same name together.")
+@click.option("--user-seconds", type=float, help="User CPU time of the test (from time(1)).")
+@click.option("--sys-seconds", type=float, help="System CPU time of the test (from time(1)).")
+@click.option("--elapsed-seconds", type=float, help="Wall-clock time of the test.")
+@click.option(
+    "--no-memcg",
+    is_flag=True,
+    help="Count only mm_vmscan_direct_reclaim_* as direct reclaim, as the original script does.",
+)
+def reclaim_report_cmd(
+    trace: str,
+    as_json: bool,
+    ignore_pid: bool,
+    user_seconds: float | None,
+    sys_seconds: float | None,
+    elapsed_seconds: float | None,
+    no_memcg: bool,
+) -> None:
+    """The reclaim report of trace-vmscan-postprocess.pl for an ftrace text file.
+
+    TRACE is /sys/kernel/tracing/trace output (6.18 or 2.6.35-era event formats),
+    or - for standard input. Without --user-seconds/--sys-seconds/--elapsed-seconds
+    the percentages of time print n/a.
+    """
+    from vmsim import reclaim_report as rr
+
+    if trace == "-":
+        source: str | bytes = sys.stdin.buffer.read()
+    else:
+        p = Path(trace)
+        if p.is_dir():
+            raise UserError(f"{trace}: is a directory, not a trace file")
+        if not p.exists():
+            raise UserError(f"{trace}: no such file")
+        source = trace
+    kwargs = {
+        "ignore_pid": ignore_pid,
+        "user_seconds": user_seconds,
+        "sys_seconds": sys_seconds,
+        "elapsed_seconds": elapsed_seconds,
+        "memcg_as_direct": not no_memcg,
+        "name": "<stdin>" if trace == "-" else None,
+    }
+    try:
+        if as_json:
+            click.echo(json.dumps(rr.report_dict(source, **kwargs)))
+        else:
+            click.echo(rr.report_text(source, **kwargs), nl=False)
+    except rr.ReclaimReportError as e:
+        raise UserError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the command, turning every user error into one line and exit code 2."""
     try:

@@ -69,7 +69,7 @@ pub const GFP_ATOMIC: Gfp = Gfp(__GFP_HIGH.0 | __GFP_KSWAPD_RECLAIM.0);
 /// GFP_KERNEL.
 pub const GFP_KERNEL: Gfp = Gfp(__GFP_RECLAIM.0 | __GFP_IO.0 | __GFP_FS.0);
 /// GFP_NOWAIT.
-pub const GFP_NOWAIT: Gfp = __GFP_KSWAPD_RECLAIM;
+pub const GFP_NOWAIT: Gfp = Gfp(__GFP_KSWAPD_RECLAIM.0 | __GFP_NOWARN.0);
 /// GFP_NOIO.
 pub const GFP_NOIO: Gfp = __GFP_RECLAIM;
 /// GFP_NOFS.
