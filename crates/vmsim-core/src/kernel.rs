@@ -9,7 +9,7 @@
 use crate::config::{Cost, Kernel as KernelCfg, Machine};
 use crate::engine::lock::TaskId;
 use crate::mm::gfp::{Gfp, GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
-use crate::mm::page::{pg, Pfn};
+use crate::mm::page::{PageKind, Pfn};
 use crate::mm::slab::Slab;
 use crate::mm::vmstat::{Event, NodeStat};
 use crate::mm::Mm;
@@ -152,7 +152,7 @@ impl Kernel {
         for _ in 0..self.mm.kcfg.kernel_stack_pages {
             match self.alloc_pages(GFP_KERNEL, 0, tid) {
                 AllocResult::Page(p) => {
-                    self.mm.map[p as usize].flags |= pg::KSTACK;
+                    self.mm.map[p as usize].set_kind(PageKind::KStack);
                     self.mm.map[p as usize].owner = tid;
                     self.tasks[t].kstack.push(p);
                     let nid = self.mm.pfn_to_nid(p);
@@ -176,17 +176,20 @@ impl Kernel {
 
     /// Frees a page-table, stack, anonymous or held block and fixes the counters.
     fn release_block(&mut self, pfn: Pfn, order: usize, cpu: usize) {
-        let flags = self.mm.map[pfn as usize].flags;
+        let kind = self.mm.map[pfn as usize].kind();
         let nid = self.mm.pfn_to_nid(pfn);
-        if flags & pg::ANON != 0 {
-            self.mm
-                .mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, -1);
-        } else if flags & pg::PGTABLE != 0 {
-            self.mm
-                .mod_node_page_state(nid, NodeStat::NR_PAGE_TABLE_PAGES, -1);
-        } else if flags & pg::KSTACK != 0 {
-            self.mm
-                .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, -4);
+        match kind {
+            PageKind::Anon => self
+                .mm
+                .mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, -1),
+            PageKind::PgTable => {
+                self.mm
+                    .mod_node_page_state(nid, NodeStat::NR_PAGE_TABLE_PAGES, -1)
+            }
+            PageKind::KStack => self
+                .mm
+                .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, -4),
+            _ => {}
         }
         self.mm.free_pages(pfn, order, cpu);
     }
@@ -231,7 +234,7 @@ impl Kernel {
         while (self.tasks[t].pgtables.len() as u64) < pgtable_pages(want_v) {
             match self.alloc_pages(GFP_KERNEL, 0, tid) {
                 AllocResult::Page(p) => {
-                    self.mm.map[p as usize].flags |= pg::PGTABLE;
+                    self.mm.map[p as usize].set_kind(PageKind::PgTable);
                     self.mm.map[p as usize].owner = tid;
                     let nid = self.mm.pfn_to_nid(p);
                     self.mm
@@ -249,7 +252,7 @@ impl Kernel {
         if let AllocResult::Page(p) = r {
             self.mm.acc += self.mm.cost.clear_page;
             let page = &mut self.mm.map[p as usize];
-            page.flags |= pg::ANON;
+            page.set_kind(PageKind::Anon);
             page.owner = tid;
             let nid = self.mm.pfn_to_nid(p);
             self.mm.mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, 1);
@@ -279,7 +282,7 @@ impl Kernel {
     pub fn alloc_held(&mut self, tid: TaskId, gfp: Gfp, order: usize) -> AllocResult {
         let r = self.alloc_pages(gfp, order, tid);
         if let AllocResult::Page(p) = r {
-            self.mm.map[p as usize].flags |= pg::HELD;
+            self.mm.map[p as usize].set_kind(PageKind::Held);
             self.mm.map[p as usize].owner = tid;
             self.tasks[tid as usize].held.push_back((p, order as u8));
         }

@@ -188,9 +188,9 @@ impl Mm {
                     if !page.test(pg::RESERVED) && (page.mt as usize) < 3 {
                         kinds |= 1 << page.mt;
                     }
-                    p += 1 << page.order;
+                    p += 1 << page.order();
                 } else if page.test(pg::BUDDY) {
-                    p += 1 << page.order;
+                    p += 1 << page.order();
                 } else {
                     p += 1;
                 }

@@ -151,10 +151,10 @@ fn take(
 ) -> Result<(), TestCaseError> {
     let head = mm.map[p as usize];
     prop_assert!(
-        head.test(pg::HEAD) && head.order as usize == order,
+        head.test(pg::HEAD) && head.order() == order,
         "step {step}: pfn {p} returned for order {order} has flags {:#x} order {}",
         head.flags,
-        head.order
+        head.order()
     );
     prop_assert_eq!(p as u64 % (1u64 << order), 0, "misaligned block");
     let frames = &mut owned[p as usize..p as usize + (1 << order)];

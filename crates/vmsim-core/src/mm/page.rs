@@ -25,18 +25,18 @@ pub mod pg {
     pub const PCP: u16 = 1 << 1;
     /// Allocated as the head of a block of `order` pages.
     pub const HEAD: u16 = 1 << 2;
-    /// Allocated, inside a higher-order block (not the head).
-    pub const TAIL: u16 = 1 << 3;
-    /// Used by the slab allocator (PageSlab).
-    pub const SLAB: u16 = 1 << 4;
+    /// A page-table entry mapping it was accessed since reclaim last looked (the PTE young bit).
+    pub const YOUNG: u16 = 1 << 3;
+    /// In the swap cache (PageSwapCache).
+    pub const SWAPCACHE: u16 = 1 << 4;
     /// Reserved at boot, never freed to the buddy allocator (PageReserved).
     pub const RESERVED: u16 = 1 << 5;
-    /// Anonymous memory mapped by a task (PageAnon).
-    pub const ANON: u16 = 1 << 6;
-    /// A page-table page.
-    pub const PGTABLE: u16 = 1 << 7;
-    /// A kernel-stack page.
-    pub const KSTACK: u16 = 1 << 8;
+    /// Reclaim wants it freed as soon as writeback ends (PageReclaim).
+    pub const RECLAIM: u16 = 1 << 6;
+    /// Refaulted soon after eviction: part of the workingset (PageWorkingset).
+    pub const WORKINGSET: u16 = 1 << 7;
+    /// On the unevictable list (PageUnevictable).
+    pub const UNEVICTABLE: u16 = 1 << 8;
     /// On an LRU list (PageLRU).
     pub const LRU: u16 = 1 << 9;
     /// On the active LRU list (PageActive).
@@ -47,14 +47,47 @@ pub mod pg {
     pub const DIRTY: u16 = 1 << 12;
     /// Under writeback (PageWriteback).
     pub const WRITEBACK: u16 = 1 << 13;
-    /// Held by a task as an explicit `alloc` operation.
-    pub const HELD: u16 = 1 << 14;
+    /// A page-cache page mapped into a task (page_mapped for file pages).
+    pub const MAPPED: u16 = 1 << 14;
+}
+
+/// What an allocated block is used for (the kernel's page types and mapping kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PageKind {
+    /// Free, or a kernel allocation of no tracked kind.
+    Other = 0,
+    /// Anonymous memory of a task (PageAnon); `owner` is its rmap slot.
+    Anon = 1,
+    /// Page cache of a file; `owner` is its rmap slot.
+    File = 2,
+    /// A slab page (PageSlab); `owner` is the cache.
+    Slab = 3,
+    /// A page-table page (PageTable); `owner` is the task.
+    PgTable = 4,
+    /// A kernel-stack page; `owner` is the task.
+    KStack = 5,
+    /// An explicit allocation held by a task; `owner` is the task.
+    Held = 6,
+}
+
+impl PageKind {
+    const ALL: [PageKind; 7] = [
+        PageKind::Other,
+        PageKind::Anon,
+        PageKind::File,
+        PageKind::Slab,
+        PageKind::PgTable,
+        PageKind::KStack,
+        PageKind::Held,
+    ];
 }
 
 /// One frame's state: 16 bytes.
 ///
-/// `order` is the buddy order of a free block (on its head) or of an
-/// allocated block (on its head). `mt` is the migratetype the block was
+/// `ok` holds the block order (low 4 bits: the buddy order of a free block,
+/// or of an allocated block, on its head) and the [`PageKind`] (high 4 bits).
+/// `mt` is the migratetype the block was
 /// taken from or freed to — the kernel keeps it in `page->index` for pcp
 /// pages and reads the pageblock bits otherwise. `owner` is the task, slab
 /// cache or inode the frame belongs to.
@@ -63,8 +96,8 @@ pub mod pg {
 pub struct Page {
     /// Flag bits from [`pg`].
     pub flags: u16,
-    /// Block order.
-    pub order: u8,
+    /// Block order (low 4 bits) and kind (high 4 bits); use the accessors.
+    pub ok: u8,
     /// Migratetype recorded at allocation / on a pcp list.
     pub mt: u8,
     /// Next frame on the list this frame is on.
@@ -82,12 +115,30 @@ impl Page {
     pub const fn reserved() -> Self {
         Page {
             flags: pg::RESERVED,
-            order: 0,
+            ok: 0,
             mt: 0,
             next: NIL,
             prev: NIL,
             owner: NIL,
         }
+    }
+
+    /// Block order.
+    #[inline(always)]
+    pub fn order(&self) -> usize {
+        (self.ok & 0x0F) as usize
+    }
+
+    /// What the block is used for.
+    #[inline(always)]
+    pub fn kind(&self) -> PageKind {
+        PageKind::ALL[(self.ok >> 4) as usize]
+    }
+
+    /// Sets the kind, keeping the order.
+    #[inline(always)]
+    pub fn set_kind(&mut self, k: PageKind) {
+        self.ok = (self.ok & 0x0F) | ((k as u8) << 4);
     }
 
     /// Whether flag bits `f` are all set.

@@ -244,7 +244,7 @@ impl Mm {
             for p in s..s + (1 << order) {
                 self.map[p as usize] = Page {
                     flags: 0,
-                    order: 0,
+                    ok: 0,
                     mt: 0,
                     next: NIL,
                     prev: NIL,
@@ -385,7 +385,7 @@ impl Mm {
         {
             let p = &mut self.map[pfn as usize];
             p.flags = pg::BUDDY;
-            p.order = order as u8;
+            p.ok = order as u8;
             p.mt = mt as u8;
             p.owner = NIL;
         }
@@ -408,7 +408,7 @@ impl Mm {
     #[inline(always)]
     fn del_page_from_free_list(&mut self, zid: usize, pfn: Pfn, order: usize, mt: MigrateType) {
         debug_assert!(self.map[pfn as usize].test(pg::BUDDY));
-        debug_assert_eq!(self.map[pfn as usize].order as usize, order);
+        debug_assert_eq!(self.map[pfn as usize].order(), order);
         debug_assert_eq!(self.map[pfn as usize].mt, mt as u8);
         let z = &mut self.zones[zid];
         let area = &mut z.free_area[order];
@@ -534,13 +534,13 @@ impl Mm {
         while p < end {
             let page = &self.map[p as usize];
             if page.test(pg::BUDDY) {
-                let n = 1u32 << page.order;
+                let n = 1u32 << page.order();
                 free += n as u64;
                 p += n;
                 continue;
             }
             if page.test(pg::HEAD) {
-                let n = 1u32 << page.order;
+                let n = 1u32 << page.order();
                 if page.mt == MigrateType::Movable as u8 {
                     movable += n as u64;
                 }
@@ -569,7 +569,7 @@ impl Mm {
                 p += 1;
                 continue;
             }
-            let order = page.order as usize;
+            let order = page.order();
             debug_assert_eq!(page.mt, old as u8);
             self.move_to_free_list(zid, p, order, old, new);
             moved += 1 << order;
@@ -749,7 +749,7 @@ impl Mm {
                 {
                     let page = &mut mm.map[p as usize];
                     page.flags = pg::PCP;
-                    page.order = 0;
+                    page.ok = 0;
                     page.mt = mt as u8;
                 }
                 mm.pcp[idx].lists[mt as usize].push_back(&mut mm.map, p);
@@ -1057,7 +1057,7 @@ impl Mm {
     fn prep_new_page(&mut self, pfn: Pfn, order: usize, mt: MigrateType) {
         let p = &mut self.map[pfn as usize];
         p.flags = pg::HEAD;
-        p.order = order as u8;
+        p.ok = order as u8;
         p.mt = mt as u8;
         p.owner = NIL;
         p.next = NIL;
@@ -1141,7 +1141,7 @@ impl Mm {
         let Some(b) = self.map.get(buddy as usize) else {
             return false;
         };
-        b.test(pg::BUDDY) && b.order as usize == order && self.zones[zid].spans(buddy)
+        b.test(pg::BUDDY) && b.order() == order && self.zones[zid].spans(buddy)
     }
 
     /// Frees a block into the buddy lists, merging with free buddies (__free_one_page).
@@ -1245,7 +1245,7 @@ impl Mm {
             let p = &mut self.map[pfn as usize];
             p.flags = pg::PCP;
             p.mt = mt as u8;
-            p.order = 0;
+            p.ok = 0;
             p.owner = NIL;
         }
         let pcp = &mut self.pcp[idx];
@@ -1268,7 +1268,7 @@ impl Mm {
             self.map[pfn as usize].test(pg::HEAD),
             "freeing pfn {pfn} that is not allocated"
         );
-        debug_assert_eq!(self.map[pfn as usize].order as usize, order);
+        debug_assert_eq!(self.map[pfn as usize].order(), order);
         self.events[Event::PGFREE as usize] += 1 << order;
         let zid = self.page_zone(pfn);
         if order == 0 {
@@ -1341,11 +1341,8 @@ impl Mm {
                             return Err(format!("pfn {p}: broken prev link"));
                         }
                         prev = p;
-                        if !page.test(pg::BUDDY)
-                            || page.order as usize != order
-                            || page.mt != mt as u8
-                        {
-                            return Err(format!("pfn {p} on free list order {order} {mt:?} has flags {:#x} order {} mt {}", page.flags, page.order, page.mt));
+                        if !page.test(pg::BUDDY) || page.order() != order || page.mt != mt as u8 {
+                            return Err(format!("pfn {p} on free list order {order} {mt:?} has flags {:#x} order {} mt {}", page.flags, page.order(), page.mt));
                         }
                         if p & ((1 << order) - 1) != 0 {
                             return Err(format!("pfn {p} misaligned for order {order}"));
@@ -1461,15 +1458,17 @@ impl Mm {
                 reserved += 1;
                 p += 1;
             } else if page.test(pg::HEAD) {
-                let end = p + (1 << page.order);
-                if (p & ((1 << page.order) - 1)) != 0 || end > n || seen[p..end].iter().any(|&s| s)
+                let end = p + (1 << page.order());
+                if (p & ((1 << page.order()) - 1)) != 0
+                    || end > n
+                    || seen[p..end].iter().any(|&s| s)
                 {
                     return Err(format!(
                         "allocated block {p} order {} overlaps free memory",
-                        page.order
+                        page.order()
                     ));
                 }
-                allocated += 1 << page.order;
+                allocated += 1 << page.order();
                 p = end;
             } else {
                 return Err(format!("pfn {p} is in no state (flags {:#x})", page.flags));

@@ -11,7 +11,7 @@
 //! Object sizes and slab orders are those of a 6.x x86-64 /proc/slabinfo.
 
 use super::gfp::{GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
-use super::page::{pg, Pfn, PAGE_SIZE};
+use super::page::{Pfn, PAGE_SIZE};
 use super::vmstat::NodeStat;
 use crate::engine::lock::TaskId;
 use crate::kernel::{AllocResult, Kernel};
@@ -154,11 +154,6 @@ impl KmemCache {
         }
         None
     }
-
-    /// Page flags of this cache's slab pages.
-    pub fn page_flags(&self) -> u16 {
-        pg::HEAD | pg::SLAB
-    }
 }
 
 /// All caches.
@@ -220,7 +215,7 @@ impl Kernel {
                 };
                 let c = &mut self.slab.caches[cache];
                 let page = &mut self.mm.map[pfn as usize];
-                page.flags |= pg::SLAB;
+                page.set_kind(super::page::PageKind::Slab);
                 page.owner = cache as u32;
                 let item = if c.reclaimable {
                     NodeStat::NR_SLAB_RECLAIMABLE
