@@ -56,6 +56,8 @@ section! {
         nodes: u32 = 1, "[count]";
         /// Memory reserved at boot and never given to the buddy allocator, besides the memmap (kernel image, firmware).
         reserved: Bytes = Bytes(32 << 20), "[bytes]";
+        /// Swap space on the disk; 0 disables swap.
+        swap: Bytes = Bytes(0), "[bytes]";
     }
 }
 
@@ -82,7 +84,29 @@ section! {
         kernel_stack_pages: u32 = 4, "[pages]";
         /// Let the OOM killer run when an allocation of order <= 3 cannot be satisfied.
         oom_killer: bool = true, "[bool]";
+        /// vm.swappiness: relative cost of reclaiming anon against file pages (0..=200).
+        swappiness: u64 = 60, "[0..200]";
+        /// Who writes dirty file pages met by reclaim: traceonly (2.6.35: direct reclaim and kswapd write them), nodirect (only kswapd), flushforward (nodirect + kick the flushers), modern (reclaim never writes them).
+        reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
+        /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
+        kswapd: bool = true, "[bool]";
+        /// CONFIG_HZ: timer ticks per second; throttling sleeps come in jiffies.
+        hz: u64 = 250, "[1/s]";
     }
+}
+
+/// Who writes back dirty file pages that reclaim finds (seed 001's kernels and today's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReclaimWriteback {
+    /// traceonly-v6 (2.6.35): direct reclaim and kswapd call ->writepage on dirty file pages.
+    Traceonly,
+    /// nodirect-v6: direct reclaim never writes file pages; kswapd still does.
+    Nodirect,
+    /// flushforward-v6: as nodirect, and reclaim wakes the flusher threads for the dirty pages it meets.
+    Flushforward,
+    /// Today: pageout() writes only swap and shmem; dirty file pages are left to the flushers.
+    Modern,
 }
 
 section! {
@@ -117,6 +141,16 @@ section! {
         fork: u64 = 30000, "[ns]";
         /// Selecting and killing a victim in the OOM killer (out_of_memory).
         oom_kill: u64 = 200000, "[ns]";
+        /// Adding a page to a per-CPU LRU batch (folio_add_lru).
+        lru_add: u64 = 30, "[ns]";
+        /// Holding lru_lock per page moved on or off an LRU list.
+        lru_lock_page: u64 = 40, "[ns]";
+        /// One page through shrink_folio_list (references, rmap walk, freeing).
+        shrink_page: u64 = 400, "[ns]";
+        /// Unmapping one page (try_to_unmap with the TLB flush share).
+        unmap_page: u64 = 300, "[ns]";
+        /// Building and submitting one block request (submit_bio).
+        submit_bio: u64 = 2000, "[ns]";
     }
 }
 
@@ -281,6 +315,9 @@ pub struct Scenario {
     /// Recording.
     #[serde(default)]
     pub sampling: Sampling,
+    /// The disk holding swap and files.
+    #[serde(default)]
+    pub disk: crate::block::BlockConfig,
     /// The workload.
     #[serde(default, rename = "task")]
     pub tasks: Vec<TaskSpec>,
@@ -383,6 +420,25 @@ impl Scenario {
                 k.kernel_stack_pages
             ));
         }
+        if ![100, 250, 300, 1000].contains(&k.hz) {
+            return inv(format!(
+                "kernel.hz = {} is not a CONFIG_HZ value (100, 250, 300, 1000)",
+                k.hz
+            ));
+        }
+        if k.swappiness > 200 {
+            return inv(format!(
+                "kernel.swappiness = {} is out of range (0..=200)",
+                k.swappiness
+            ));
+        }
+        if m.swap.0 > 4u64 << 40 {
+            return inv(format!(
+                "machine.swap = {} is too large (at most 4TiB)",
+                m.swap
+            ));
+        }
+        self.disk.validate()?;
         if self.sched.quantum.0 == 0 || self.sched.slice.0 == 0 {
             return inv("sched.quantum and sched.slice must be > 0".into());
         }
@@ -455,7 +511,7 @@ fn one_line_toml_error(e: &toml::de::Error, text: &str) -> String {
         .lines()
         .rev()
         .map(str::trim)
-        .find(|l| l.starts_with('['))
+        .find(|l| l.starts_with('[') && l.ends_with(']') && !l.contains('='))
         .map(|l| format!(" in {}", l.split('#').next().unwrap_or(l).trim()))
         .unwrap_or_default();
     format!("line {line}{table}: {msg}")

@@ -6,13 +6,19 @@
 //! anonymous memory and page tables while running, everything freed on exit
 //! or when the OOM killer picks it).
 
+use crate::block::BlockDevice;
 use crate::config::{Cost, Kernel as KernelCfg, Machine};
 use crate::engine::lock::TaskId;
-use crate::mm::gfp::{Gfp, GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
+use crate::mm::filemap::Inode;
+use crate::mm::gfp::{Gfp, GFP_KERNEL};
+use crate::mm::memory::BioKind;
 use crate::mm::page::{PageKind, Pfn};
+use crate::mm::rmap::{Rmap, SlotTable};
 use crate::mm::slab::Slab;
-use crate::mm::vmstat::{Event, NodeStat};
+use crate::mm::swapfile::SwapInfo;
+use crate::mm::vmstat::NodeStat;
 use crate::mm::Mm;
+use crate::trace::{TraceEvent, Tracer};
 use std::collections::VecDeque;
 
 /// Statistics of one task.
@@ -55,10 +61,14 @@ pub struct TaskStruct {
     pub alive: bool,
     /// Killed by the OOM killer.
     pub oom_killed: bool,
-    /// Resident anonymous pages, in fault order.
-    pub anon: Vec<Pfn>,
-    /// Highest number of virtual pages ever mapped (sizes the page tables).
-    pub vpages: u64,
+    /// Anonymous memory: page index → slot (the page tables' contents).
+    pub pt: SlotTable,
+    /// Pages of anonymous address space mapped, [0, vsize).
+    pub vsize: u64,
+    /// Resident anonymous pages (MM_ANONPAGES).
+    pub rss: u64,
+    /// Anonymous pages swapped out (MM_SWAPENTS).
+    pub swapents: u64,
     /// Page-table pages.
     pub pgtables: Vec<Pfn>,
     /// Explicit allocations held: (pfn, order).
@@ -67,6 +77,8 @@ pub struct TaskStruct {
     pub slab_held: VecDeque<(u16, u32)>,
     /// Kernel stack pages.
     pub kstack: Vec<Pfn>,
+    /// Reclaim passes without progress carried across throttled retries (no_progress_loops).
+    pub no_progress_loops: u32,
     /// Statistics.
     pub stats: TaskStats,
 }
@@ -80,6 +92,8 @@ pub enum AllocResult {
     Failed,
     /// The requesting task was chosen by the OOM killer and must exit.
     Killed,
+    /// Reclaim throttled the task: it sleeps (`Kernel::sleep_after`) and retries the allocation.
+    Retry,
 }
 
 /// The whole simulated kernel state.
@@ -97,6 +111,28 @@ pub struct Kernel {
     pub oom_no_victim: u64,
     /// Wait queues kernel code asked to wake (wake_up_all) during the current step.
     pub pending_wakeups: Vec<usize>,
+    /// The reverse map: task page tables and file page caches.
+    pub rmap: Rmap,
+    /// The swap area.
+    pub swap: SwapInfo,
+    /// The disk (swap at its start, then files).
+    pub disk: BlockDevice,
+    /// I/O in flight, by request tag.
+    pub bios: Vec<Option<BioKind>>,
+    /// Free request tags.
+    pub free_bios: Vec<u64>,
+    /// Requests waiting for a free request slot of the disk, in order.
+    pub pending_reqs: std::collections::VecDeque<crate::block::Request>,
+    /// Swap-out pages gathered for one submission (the block plug).
+    pub plug: Vec<Pfn>,
+    /// Time the current task must sleep after its step, for I/O it waits on [ns].
+    pub sleep_after: u64,
+    /// Files.
+    pub inodes: Vec<Inode>,
+    /// The ftrace buffer, when tracing.
+    pub tracer: Option<Tracer>,
+    /// Set while the current context may not sleep (fork in the engine, interrupts).
+    pub no_throttle: bool,
 }
 
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
@@ -110,6 +146,16 @@ pub fn pgtable_pages(v: u64) -> u64 {
 impl Kernel {
     /// Boots the kernel on a machine.
     pub fn boot(machine: &Machine, kcfg: &KernelCfg, cost: &Cost) -> Kernel {
+        Self::boot_with_disk(machine, kcfg, cost, &crate::block::BlockConfig::default())
+    }
+
+    /// Boots the kernel on a machine with the given disk.
+    pub fn boot_with_disk(
+        machine: &Machine,
+        kcfg: &KernelCfg,
+        cost: &Cost,
+        disk: &crate::block::BlockConfig,
+    ) -> Kernel {
         Kernel {
             mm: Mm::boot(machine, kcfg, cost),
             slab: Slab::default(),
@@ -117,6 +163,32 @@ impl Kernel {
             oom_victims: Vec::new(),
             oom_no_victim: 0,
             pending_wakeups: Vec::new(),
+            rmap: Rmap::default(),
+            swap: SwapInfo::new((machine.swap.0 / crate::mm::page::PAGE_SIZE) as u32),
+            disk: BlockDevice::new(disk.clone()),
+            bios: Vec::new(),
+            free_bios: Vec::new(),
+            pending_reqs: Default::default(),
+            plug: Vec::new(),
+            sleep_after: 0,
+            inodes: Vec::new(),
+            tracer: None,
+            no_throttle: false,
+        }
+    }
+
+    /// Records a tracepoint hit by task `tid` at the current time (trace_<event>).
+    #[inline]
+    pub fn trace(&mut self, tid: TaskId, ev: TraceEvent) {
+        if let Some(t) = self.tracer.as_mut() {
+            let task = &self.tasks[tid as usize];
+            t.emit(
+                self.mm.now + self.mm.acc,
+                task.cpu as u32,
+                &task.comm,
+                task.pid,
+                &ev,
+            );
         }
     }
 
@@ -131,12 +203,15 @@ impl Kernel {
             kthread,
             alive: false,
             oom_killed: false,
-            anon: Vec::new(),
-            vpages: 0,
+            pt: SlotTable::default(),
+            vsize: 0,
+            rss: 0,
+            swapents: 0,
             pgtables: Vec::new(),
             held: VecDeque::new(),
             slab_held: VecDeque::new(),
             kstack: Vec::new(),
+            no_progress_loops: 0,
             stats: TaskStats::default(),
         });
         tid
@@ -149,6 +224,8 @@ impl Kernel {
         self.tasks[t].alive = true;
         self.tasks[t].stats.start_ns = now;
         self.mm.acc += self.mm.cost.fork;
+        // The engine creates tasks outside any task's step: nothing may sleep here.
+        self.no_throttle = true;
         for _ in 0..self.mm.kcfg.kernel_stack_pages {
             match self.alloc_pages(GFP_KERNEL, 0, tid) {
                 AllocResult::Page(p) => {
@@ -160,11 +237,13 @@ impl Kernel {
                         .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, 4);
                 }
                 _ => {
+                    self.no_throttle = false;
                     self.exit_task(tid, now);
                     return false;
                 }
             }
         }
+        self.no_throttle = false;
         true
     }
 
@@ -201,10 +280,7 @@ impl Kernel {
             return;
         }
         let cpu = self.tasks[t].cpu;
-        let anon = std::mem::take(&mut self.tasks[t].anon);
-        for p in anon {
-            self.release_block(p, 0, cpu);
-        }
+        self.exit_mmap(tid);
         let held = std::mem::take(&mut self.tasks[t].held);
         for (p, o) in held {
             self.release_block(p, o as usize, cpu);
@@ -224,58 +300,6 @@ impl Kernel {
         let task = &mut self.tasks[t];
         task.alive = false;
         task.stats.exit_ns = now;
-    }
-
-    /// Handles a user page fault on a not-present anonymous page (do_anonymous_page):
-    /// page tables as needed, then a zeroed GFP_HIGHUSER_MOVABLE page.
-    pub fn do_anonymous_page(&mut self, tid: TaskId) -> AllocResult {
-        let t = tid as usize;
-        let want_v = (self.tasks[t].anon.len() as u64 + 1).max(self.tasks[t].vpages);
-        while (self.tasks[t].pgtables.len() as u64) < pgtable_pages(want_v) {
-            match self.alloc_pages(GFP_KERNEL, 0, tid) {
-                AllocResult::Page(p) => {
-                    self.mm.map[p as usize].set_kind(PageKind::PgTable);
-                    self.mm.map[p as usize].owner = tid;
-                    let nid = self.mm.pfn_to_nid(p);
-                    self.mm
-                        .mod_node_page_state(nid, NodeStat::NR_PAGE_TABLE_PAGES, 1);
-                    self.tasks[t].pgtables.push(p);
-                }
-                other => return other,
-            }
-        }
-        self.tasks[t].vpages = want_v;
-        self.mm.acc += self.mm.cost.page_fault;
-        self.mm.count_vm_events(Event::PGFAULT, 1);
-        self.tasks[t].stats.faults += 1;
-        let r = self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid);
-        if let AllocResult::Page(p) = r {
-            self.mm.acc += self.mm.cost.clear_page;
-            let page = &mut self.mm.map[p as usize];
-            page.set_kind(PageKind::Anon);
-            page.owner = tid;
-            let nid = self.mm.pfn_to_nid(p);
-            self.mm.mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, 1);
-            let task = &mut self.tasks[t];
-            task.anon.push(p);
-            task.stats.max_rss = task.stats.max_rss.max(task.anon.len() as u64);
-        }
-        r
-    }
-
-    /// Unmaps the task's most recently faulted `n` anonymous pages (munmap → zap_pte_range).
-    pub fn unmap_anon(&mut self, tid: TaskId, n: u64) -> u64 {
-        let t = tid as usize;
-        let cpu = self.tasks[t].cpu;
-        let mut done = 0;
-        while done < n {
-            let Some(p) = self.tasks[t].anon.pop() else {
-                break;
-            };
-            self.release_block(p, 0, cpu);
-            done += 1;
-        }
-        done
     }
 
     /// Allocates a block the task holds until it frees it (an explicit `alloc` operation).
@@ -303,7 +327,8 @@ impl Kernel {
     /// Resident pages a task would free if killed (the oom_badness points).
     pub fn task_footprint(&self, tid: TaskId) -> u64 {
         let t = &self.tasks[tid as usize];
-        t.anon.len() as u64
+        t.rss
+            + t.swapents
             + t.pgtables.len() as u64
             + t.held.iter().map(|&(_, o)| 1u64 << o).sum::<u64>()
     }
@@ -311,7 +336,7 @@ impl Kernel {
     /// Checks that per-node counters agree with what tasks hold (expensive).
     pub fn check_accounting(&self) -> Result<(), String> {
         self.mm.check_invariants()?;
-        let anon: u64 = self.tasks.iter().map(|t| t.anon.len() as u64).sum();
+        let anon: u64 = self.tasks.iter().map(|t| t.rss).sum();
         let pt: u64 = self.tasks.iter().map(|t| t.pgtables.len() as u64).sum();
         let node_sum = |item: NodeStat| -> i64 {
             self.mm.nodes.iter().map(|n| n.vm_stat[item as usize]).sum()

@@ -31,7 +31,7 @@ pub struct Summary {
     pub alloc_stall_seconds: f64,
     /// Time tasks waited on run queues [s].
     pub runq_wait_seconds: f64,
-    /// Tasks started.
+    /// User tasks started (kernel threads are not counted).
     pub tasks_started: u64,
     /// Tasks that could not be created.
     pub fork_failures: u64,
@@ -233,9 +233,23 @@ impl Mm {
 
 /// Builds the engine for a scenario: boots the kernel and registers every task.
 pub fn build(sc: &Scenario) -> Engine {
-    let kernel = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+    let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
     let mut eng = Engine::new(kernel, sc.sched.clone(), sc.cost.clone());
     let ncpu = sc.machine.cpus as usize;
+    if sc.kernel.kswapd {
+        for nid in 0..eng.kernel.mm.nodes.len() {
+            let wq = eng.new_waitqueue();
+            eng.kernel.mm.nodes[nid].kswapd_wait = wq;
+            let cpu = eng.kernel.mm.nodes[nid].cpus.first().copied().unwrap_or(0);
+            eng.spawn(
+                &format!("kswapd{nid}"),
+                cpu,
+                0,
+                true,
+                Box::new(crate::mm::vmscan::Kswapd::new(nid)),
+            );
+        }
+    }
     let mut next_cpu = 0usize;
     let mut tid = 0u64;
     for spec in &sc.tasks {
@@ -273,6 +287,7 @@ pub fn run(sc: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> RunResult {
     while t < end && eng.live_user_tasks > 0 {
         t = (t + interval).min(end);
         eng.run_until(t);
+        eng.kernel.process_io(t);
         let snap = eng.kernel.mm.vmstat_snapshot(dirty);
         eng.kernel.mm.sample(&snap, &mut ts, t);
         progress(t, end);
@@ -366,7 +381,7 @@ fn result(
         idle_seconds: ns_to_s(cpus.iter().map(|c| c.idle_ns).sum()),
         alloc_stall_seconds: ns_to_s(k.tasks.iter().map(|t| t.stats.alloc_stall_ns).sum()),
         runq_wait_seconds: ns_to_s(k.tasks.iter().map(|t| t.stats.runq_wait_ns).sum()),
-        tasks_started: k.tasks.len() as u64,
+        tasks_started: k.tasks.iter().filter(|t| !t.kthread).count() as u64,
         fork_failures: eng.fork_failures,
         oom_kills: mm.events[Event::OOM_KILL as usize],
         alloc_failures: mm.frag.alloc_fail.iter().sum(),

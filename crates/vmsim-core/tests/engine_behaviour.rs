@@ -461,6 +461,8 @@ fn alloc_storm(tasks: u32) -> RunResult {
 [machine]
 memory = "2GiB"
 cpus = 8
+[kernel]
+kswapd = false
 [[task]]
 name = "alloc"
 count = {tasks}
@@ -519,6 +521,8 @@ duration = "30s"
 [machine]
 memory = "512MiB"
 cpus = 2
+[kernel]
+kswapd = false
 [[task]]
 name = "big"
 program = [ { op = "touch", size = "300MiB" }, { op = "sleep", time = "2s" } ]
@@ -548,7 +552,12 @@ fn oom_kills_the_largest_task_and_frees_its_memory() {
                 big.oom_killed && !big.alive,
                 "the largest task is the victim"
             );
-            assert!(big.anon.is_empty() && big.pgtables.is_empty() && big.kstack.is_empty());
+            assert!(
+                big.rss == 0
+                    && big.swapents == 0
+                    && big.pgtables.is_empty()
+                    && big.kstack.is_empty()
+            );
             assert_eq!(eng.task_state(0), TaskState::Dead);
         }
     }
@@ -589,10 +598,7 @@ fn oom_kills_the_largest_task_and_frees_its_memory() {
 /// With the OOM killer off, the fault fails and the faulting task dies (VM_FAULT_OOM); nobody is killed.
 #[test]
 fn without_oom_killer_the_fault_fails() {
-    let text = OOM.replace(
-        "[[task]]\nname = \"big\"",
-        "[kernel]\noom_killer = false\n[[task]]\nname = \"big\"",
-    );
+    let text = OOM.replace("kswapd = false\n", "kswapd = false\noom_killer = false\n");
     assert_ne!(text, OOM);
     let r = run(&text);
     assert!(r.summary.completed);
@@ -773,6 +779,8 @@ fn lone_task(explicit_free: bool) -> RunResult {
 [machine]
 memory = "1GiB"
 cpus = 2
+[kernel]
+kswapd = false
 [[task]]
 name = "a"
 program = [ {{ op = "alloc", order = 0, count = 20000, type = "movable" }}, {free} ]

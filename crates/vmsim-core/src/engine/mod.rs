@@ -231,7 +231,9 @@ impl Engine {
     fn start_task(&mut self, tid: TaskId) {
         self.kernel.mm.now = self.now;
         self.kernel.mm.acc = 0;
+        self.kernel.process_io(self.now);
         let ok = self.kernel.copy_process(tid, self.now);
+        self.kernel.sleep_after = 0;
         // The fork's cost is system time of the task's first step.
         self.sched[tid as usize].pending_sys = self.kernel.mm.acc;
         self.kernel.mm.acc = 0;
@@ -292,10 +294,11 @@ impl Engine {
         } else if let Some(c) = (0..self.cpus.len()).find(|&c| self.cpus[c].idle) {
             c
         } else {
-            // Shortest run queue on the task's node, previous CPU on ties.
+            // Least loaded CPU (queued plus running) on the task's node, previous CPU on ties.
+            let load = |c: &Cpu| c.rq.len() + c.current.is_some() as usize;
             let mut best = prev;
             for c in 0..self.cpus.len() {
-                if self.cpus[c].node == node && self.cpus[c].rq.len() < self.cpus[best].rq.len() {
+                if self.cpus[c].node == node && load(&self.cpus[c]) < load(&self.cpus[best]) {
                     best = c;
                 }
             }
@@ -341,8 +344,37 @@ impl Engine {
         }
     }
 
+    /// Pulls one task from a run queue at least two longer than this CPU's (load_balance, same node first).
+    fn load_balance(&mut self, cpu: usize) {
+        let own = self.cpus[cpu].rq.len();
+        let node = self.cpus[cpu].node;
+        let mut busiest: Option<usize> = None;
+        for c in 0..self.cpus.len() {
+            let len = self.cpus[c].rq.len();
+            if c == cpu || len < own + 2 {
+                continue;
+            }
+            let better = match busiest {
+                None => true,
+                Some(b) => {
+                    let (same_b, same_c) = (self.cpus[b].node == node, self.cpus[c].node == node);
+                    (same_c && !same_b) || (same_c == same_b && len > self.cpus[b].rq.len())
+                }
+            };
+            if better {
+                busiest = Some(c);
+            }
+        }
+        if let Some(b) = busiest {
+            if let Some(t) = self.cpus[b].rq.pop_back() {
+                self.cpus[cpu].rq.push_back(t);
+            }
+        }
+    }
+
     /// Picks the next task for an idle-bound CPU: its own queue, else steal from the longest one.
     fn pick_next_task(&mut self, cpu: usize) -> Option<TaskId> {
+        self.load_balance(cpu);
         if let Some(t) = self.cpus[cpu].rq.pop_front() {
             return Some(t);
         }
@@ -375,6 +407,10 @@ impl Engine {
         if let Some(tid) = self.cpus[cpu].current {
             let alive = self.sched[tid as usize].state == TaskState::Running;
             let expired = now.saturating_sub(self.cpus[cpu].slice_start) >= self.cfg.slice.0;
+            if expired {
+                // The scheduler tick's periodic balancing.
+                self.load_balance(cpu);
+            }
             if alive && (!expired || self.cpus[cpu].rq.is_empty()) {
                 self.run_step(cpu, tid);
                 return;
@@ -419,6 +455,8 @@ impl Engine {
     fn run_step(&mut self, cpu: usize, tid: TaskId) {
         let now = self.now;
         self.kernel.tasks[tid as usize].cpu = cpu;
+        self.kernel.process_io(now);
+        self.kernel.sleep_after = 0;
         self.kernel.mm.now = now;
         // Work done on the task's behalf before it first ran (fork) opens its first step.
         self.kernel.mm.acc = std::mem::take(&mut self.sched[tid as usize].pending_sys);
@@ -436,12 +474,20 @@ impl Engine {
         };
         self.programs[tid as usize] = Some(prog);
         if out.next == Step::Exit {
+            self.kernel.blk_finish_plug();
             // do_exit frees the task's memory at the end of its last step.
             let at = now + out.user_ns + self.kernel.mm.acc;
             self.kernel.exit_task(tid, at);
         }
         let sys = self.kernel.mm.acc;
         self.kernel.mm.acc = 0;
+        // Time the task must wait for I/O it started (io_schedule) turns into a sleep.
+        let io_wait = std::mem::take(&mut self.kernel.sleep_after);
+        let next = match out.next {
+            Step::Run if io_wait > 0 => Step::Sleep(io_wait),
+            Step::Sleep(d) => Step::Sleep(d + io_wait),
+            other => other,
+        };
         let user = out.user_ns;
         {
             let c = &mut self.cpus[cpu];
@@ -458,7 +504,7 @@ impl Engine {
             self.schedule_at(end, Ev::Schedule(cpu as u32));
             return;
         }
-        match out.next {
+        match next {
             Step::Run => {}
             Step::Sleep(d) => {
                 let s = &mut self.sched[tid as usize];

@@ -215,6 +215,45 @@ impl Zone {
     }
 }
 
+/// LRU list indices (enum lru_list).
+pub mod lru {
+    /// LRU_INACTIVE_ANON.
+    pub const INACTIVE_ANON: usize = 0;
+    /// LRU_ACTIVE_ANON.
+    pub const ACTIVE_ANON: usize = 1;
+    /// LRU_INACTIVE_FILE.
+    pub const INACTIVE_FILE: usize = 2;
+    /// LRU_ACTIVE_FILE.
+    pub const ACTIVE_FILE: usize = 3;
+    /// LRU_UNEVICTABLE.
+    pub const UNEVICTABLE: usize = 4;
+    /// NR_LRU_LISTS.
+    pub const NR_LRU_LISTS: usize = 5;
+    /// Whether a list holds file pages (is_file_lru).
+    pub const fn is_file_lru(l: usize) -> bool {
+        l == INACTIVE_FILE || l == ACTIVE_FILE
+    }
+    /// Whether a list is an active list (is_active_lru).
+    pub const fn is_active_lru(l: usize) -> bool {
+        l == ACTIVE_ANON || l == ACTIVE_FILE
+    }
+}
+
+/// The LRU lists of a node (struct lruvec).
+#[derive(Debug, Default)]
+pub struct Lruvec {
+    /// lists[NR_LRU_LISTS], most recently added at the head.
+    pub lists: [ListHead; lru::NR_LRU_LISTS],
+    /// Pages on each list.
+    pub nr: [u64; lru::NR_LRU_LISTS],
+    /// lruvec->lru_lock.
+    pub lru_lock: ContendedLock,
+    /// Recent cost of reclaiming anon pages (lruvec->anon_cost).
+    pub anon_cost: u64,
+    /// Recent cost of reclaiming file pages (lruvec->file_cost).
+    pub file_cost: u64,
+}
+
 /// A NUMA node (pg_data_t).
 #[derive(Debug)]
 pub struct PgData {
@@ -230,4 +269,20 @@ pub struct PgData {
     pub cpus: Vec<usize>,
     /// vm_stat[NR_VM_NODE_STAT_ITEMS].
     pub vm_stat: [i64; super::vmstat::NodeStat::COUNT],
+    /// The node's LRU lists (pgdat->__lruvec).
+    pub lruvec: Lruvec,
+    /// Order kswapd is asked to reclaim for (kswapd_order).
+    pub kswapd_order: usize,
+    /// Highest zone kswapd must balance, MAX_NR_ZONES when unset (kswapd_highest_zoneidx).
+    pub kswapd_highest_zoneidx: usize,
+    /// Consecutive kswapd runs that reclaimed nothing (kswapd_failures).
+    pub kswapd_failures: u32,
+    /// Whether kswapd is asleep on kswapd_wait (waitqueue_active).
+    pub kswapd_sleeping: bool,
+    /// Wait queue id of kswapd_wait.
+    pub kswapd_wait: usize,
+    /// PGDAT_DIRTY: reclaim met many dirty file pages not queued for I/O.
+    pub pgdat_dirty: bool,
+    /// PGDAT_WRITEBACK: reclaim met many pages under writeback.
+    pub pgdat_writeback: bool,
 }

@@ -1,11 +1,16 @@
 //! The memory-management mechanisms, one module per kernel file.
 
+pub mod filemap;
 pub mod gfp;
+pub mod memory;
 pub mod mmzone;
 pub mod oom_kill;
 pub mod page;
 pub mod page_alloc;
+pub mod rmap;
 pub mod slab;
+pub mod swap;
+pub mod swapfile;
 pub mod vmscan;
 pub mod vmstat;
 #[allow(missing_docs)]
@@ -74,6 +79,8 @@ pub struct Mm {
     pub now: u64,
     /// System time the current operation has accrued so far [ns], including lock spinning.
     pub acc: u64,
+    /// Pages added to each CPU's LRU batch since lru_lock was last taken.
+    pub lru_batch: Vec<u64>,
 }
 
 impl Mm {

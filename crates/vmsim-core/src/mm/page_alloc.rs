@@ -145,6 +145,14 @@ impl Mm {
                 zones: zids,
                 cpus: (0..nr_cpus).filter(|&c| cpu_to_node[c] == nid).collect(),
                 vm_stat: [0; super::vmstat_items::NodeStat::COUNT],
+                lruvec: Default::default(),
+                kswapd_order: 0,
+                kswapd_highest_zoneidx: MAX_NR_ZONES,
+                kswapd_failures: 0,
+                kswapd_sleeping: false,
+                kswapd_wait: usize::MAX,
+                pgdat_dirty: false,
+                pgdat_writeback: false,
             });
         }
 
@@ -186,6 +194,7 @@ impl Mm {
             cost: cost.clone(),
             now: 0,
             acc: 0,
+            lru_batch: vec![0; nr_cpus],
         };
 
         // memblock: firmware pages at the bottom of DMA, the kernel image at
@@ -1524,14 +1533,18 @@ impl Kernel {
         match page {
             Some(p) => AllocResult::Page(p),
             None => {
-                let t0 = self.mm.acc;
+                let (t0, s0) = (self.mm.acc, self.sleep_after);
                 let r = self.__alloc_pages_slowpath(gfp, order, &ac, tid);
-                let stats = &mut self.tasks[tid as usize].stats;
+                let task = &mut self.tasks[tid as usize];
+                let stats = &mut task.stats;
                 stats.alloc_slowpath += 1;
-                stats.alloc_stall_ns += self.mm.acc - t0;
+                // Stall: CPU time in the slow path plus time throttled or waiting for I/O.
+                stats.alloc_stall_ns += (self.mm.acc - t0) + (self.sleep_after - s0);
                 match r {
-                    AllocResult::Page(_) => {}
-                    _ => {
+                    AllocResult::Page(_) => task.no_progress_loops = 0,
+                    AllocResult::Retry => {}
+                    AllocResult::Failed | AllocResult::Killed => {
+                        task.no_progress_loops = 0;
                         stats.alloc_failed += 1;
                         self.mm.frag.alloc_fail[order] += 1;
                     }
@@ -1558,8 +1571,8 @@ impl Kernel {
         if *no_progress_loops <= MAX_RECLAIM_RETRIES {
             for i in 0..self.mm.zonelists[ac.zonelist].len() {
                 let zid = self.mm.zonelists[ac.zonelist][i];
-                // zone_reclaimable_pages(): LRU pages; none are modelled yet.
-                let available = self.mm.zones[zid].free_pages();
+                let available =
+                    self.mm.zones[zid].free_pages() + self.zone_reclaimable_pages(zid) as i64;
                 let min = self.mm.zones[zid].wmark_pages(Wmark::Min);
                 if self.mm.__zone_watermark_ok(
                     zid,
@@ -1584,8 +1597,9 @@ impl Kernel {
         order: usize,
         alloc_flags: u32,
         ac: &AllocContext,
+        tid: TaskId,
     ) -> (Option<Pfn>, bool) {
-        let progress = self.try_to_free_pages(gfp, order, ac.cpu) > 0;
+        let progress = self.try_to_free_pages(gfp, order, tid) > 0;
         if !progress {
             return (None, false);
         }
@@ -1631,10 +1645,10 @@ impl Kernel {
     /// The allocator's slow path (__alloc_pages_slowpath).
     ///
     /// The places where the mechanisms plug in, in the kernel's order:
-    /// wake_all_kswapds() (kswapd, with vmscan's LRU reclaim), the first
-    /// direct compaction for costly orders (compaction), direct reclaim
-    /// (try_to_free_pages: today the slab shrinkers), the retry policy
-    /// (should_reclaim_retry), then the OOM killer for orders <= 3.
+    /// wake_all_kswapds(), the first direct compaction for costly orders
+    /// (compaction, not modelled yet), direct reclaim (try_to_free_pages),
+    /// the retry policy (should_reclaim_retry), then the OOM killer for
+    /// orders <= 3.
     pub fn __alloc_pages_slowpath(
         &mut self,
         gfp: Gfp,
@@ -1647,11 +1661,14 @@ impl Kernel {
         let can_direct_reclaim = gfp.has(__GFP_DIRECT_RECLAIM);
         let costly_order = order > PAGE_ALLOC_COSTLY_ORDER;
         let alloc_flags = gfp_to_alloc_flags(gfp, order);
-        let mut no_progress_loops = 0u32;
+        // Carried across throttled retries (the kernel keeps it on the stack while it sleeps).
+        let mut no_progress_loops = self.tasks[tid as usize].no_progress_loops;
         // A simulator safeguard, not a kernel rule: give up rather than spin forever.
         let mut passes = 0u32;
 
-        // wake_all_kswapds(order, gfp, ac): kswapd is not modelled yet.
+        if alloc_flags & ALLOC_KSWAPD != 0 {
+            self.wake_all_kswapds(order, gfp, ac, tid);
+        }
         if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
             return AllocResult::Page(p);
         }
@@ -1662,13 +1679,17 @@ impl Kernel {
                 return AllocResult::Failed;
             }
             self.mm.acc += self.mm.cost.slowpath;
+            if alloc_flags & ALLOC_KSWAPD != 0 {
+                self.wake_all_kswapds(order, gfp, ac, tid);
+            }
             if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
                 return AllocResult::Page(p);
             }
             if !can_direct_reclaim {
                 return AllocResult::Failed;
             }
-            let (page, progress) = self.__alloc_pages_direct_reclaim(gfp, order, alloc_flags, ac);
+            let (page, progress) =
+                self.__alloc_pages_direct_reclaim(gfp, order, alloc_flags, ac, tid);
             if let Some(p) = page {
                 return AllocResult::Page(p);
             }
@@ -1677,6 +1698,11 @@ impl Kernel {
                 return AllocResult::Failed;
             }
             if self.should_reclaim_retry(order, ac, alloc_flags, progress, &mut no_progress_loops) {
+                if !progress && self.consider_reclaim_throttle(ac, tid) {
+                    // Throttled for lack of progress: sleep, then retry the allocation.
+                    self.tasks[tid as usize].no_progress_loops = no_progress_loops;
+                    return AllocResult::Retry;
+                }
                 continue;
             }
             match self.__alloc_pages_may_oom(gfp, order, ac, tid) {

@@ -1,17 +1,24 @@
-//! Page reclaim.
+//! Page reclaim: the LRU scanner, direct reclaim, kswapd and the shrinkers.
 //!
-//! Models mm/vmscan.c: `struct scan_control`, try_to_free_pages() and
-//! do_try_to_free_pages() with the priority loop from DEF_PRIORITY down to 0,
-//! and shrink_slab()/do_shrink_slab() of mm/shrinker.c for the reclaimable slab
-//! caches (dentries, inodes). The LRU lists of anonymous and file pages are
-//! not modelled yet, so the only memory direct reclaim can free today is
-//! unused objects of reclaimable caches; anonymous memory is freed only by
-//! its owner or the OOM killer.
+//! Models mm/vmscan.c of v6.14+ with the classic two-list LRU (no MGLRU):
+//! `struct scan_control`, get_scan_count() with swappiness and the
+//! anon/file cost balance, shrink_lruvec() in SWAP_CLUSTER_MAX batches,
+//! shrink_active_list() (deactivation; referenced executable file pages
+//! excepted), shrink_inactive_list() → isolate_lru_folios() →
+//! shrink_folio_list() with folio_check_references(), swap-out of anonymous
+//! pages, and the writeback decisions of `reclaim_writeback`; shrink_node(),
+//! try_to_free_pages() with its priority loop, wakeup_kswapd() and kswapd's
+//! balance_pgdat(); do_shrink_slab() of mm/shrinker.c for reclaimable slab
+//! caches. Reclaim throttling (reclaim_throttle, too_many_isolated) is not
+//! modelled yet; nor are memory cgroups or MGLRU.
 
-use super::gfp::{gfp_zone, Gfp, __GFP_FS};
-use super::mmzone::ZoneType;
-use super::vmstat::Event;
+use super::gfp::{gfp_zone, Gfp, __GFP_FS, __GFP_IO, GFP_KERNEL};
+use super::mmzone::{lru, Wmark, MAX_NR_ZONES};
+use super::page::{pg, PageKind, Pfn, NIL};
+use super::vmstat::{Event, NodeStat};
+use crate::engine::lock::TaskId;
 use crate::kernel::Kernel;
+use crate::trace::TraceEvent;
 
 /// Pages direct reclaim tries to free per call (SWAP_CLUSTER_MAX).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -21,6 +28,45 @@ pub const DEF_PRIORITY: i32 = 12;
 pub const SHRINK_BATCH: u64 = 128;
 /// shrinker->seeks of the dcache and icache shrinkers (DEFAULT_SEEKS).
 pub const DEFAULT_SEEKS: u64 = 2;
+/// kswapd failures after which a node is hopeless (MAX_RECLAIM_RETRIES).
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+/// sc->may_deactivate bit for anon (DEACTIVATE_ANON).
+pub const DEACTIVATE_ANON: u8 = 1;
+/// sc->may_deactivate bit for file (DEACTIVATE_FILE).
+pub const DEACTIVATE_FILE: u8 = 2;
+/// VMSCAN_THROTTLE_WRITEBACK.
+pub const VMSCAN_THROTTLE_WRITEBACK: i32 = 0;
+/// VMSCAN_THROTTLE_ISOLATED.
+pub const VMSCAN_THROTTLE_ISOLATED: i32 = 1;
+/// VMSCAN_THROTTLE_NOPROGRESS.
+pub const VMSCAN_THROTTLE_NOPROGRESS: i32 = 2;
+
+/// Per-call totals of shrink_folio_list (struct reclaim_stat) and of a shrink_node pass (sc->nr).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReclaimStat {
+    /// Dirty or writeback pages seen.
+    pub nr_dirty: u64,
+    /// Dirty pages not yet queued for I/O.
+    pub nr_unqueued_dirty: u64,
+    /// Writeback pages already marked for immediate reclaim.
+    pub nr_congested: u64,
+    /// Pages under writeback.
+    pub nr_writeback: u64,
+    /// Pages marked for immediate reclaim seen again by kswapd.
+    pub nr_immediate: u64,
+    /// Pages written out.
+    pub nr_pageout: u64,
+    /// Pages activated: [anon, file].
+    pub nr_activate: [u64; 2],
+    /// Pages kept because referenced.
+    pub nr_ref_keep: u64,
+    /// Pages that could not be unmapped.
+    pub nr_unmap_fail: u64,
+    /// Pages isolated.
+    pub nr_taken: u64,
+    /// File pages isolated.
+    pub nr_file_taken: u64,
+}
 
 /// Settings and results of one reclaim call (struct scan_control).
 #[derive(Debug, Clone)]
@@ -33,12 +79,77 @@ pub struct ScanControl {
     pub order: usize,
     /// Scan priority: 1/2^priority of each list is scanned.
     pub priority: i32,
-    /// Highest zone reclaim is for.
-    pub reclaim_idx: ZoneType,
-    /// Objects scanned by shrinkers this call.
+    /// Highest zone type reclaim is for.
+    pub reclaim_idx: usize,
+    /// May write dirty pages.
+    pub may_writepage: bool,
+    /// May unmap mapped pages.
+    pub may_unmap: bool,
+    /// May swap anonymous pages.
+    pub may_swap: bool,
+    /// Which active lists may be deactivated (DEACTIVATE_ANON | DEACTIVATE_FILE).
+    pub may_deactivate: u8,
+    /// Reclaim only file pages while there are plenty of them.
+    pub cache_trim_mode: bool,
+    /// The file LRU is too small to be worth reclaiming alone.
+    pub file_is_tiny: bool,
+    /// Running in kswapd (current_is_kswapd).
+    pub kswapd: bool,
+    /// Recent anon reclaim cost (sc->anon_cost).
+    pub anon_cost: u64,
+    /// Recent file reclaim cost (sc->file_cost).
+    pub file_cost: u64,
+    /// Pages scanned.
     pub nr_scanned: u64,
-    /// Pages reclaimed this call.
+    /// Pages reclaimed.
     pub nr_reclaimed: u64,
+    /// Totals of this shrink_node pass (sc->nr).
+    pub nr: ReclaimStat,
+    /// The task doing the reclaim.
+    pub tid: TaskId,
+    /// Its CPU.
+    pub cpu: usize,
+}
+
+impl ScanControl {
+    /// A scan_control for a reclaimer.
+    pub fn new(gfp: Gfp, order: usize, nr_to_reclaim: u64, tid: TaskId, cpu: usize) -> Self {
+        ScanControl {
+            nr_to_reclaim,
+            gfp_mask: gfp,
+            order,
+            priority: DEF_PRIORITY,
+            reclaim_idx: gfp_zone(gfp) as usize,
+            may_writepage: true,
+            may_unmap: true,
+            may_swap: true,
+            may_deactivate: 0,
+            cache_trim_mode: false,
+            file_is_tiny: false,
+            kswapd: false,
+            anon_cost: 0,
+            file_cost: 0,
+            nr_scanned: 0,
+            nr_reclaimed: 0,
+            nr: ReclaimStat::default(),
+            tid,
+            cpu,
+        }
+    }
+}
+
+/// What folio_check_references decides (enum folio_references).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FolioRef {
+    Reclaim,
+    ReclaimClean,
+    Keep,
+    Activate,
+}
+
+/// Integer square root.
+fn int_sqrt(x: u64) -> u64 {
+    (x as f64).sqrt() as u64
 }
 
 impl Kernel {
@@ -89,35 +200,1016 @@ impl Kernel {
         pages
     }
 
-    /// Direct reclaim from the allocator's slow path (try_to_free_pages → do_try_to_free_pages);
-    /// returns pages reclaimed.
-    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: usize, cpu: usize) -> u64 {
-        let mut sc = ScanControl {
-            nr_to_reclaim: SWAP_CLUSTER_MAX,
-            gfp_mask: gfp,
-            order,
-            priority: DEF_PRIORITY,
-            reclaim_idx: gfp_zone(gfp),
-            nr_scanned: 0,
-            nr_reclaimed: 0,
+    /// Whether the inactive list is small against the active one (inactive_is_low).
+    fn inactive_is_low(&self, nid: usize, inactive_lru: usize) -> bool {
+        let lv = &self.mm.nodes[nid].lruvec;
+        let inactive = lv.nr[inactive_lru];
+        let active = lv.nr[inactive_lru + 1];
+        let gb = (inactive + active) >> (30 - 12);
+        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// Whether anonymous pages can be reclaimed at all (can_reclaim_anon_pages): swap has room.
+    pub fn can_reclaim_anon_pages(&self) -> bool {
+        self.swap.nr_free() > 0
+    }
+
+    /// How many pages of each list to scan at this priority (get_scan_count).
+    fn get_scan_count(&self, nid: usize, sc: &ScanControl) -> [u64; lru::NR_LRU_LISTS] {
+        #[derive(PartialEq)]
+        enum Balance {
+            Equal,
+            Fract,
+            Anon,
+            File,
+        }
+        let swappiness = self.mm.kcfg.swappiness;
+        let mut fraction = [1u64, 1];
+        let mut denominator = 1u64;
+        let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
+            Balance::File
+        } else if sc.priority == 0 && swappiness > 0 {
+            Balance::Equal
+        } else if sc.file_is_tiny {
+            Balance::Anon
+        } else if sc.cache_trim_mode {
+            Balance::File
+        } else {
+            // calculate_pressure_balance()
+            let anon_prio = swappiness;
+            let file_prio = 200 - anon_prio;
+            let total = sc.anon_cost + sc.file_cost;
+            let anon_cost = total + sc.anon_cost;
+            let file_cost = total + sc.file_cost;
+            let total = anon_cost + file_cost;
+            let ap = anon_prio * (total + 1) / (anon_cost + 1);
+            let fp = file_prio * (total + 1) / (file_cost + 1);
+            fraction = [ap, fp];
+            denominator = (ap + fp).max(1);
+            Balance::Fract
         };
-        let stall = match sc.reclaim_idx {
-            ZoneType::Dma => Event::ALLOCSTALL_DMA,
-            ZoneType::Dma32 => Event::ALLOCSTALL_DMA32,
-            ZoneType::Normal => Event::ALLOCSTALL_NORMAL,
+        let mut nr = [0u64; lru::NR_LRU_LISTS];
+        for (l, slot) in nr.iter_mut().enumerate().take(lru::UNEVICTABLE) {
+            let file = lru::is_file_lru(l);
+            let size = self.mm.lruvec_lru_size(nid, l, sc.reclaim_idx);
+            let scan = size >> sc.priority;
+            *slot = match balance {
+                Balance::Equal => scan,
+                Balance::Fract => (scan * fraction[file as usize]).div_ceil(denominator),
+                Balance::File => {
+                    if file {
+                        scan
+                    } else {
+                        0
+                    }
+                }
+                Balance::Anon => {
+                    if file {
+                        0
+                    } else {
+                        scan
+                    }
+                }
+            };
+        }
+        nr
+    }
+
+    /// Records what reclaiming a list cost, for the anon/file balance (lru_note_cost).
+    fn lru_note_cost(&mut self, nid: usize, file: bool, nr_io: u64, nr_rotated: u64) {
+        let lv = &mut self.mm.nodes[nid].lruvec;
+        let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
+        if file {
+            lv.file_cost += cost;
+        } else {
+            lv.anon_cost += cost;
+        }
+        let lrusize: u64 = lv.nr[..lru::UNEVICTABLE].iter().sum();
+        if lv.anon_cost + lv.file_cost > lrusize / 4 {
+            lv.anon_cost /= 2;
+            lv.file_cost /= 2;
+        }
+    }
+
+    /// Takes up to `nr_to_scan` pages from the tail of a list, skipping zones above
+    /// reclaim_idx (isolate_lru_folios); returns (isolated pages, scanned).
+    fn isolate_lru_folios(
+        &mut self,
+        nr_to_scan: u64,
+        nid: usize,
+        sc: &ScanControl,
+        l: usize,
+    ) -> (Vec<Pfn>, u64) {
+        let mut taken = Vec::with_capacity(nr_to_scan as usize);
+        let mut skipped: Vec<Pfn> = Vec::new();
+        let mut scan = 0u64;
+        let mut nr_skipped = [0u64; MAX_NR_ZONES];
+        let mut cursor = self.mm.nodes[nid].lruvec.lists[l].tail;
+        while scan < nr_to_scan && cursor != NIL {
+            let pfn = cursor;
+            cursor = self.mm.map[pfn as usize].prev;
+            let zt = self.mm.zones[self.mm.page_zone(pfn)].zone_type as usize;
+            if zt > sc.reclaim_idx {
+                nr_skipped[zt] += 1;
+                skipped.push(pfn);
+                if skipped.len() as u64 > 32 * nr_to_scan {
+                    break;
+                }
+                continue;
+            }
+            scan += 1;
+            self.mm.lruvec_del_folio(pfn);
+            taken.push(pfn);
+        }
+        for (zt, &n) in nr_skipped.iter().enumerate() {
+            if n > 0 {
+                let ev = [Event::PGSKIP_DMA, Event::PGSKIP_DMA32, Event::PGSKIP_NORMAL][zt];
+                self.mm.count_vm_events(ev, n);
+            }
+        }
+        let hold = (scan + skipped.len() as u64) * self.mm.cost.lru_lock_page;
+        let at = self.mm.clock();
+        self.mm.acc += hold + self.mm.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+        self.trace(
+            sc.tid,
+            TraceEvent::MmVmscanLruIsolate {
+                highest_zoneidx: sc.reclaim_idx as i32,
+                order: sc.order as i32,
+                nr_requested: nr_to_scan,
+                nr_scanned: scan,
+                nr_skipped: skipped.len() as u64,
+                nr_taken: taken.len() as u64,
+                lru: l as i32,
+                isolate_mode: 0,
+                contig_taken: 0,
+                contig_dirty: 0,
+                contig_failed: 0,
+            },
+        );
+        (taken, scan)
+    }
+
+    /// Puts isolated pages back on their lists (move_folios_to_lru); returns pages moved.
+    fn move_folios_to_lru(&mut self, nid: usize, pages: &[Pfn]) -> u64 {
+        for &p in pages {
+            self.mm.lruvec_add_folio(p);
+        }
+        let hold = pages.len() as u64 * self.mm.cost.lru_lock_page;
+        let at = self.mm.clock();
+        self.mm.acc += hold + self.mm.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+        pages.len() as u64
+    }
+
+    /// Tests and clears the young bits of the PTEs mapping a page (folio_referenced).
+    fn folio_referenced(&mut self, pfn: Pfn) -> u32 {
+        let p = &mut self.mm.map[pfn as usize];
+        let mapped = p.kind() == PageKind::Anon || p.test(pg::MAPPED);
+        if mapped && p.test(pg::YOUNG) {
+            p.flags &= !pg::YOUNG;
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Whether an inactive page should be kept, activated or reclaimed (folio_check_references).
+    fn folio_check_references(&mut self, pfn: Pfn) -> FolioRef {
+        let referenced_ptes = self.folio_referenced(pfn);
+        let p = &mut self.mm.map[pfn as usize];
+        let referenced_folio = p.test(pg::REFERENCED);
+        p.flags &= !pg::REFERENCED;
+        if referenced_ptes > 0 {
+            p.flags |= pg::REFERENCED;
+            if referenced_folio || referenced_ptes > 1 {
+                return FolioRef::Activate;
+            }
+            return FolioRef::Keep;
+        }
+        if referenced_folio && p.kind() == PageKind::File {
+            return FolioRef::ReclaimClean;
+        }
+        FolioRef::Reclaim
+    }
+
+    /// Deactivates pages from the tail of an active list (shrink_active_list).
+    fn shrink_active_list(&mut self, nr_to_scan: u64, nid: usize, sc: &mut ScanControl, l: usize) {
+        let (hold, nr_scanned) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
+        let nr_taken = hold.len() as u64;
+        self.mm.count_vm_events(Event::PGREFILL, nr_scanned);
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_ISOLATED_ANON, 0);
+        let mut l_inactive = Vec::with_capacity(hold.len());
+        let mut nr_rotated = 0;
+        for pfn in hold {
+            self.mm.acc += self.mm.cost.shrink_page / 2;
+            // Referenced pages are deactivated too: only executable file pages
+            // get another trip, and executables are not modelled.
+            if self.folio_referenced(pfn) > 0 {
+                nr_rotated += 1;
+            }
+            let p = &mut self.mm.map[pfn as usize];
+            p.flags &= !pg::ACTIVE;
+            p.flags |= pg::WORKINGSET;
+            l_inactive.push(pfn);
+        }
+        let nr_deactivate = self.move_folios_to_lru(nid, &l_inactive);
+        self.mm.count_vm_events(Event::PGDEACTIVATE, nr_deactivate);
+        self.lru_note_cost(nid, lru::is_file_lru(l), 0, nr_rotated);
+        self.trace(
+            sc.tid,
+            TraceEvent::MmVmscanLruShrinkActive {
+                nid: nid as i32,
+                nr_taken,
+                nr_active: 0,
+                nr_deactivated: nr_deactivate,
+                nr_referenced: nr_rotated,
+                priority: sc.priority,
+                reclaim_flags: crate::trace::trace_reclaim_flags(lru::is_file_lru(l)),
+            },
+        );
+    }
+
+    /// Frees what can be freed of a batch of isolated inactive pages (shrink_folio_list);
+    /// returns pages reclaimed and leaves the rest in `pages` to be put back.
+    fn shrink_folio_list(
+        &mut self,
+        pages: &mut Vec<Pfn>,
+        nid: usize,
+        sc: &mut ScanControl,
+        stat: &mut ReclaimStat,
+    ) -> u64 {
+        let mut ret = Vec::with_capacity(pages.len());
+        let mut nr_reclaimed = 0;
+        let may_enter_fs = sc.gfp_mask.has(__GFP_FS);
+        let may_io = sc.gfp_mask.has(__GFP_IO);
+        for pfn in pages.drain(..) {
+            self.mm.acc += self.mm.cost.shrink_page;
+            sc.nr_scanned += 1;
+            let flags = self.mm.map[pfn as usize].flags;
+            let kind = self.mm.map[pfn as usize].kind();
+            let file = kind == PageKind::File;
+            let (dirty, writeback) = (flags & pg::DIRTY != 0, flags & pg::WRITEBACK != 0);
+            if dirty || writeback {
+                stat.nr_dirty += 1;
+            }
+            if dirty && !writeback {
+                stat.nr_unqueued_dirty += 1;
+            }
+            if writeback && flags & pg::RECLAIM != 0 {
+                stat.nr_congested += 1;
+            }
+            let mut activate = false;
+            if writeback {
+                if sc.kswapd && flags & pg::RECLAIM != 0 && self.mm.nodes[nid].pgdat_writeback {
+                    stat.nr_immediate += 1;
+                } else {
+                    self.mm.map[pfn as usize].flags |= pg::RECLAIM;
+                    stat.nr_writeback += 1;
+                }
+                activate = true;
+            }
+            let references = if activate {
+                FolioRef::Activate
+            } else {
+                self.folio_check_references(pfn)
+            };
+            match references {
+                FolioRef::Activate => activate = true,
+                FolioRef::Keep => {
+                    stat.nr_ref_keep += 1;
+                    ret.push(pfn);
+                    continue;
+                }
+                FolioRef::Reclaim | FolioRef::ReclaimClean => {}
+            }
+            if !activate && kind == PageKind::Anon && flags & pg::SWAPCACHE == 0 {
+                // add_to_swap() and try_to_unmap(): needs I/O, permission to unmap and a free slot.
+                if !may_io || !sc.may_swap || !sc.may_unmap {
+                    ret.push(pfn);
+                    continue;
+                }
+                if !self.add_to_swap(pfn) {
+                    activate = true;
+                }
+            }
+            if !activate && self.mm.map[pfn as usize].test(pg::DIRTY) {
+                if file {
+                    // Filesystem pages: reclaim_writeback decides (pageout or defer to the flushers).
+                    match self.reclaim_file_dirty(pfn, sc, references) {
+                        DirtyAction::Activate => activate = true,
+                        DirtyAction::Keep => {
+                            ret.push(pfn);
+                            continue;
+                        }
+                        DirtyAction::WrittenKeep => {
+                            stat.nr_pageout += 1;
+                            ret.push(pfn);
+                            continue;
+                        }
+                    }
+                } else if references == FolioRef::ReclaimClean
+                    || !may_enter_fs && !may_io
+                    || !sc.may_writepage
+                    || !self.may_write_to_queue(sc)
+                {
+                    ret.push(pfn);
+                    continue;
+                } else {
+                    // pageout() → swap_writepage(): asynchronous; the page is freed
+                    // by a later pass once the write has completed.
+                    self.swap_writepage(pfn, sc.tid, false);
+                    stat.nr_pageout += 1;
+                    ret.push(pfn);
+                    continue;
+                }
+            }
+            if activate {
+                let p = &mut self.mm.map[pfn as usize];
+                p.flags |= pg::ACTIVE;
+                stat.nr_activate[file as usize] += 1;
+                ret.push(pfn);
+                continue;
+            }
+            // __remove_mapping(): clean and unmapped; free it.
+            self.remove_mapping_and_free(pfn, sc.cpu);
+            nr_reclaimed += 1;
+        }
+        *pages = ret;
+        self.blk_finish_plug();
+        self.mm
+            .count_vm_events(Event::PGACTIVATE, stat.nr_activate[0] + stat.nr_activate[1]);
+        nr_reclaimed
+    }
+
+    /// Isolates and reclaims a batch from an inactive list (shrink_inactive_list).
+    fn shrink_inactive_list(
+        &mut self,
+        nr_to_scan: u64,
+        nid: usize,
+        sc: &mut ScanControl,
+        l: usize,
+    ) -> u64 {
+        let file = lru::is_file_lru(l);
+        let (mut list, nr_scanned) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
+        let nr_taken = list.len() as u64;
+        let iso = if file {
+            NodeStat::NR_ISOLATED_FILE
+        } else {
+            NodeStat::NR_ISOLATED_ANON
         };
+        self.mm.mod_node_page_state(nid, iso, nr_taken as i64);
+        let ev = if sc.kswapd {
+            Event::PGSCAN_KSWAPD
+        } else {
+            Event::PGSCAN_DIRECT
+        };
+        self.mm.count_vm_events(ev, nr_scanned);
+        self.mm.count_vm_events(
+            if file {
+                Event::PGSCAN_FILE
+            } else {
+                Event::PGSCAN_ANON
+            },
+            nr_scanned,
+        );
+        if nr_taken == 0 {
+            return 0;
+        }
+        let mut stat = ReclaimStat::default();
+        let nr_reclaimed = self.shrink_folio_list(&mut list, nid, sc, &mut stat);
+        self.move_folios_to_lru(nid, &list);
+        self.mm.mod_node_page_state(nid, iso, -(nr_taken as i64));
+        let ev = if sc.kswapd {
+            Event::PGSTEAL_KSWAPD
+        } else {
+            Event::PGSTEAL_DIRECT
+        };
+        self.mm.count_vm_events(ev, nr_reclaimed);
+        self.mm.count_vm_events(
+            if file {
+                Event::PGSTEAL_FILE
+            } else {
+                Event::PGSTEAL_ANON
+            },
+            nr_reclaimed,
+        );
+        self.lru_note_cost(nid, file, stat.nr_pageout, nr_scanned - nr_reclaimed);
+        // When every isolated file page was dirty and not queued for I/O, the kernel
+        // wakes the flusher threads here (wakeup_flusher_threads(WB_REASON_VMSCAN));
+        // flusher threads arrive with dirty writeback.
+        sc.nr.nr_dirty += stat.nr_dirty;
+        sc.nr.nr_congested += stat.nr_congested;
+        sc.nr.nr_unqueued_dirty += stat.nr_unqueued_dirty;
+        sc.nr.nr_writeback += stat.nr_writeback;
+        sc.nr.nr_immediate += stat.nr_immediate;
+        sc.nr.nr_taken += nr_taken;
+        if file {
+            sc.nr.nr_file_taken += nr_taken;
+        }
+        self.trace(
+            sc.tid,
+            TraceEvent::MmVmscanLruShrinkInactive {
+                nid: nid as i32,
+                nr_scanned,
+                nr_reclaimed,
+                nr_dirty: stat.nr_dirty,
+                nr_writeback: stat.nr_writeback,
+                nr_congested: stat.nr_congested,
+                nr_immediate: stat.nr_immediate,
+                nr_activate0: stat.nr_activate[0] as u32,
+                nr_activate1: stat.nr_activate[1] as u32,
+                nr_ref_keep: stat.nr_ref_keep,
+                nr_unmap_fail: stat.nr_unmap_fail,
+                priority: sc.priority,
+                reclaim_flags: crate::trace::trace_reclaim_flags(file),
+                zid: sc.reclaim_idx as i32,
+            },
+        );
+        nr_reclaimed
+    }
+
+    /// Scans a node's LRU lists at the current priority (shrink_lruvec).
+    fn shrink_lruvec(&mut self, nid: usize, sc: &mut ScanControl) {
+        let mut nr = self.get_scan_count(nid, sc);
+        let nr_to_reclaim = sc.nr_to_reclaim;
+        let start = sc.nr_reclaimed;
+        let mut reclaimed = 0;
+        while nr[lru::INACTIVE_ANON] > 0 || nr[lru::ACTIVE_FILE] > 0 || nr[lru::INACTIVE_FILE] > 0 {
+            #[allow(clippy::needless_range_loop)] // shrink_list borrows self mutably
+            for l in 0..lru::UNEVICTABLE {
+                if nr[l] == 0 {
+                    continue;
+                }
+                let n = nr[l].min(SWAP_CLUSTER_MAX);
+                nr[l] -= n;
+                reclaimed += self.shrink_list(l, n, nid, sc);
+            }
+            if reclaimed < nr_to_reclaim || sc.priority == DEF_PRIORITY && !sc.kswapd {
+                continue;
+            }
+            // Reclaimed enough: stop scanning the other lists (the proportional cut-off).
+            break;
+        }
+        sc.nr_reclaimed = start + reclaimed;
+        if self.can_reclaim_anon_pages() && self.inactive_is_low(nid, lru::INACTIVE_ANON) {
+            self.shrink_active_list(SWAP_CLUSTER_MAX, nid, sc, lru::ACTIVE_ANON);
+        }
+    }
+
+    /// Dispatches one list to the active or inactive shrinker (shrink_list).
+    fn shrink_list(&mut self, l: usize, nr_to_scan: u64, nid: usize, sc: &mut ScanControl) -> u64 {
+        if lru::is_active_lru(l) {
+            let bit = if lru::is_file_lru(l) {
+                DEACTIVATE_FILE
+            } else {
+                DEACTIVATE_ANON
+            };
+            if sc.may_deactivate & bit != 0 {
+                self.shrink_active_list(nr_to_scan, nid, sc, l);
+            }
+            return 0;
+        }
+        self.shrink_inactive_list(nr_to_scan, nid, sc, l)
+    }
+
+    /// Sets the per-pass scan balance hints (prepare_scan_control).
+    fn prepare_scan_control(&mut self, nid: usize, sc: &mut ScanControl) {
+        sc.anon_cost = self.mm.nodes[nid].lruvec.anon_cost;
+        sc.file_cost = self.mm.nodes[nid].lruvec.file_cost;
+        sc.may_deactivate = 0;
+        if self.inactive_is_low(nid, lru::INACTIVE_ANON) {
+            sc.may_deactivate |= DEACTIVATE_ANON;
+        }
+        if self.inactive_is_low(nid, lru::INACTIVE_FILE) {
+            sc.may_deactivate |= DEACTIVATE_FILE;
+        }
+        let lv = &self.mm.nodes[nid].lruvec;
+        let file = lv.nr[lru::INACTIVE_FILE];
+        sc.cache_trim_mode = file >> sc.priority > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
+        let free: i64 = self.mm.nodes[nid]
+            .zones
+            .iter()
+            .map(|&z| self.mm.zones[z].free_pages())
+            .sum();
+        let file_all = lv.nr[lru::INACTIVE_FILE] + lv.nr[lru::ACTIVE_FILE];
+        let total_high: u64 = self.mm.nodes[nid]
+            .zones
+            .iter()
+            .map(|&z| self.mm.zones[z].wmark_pages(Wmark::High))
+            .sum();
+        let anon = lv.nr[lru::INACTIVE_ANON];
+        sc.file_is_tiny = (file_all as i64 + free) <= total_high as i64
+            && sc.may_deactivate & DEACTIVATE_ANON == 0
+            && anon >> sc.priority > 0;
+    }
+
+    /// One reclaim pass over a node: LRU lists, then the shrinkers (shrink_node).
+    pub fn shrink_node(&mut self, nid: usize, sc: &mut ScanControl) {
+        // I/O completes while reclaim runs: pages written meanwhile can be freed.
+        let now = self.mm.clock();
+        self.process_io(now);
+        sc.nr = ReclaimStat::default();
+        self.prepare_scan_control(nid, sc);
+        self.shrink_lruvec(nid, sc);
+        let cpu = sc.cpu;
+        sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
+        if sc.kswapd {
+            let node = &mut self.mm.nodes[nid];
+            if sc.nr.nr_writeback > 0 && sc.nr.nr_writeback == sc.nr.nr_taken {
+                node.pgdat_writeback = true;
+            }
+            if sc.nr.nr_unqueued_dirty > 0 && sc.nr.nr_unqueued_dirty == sc.nr.nr_file_taken {
+                node.pgdat_dirty = true;
+            }
+            // Pages cycling through the LRU faster than they are written: stall until some complete.
+            if sc.nr.nr_immediate > 0 {
+                self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_WRITEBACK);
+            }
+        }
+    }
+
+    /// Whether NOPROGRESS throttling is pointless (skip_throttle_noprogress): kswapd has
+    /// given up on the node, or dirty and writeback pages are few against what can be reclaimed.
+    fn skip_throttle_noprogress(&self, nid: usize) -> bool {
+        use super::vmstat::ZoneStat;
+        if self.mm.nodes[nid].kswapd_failures >= MAX_RECLAIM_RETRIES {
+            return true;
+        }
+        let mut reclaimable = 0u64;
+        let mut write_pending = 0u64;
+        for &zid in &self.mm.nodes[nid].zones {
+            if self.mm.zones[zid].managed_pages == 0 {
+                continue;
+            }
+            reclaimable += self.zone_reclaimable_pages(zid);
+            write_pending +=
+                self.mm.zones[zid].vm_stat[ZoneStat::NR_ZONE_WRITE_PENDING as usize].max(0) as u64;
+        }
+        2 * write_pending <= reclaimable
+    }
+
+    /// After direct reclaim freed nothing: throttle the reclaimer for a jiffy unless that
+    /// is pointless (consider_reclaim_throttle with VMSCAN_THROTTLE_NOPROGRESS); true if throttled.
+    pub fn consider_reclaim_throttle(
+        &mut self,
+        ac: &super::page_alloc::AllocContext,
+        tid: TaskId,
+    ) -> bool {
+        if self.no_throttle {
+            return false;
+        }
+        let nid = self.mm.zones[self.mm.zonelists[ac.zonelist][0]].nid;
+        if self.skip_throttle_noprogress(nid) {
+            return false;
+        }
+        self.reclaim_throttle(nid, tid, VMSCAN_THROTTLE_NOPROGRESS);
+        true
+    }
+
+    /// Puts the reclaimer to sleep for the reason's timeout (reclaim_throttle); the
+    /// early wake-ups of the kernel (writeback progress, isolation, efficiency) are not modelled yet.
+    pub fn reclaim_throttle(&mut self, nid: usize, tid: TaskId, reason: i32) {
+        if self.no_throttle {
+            return;
+        }
+        let jiffy = 1_000_000_000 / self.mm.kcfg.hz;
+        let timeout = match reason {
+            VMSCAN_THROTTLE_WRITEBACK => jiffy * self.mm.kcfg.hz / 10,
+            VMSCAN_THROTTLE_ISOLATED => jiffy * self.mm.kcfg.hz / 50,
+            _ => jiffy,
+        };
+        self.sleep_after += timeout;
+        self.trace(
+            tid,
+            TraceEvent::MmVmscanThrottled {
+                nid: nid as i32,
+                usec_timeout: (timeout / 1000) as i32,
+                usec_delayed: (timeout / 1000) as i32,
+                reason,
+            },
+        );
+    }
+
+    /// Direct reclaim from the allocator's slow path (try_to_free_pages →
+    /// do_try_to_free_pages): the priority loop over the zonelist's nodes; returns pages reclaimed.
+    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> u64 {
+        let cpu = self.tasks[tid as usize].cpu;
+        let mut sc = ScanControl::new(gfp, order, SWAP_CLUSTER_MAX, tid, cpu);
+        self.trace(
+            tid,
+            TraceEvent::MmVmscanDirectReclaimBegin {
+                order: order as i32,
+                gfp_flags: gfp.0,
+                may_writepage: 1,
+            },
+        );
+        let stall = [
+            Event::ALLOCSTALL_DMA,
+            Event::ALLOCSTALL_DMA32,
+            Event::ALLOCSTALL_NORMAL,
+        ][sc.reclaim_idx];
         self.mm.count_vm_events(stall, 1);
+        let nid0 = self.mm.cpu_to_node[cpu];
+        let nodes: Vec<usize> = (0..self.mm.nodes.len())
+            .map(|k| (nid0 + k) % self.mm.nodes.len())
+            .collect();
         loop {
-            // shrink_zones → shrink_node: the LRU lists would be scanned here, then the shrinkers.
-            sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
+            sc.nr_scanned = 0;
+            // shrink_zones(): each node of the zonelist once.
+            for &nid in &nodes {
+                self.shrink_node(nid, &mut sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    break;
+                }
+            }
             if sc.nr_reclaimed >= sc.nr_to_reclaim {
                 break;
+            }
+            if sc.priority < DEF_PRIORITY - 2 {
+                sc.may_writepage = true;
             }
             sc.priority -= 1;
             if sc.priority < 0 {
                 break;
             }
         }
+        self.trace(
+            tid,
+            TraceEvent::MmVmscanDirectReclaimEnd {
+                nr_reclaimed: sc.nr_reclaimed,
+            },
+        );
+        if sc.nr_reclaimed > 0 {
+            self.mm.nodes.iter_mut().for_each(|n| n.kswapd_failures = 0);
+        }
         sc.nr_reclaimed
+    }
+
+    /// Pages reclaim could free in a zone's node: its LRU pages (zone_reclaimable_pages).
+    pub fn zone_reclaimable_pages(&self, zid: usize) -> u64 {
+        use super::vmstat::ZoneStat;
+        let z = &self.mm.zones[zid];
+        let s = |i: ZoneStat| z.vm_stat[i as usize].max(0) as u64;
+        let mut n = s(ZoneStat::NR_ZONE_INACTIVE_FILE) + s(ZoneStat::NR_ZONE_ACTIVE_FILE);
+        if self.can_reclaim_anon_pages() {
+            n += s(ZoneStat::NR_ZONE_INACTIVE_ANON) + s(ZoneStat::NR_ZONE_ACTIVE_ANON);
+        }
+        n
+    }
+
+    /// Whether some eligible zone of the node meets the high watermark (pgdat_balanced).
+    pub fn pgdat_balanced(&self, nid: usize, order: usize, highest_zoneidx: usize) -> bool {
+        let mut any = false;
+        for zt in 0..=highest_zoneidx.min(MAX_NR_ZONES - 1) {
+            let zid = self.mm.nodes[nid].zones[zt];
+            let z = &self.mm.zones[zid];
+            if z.managed_pages == 0 {
+                continue;
+            }
+            any = true;
+            let mark = z.wmark_pages(Wmark::High);
+            let hz = super::mmzone::ZoneType::ALL[highest_zoneidx.min(MAX_NR_ZONES - 1)];
+            if self.mm.zone_watermark_ok(zid, order, mark, hz, 0) {
+                return true;
+            }
+        }
+        !any
+    }
+
+    /// Asks a node's kswapd to balance it for an allocation (wakeup_kswapd).
+    pub fn wakeup_kswapd(
+        &mut self,
+        zid: usize,
+        gfp: Gfp,
+        order: usize,
+        highest_zoneidx: usize,
+        tid: TaskId,
+    ) {
+        let nid = self.mm.zones[zid].nid;
+        let node = &mut self.mm.nodes[nid];
+        if node.kswapd_highest_zoneidx == MAX_NR_ZONES
+            || node.kswapd_highest_zoneidx < highest_zoneidx
+        {
+            node.kswapd_highest_zoneidx = highest_zoneidx;
+        }
+        if node.kswapd_order < order {
+            node.kswapd_order = order;
+        }
+        if !node.kswapd_sleeping || node.kswapd_wait == usize::MAX {
+            return;
+        }
+        if node.kswapd_failures >= MAX_RECLAIM_RETRIES
+            || self.pgdat_balanced(nid, order, highest_zoneidx)
+        {
+            return;
+        }
+        let zone_type = self.mm.zones[zid].zone_type as i32;
+        self.trace(
+            tid,
+            TraceEvent::MmVmscanWakeupKswapd {
+                nid: nid as i32,
+                zid: zone_type,
+                order: order as i32,
+                gfp_flags: gfp.0,
+            },
+        );
+        let wq = self.mm.nodes[nid].kswapd_wait;
+        self.mm.nodes[nid].kswapd_sleeping = false;
+        self.pending_wakeups.push(wq);
+    }
+
+    /// Wakes the kswapd of every node in the request's zonelist (wake_all_kswapds).
+    pub fn wake_all_kswapds(
+        &mut self,
+        order: usize,
+        gfp: Gfp,
+        ac: &super::page_alloc::AllocContext,
+        tid: TaskId,
+    ) {
+        let mut last_nid = usize::MAX;
+        for i in 0..self.mm.zonelists[ac.zonelist].len() {
+            let zid = self.mm.zonelists[ac.zonelist][i];
+            let nid = self.mm.zones[zid].nid;
+            if nid != last_nid {
+                self.wakeup_kswapd(zid, gfp, order, ac.highest_zoneidx as usize, tid);
+                last_nid = nid;
+            }
+        }
+    }
+
+    /// One priority pass of kswapd's balance_pgdat(); returns whether balancing is done.
+    pub fn balance_pgdat_pass(
+        &mut self,
+        nid: usize,
+        sc: &mut ScanControl,
+        highest_zoneidx: usize,
+    ) -> bool {
+        if self.pgdat_balanced(nid, sc.order, highest_zoneidx) {
+            return true;
+        }
+        sc.reclaim_idx = highest_zoneidx;
+        if sc.priority < DEF_PRIORITY - 2 {
+            sc.may_writepage = true;
+        }
+        // kswapd_age_node(): keep the anon inactive list from running dry.
+        if self.can_reclaim_anon_pages() && self.inactive_is_low(nid, lru::INACTIVE_ANON) {
+            self.shrink_active_list(SWAP_CLUSTER_MAX, nid, sc, lru::ACTIVE_ANON);
+        }
+        let before = sc.nr_reclaimed;
+        sc.nr_scanned = 0;
+        // kswapd_shrink_node(): reclaim in proportion to the eligible zones' high watermarks.
+        sc.nr_to_reclaim = 0;
+        for zt in 0..=highest_zoneidx {
+            let z = &self.mm.zones[self.mm.nodes[nid].zones[zt]];
+            if z.managed_pages > 0 {
+                sc.nr_to_reclaim += z.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);
+            }
+        }
+        self.shrink_node(nid, sc);
+        if sc.order > 0 && sc.nr_reclaimed >= 2 << sc.order {
+            sc.order = 0;
+        }
+        let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
+        let nr_reclaimed = sc.nr_reclaimed - before;
+        if raise_priority || nr_reclaimed == 0 {
+            sc.priority -= 1;
+        }
+        sc.priority < 1
+    }
+
+    /// Whether reclaim may queue a write now (may_write_to_queue): kswapd always may
+    /// (PF_SWAPWRITE); a direct reclaimer not while the disk is write-congested.
+    /// A writer already waiting for a request slot is asleep in get_request_wait and
+    /// writes nothing more in this pass.
+    fn may_write_to_queue(&self, sc: &ScanControl) -> bool {
+        if !self.pending_reqs.is_empty() {
+            return false;
+        }
+        sc.kswapd || !self.disk.bdi_write_congested(self.mm.clock())
+    }
+
+    /// Frees a clean, unmapped page that reclaim isolated (__remove_mapping + free).
+    fn remove_mapping_and_free(&mut self, pfn: Pfn, cpu: usize) {
+        let kind = self.mm.map[pfn as usize].kind();
+        match kind {
+            PageKind::Anon => self.delete_from_swap_cache_and_free(pfn, cpu),
+            PageKind::File => self.remove_file_page_and_free(pfn, cpu),
+            _ => unreachable!("only anon and file pages are on the LRU"),
+        }
+    }
+}
+
+/// What reclaim does with a dirty file page (the reclaim_writeback switch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirtyAction {
+    /// Activate it: writeback is left to the flushers.
+    Activate,
+    /// Keep it on the inactive list.
+    Keep,
+    /// It was written by reclaim (pageout) and stays until the write completes.
+    WrittenKeep,
+}
+
+impl Kernel {
+    /// Decides what reclaim does with a dirty file page, per `kernel.reclaim_writeback`
+    /// (the dirty branch of shrink_folio_list and pageout()).
+    fn reclaim_file_dirty(
+        &mut self,
+        pfn: Pfn,
+        sc: &mut ScanControl,
+        references: FolioRef,
+    ) -> DirtyAction {
+        use crate::config::ReclaimWriteback;
+        let nid = self.mm.pfn_to_nid(pfn);
+        match self.mm.kcfg.reclaim_writeback {
+            ReclaimWriteback::Modern => {
+                // Today: only kswapd on a PGDAT_DIRTY node with a PG_reclaim page reaches
+                // pageout(), which no longer writes filesystem pages: always activate.
+                self.mm.count_node_vm_immediate(nid);
+                self.mm.map[pfn as usize].flags |= pg::RECLAIM;
+                DirtyAction::Activate
+            }
+            ReclaimWriteback::Traceonly
+            | ReclaimWriteback::Nodirect
+            | ReclaimWriteback::Flushforward => {
+                if !sc.kswapd && self.mm.kcfg.reclaim_writeback != ReclaimWriteback::Traceonly {
+                    // nodirect: direct reclaim never writes filesystem pages.
+                    return DirtyAction::Keep;
+                }
+                if references == FolioRef::ReclaimClean
+                    || !sc.gfp_mask.has(__GFP_FS)
+                    || !sc.may_writepage
+                {
+                    return DirtyAction::Keep;
+                }
+                self.file_writepage(pfn, sc.tid, false);
+                DirtyAction::WrittenKeep
+            }
+        }
+    }
+}
+
+impl super::Mm {
+    /// Counts a page marked for immediate reclaim (NR_VMSCAN_IMMEDIATE).
+    fn count_node_vm_immediate(&mut self, nid: usize) {
+        self.mod_node_page_state(nid, NodeStat::NR_VMSCAN_IMMEDIATE_RECLAIM, 1);
+    }
+}
+
+/// kswapd's gfp mask.
+pub const KSWAPD_GFP: Gfp = GFP_KERNEL;
+
+/// Where kswapd is in its loop (kswapd() and kswapd_try_to_sleep()).
+#[derive(Debug, Clone)]
+enum KswapdState {
+    /// About to check whether the node is balanced and go to sleep.
+    TryToSleep,
+    /// In the short HZ/10 nap before sleeping for good (started at).
+    ShortSleep(u64),
+    /// Asleep until wakeup_kswapd().
+    Asleep,
+    /// Running balance_pgdat() at some priority.
+    Balance {
+        highest_zoneidx: usize,
+        alloc_order: usize,
+    },
+}
+
+/// A node's kswapd kernel thread (mm/vmscan.c kswapd()).
+pub struct Kswapd {
+    nid: usize,
+    state: KswapdState,
+    sc: ScanControl,
+    reclaim_order: usize,
+    highest_zoneidx: usize,
+}
+
+/// kswapd's short nap before sleeping (HZ/10) [ns].
+pub const KSWAPD_SHORT_SLEEP: u64 = 100_000_000;
+
+impl Kswapd {
+    /// The kswapd of node `nid`.
+    pub fn new(nid: usize) -> Self {
+        Kswapd {
+            nid,
+            state: KswapdState::TryToSleep,
+            sc: ScanControl::new(KSWAPD_GFP, 0, 0, 0, 0),
+            reclaim_order: 0,
+            highest_zoneidx: MAX_NR_ZONES - 1,
+        }
+    }
+
+    /// Starts balance_pgdat() for the order and zone asked for by wakeup_kswapd().
+    fn wake(&mut self, k: &mut Kernel, tid: TaskId) {
+        let node = &mut k.mm.nodes[self.nid];
+        let alloc_order = node.kswapd_order;
+        let highest = if node.kswapd_highest_zoneidx == MAX_NR_ZONES {
+            self.highest_zoneidx
+        } else {
+            node.kswapd_highest_zoneidx
+        };
+        node.kswapd_order = 0;
+        node.kswapd_highest_zoneidx = MAX_NR_ZONES;
+        node.kswapd_sleeping = false;
+        k.trace(
+            tid,
+            TraceEvent::MmVmscanKswapdWake {
+                nid: self.nid as i32,
+                zid: highest as i32,
+                order: alloc_order as i32,
+            },
+        );
+        let cpu = k.tasks[tid as usize].cpu;
+        let mut sc = ScanControl::new(KSWAPD_GFP, alloc_order, 0, tid, cpu);
+        sc.kswapd = true;
+        self.sc = sc;
+        k.mm.count_vm_events(Event::PAGEOUTRUN, 1);
+        self.state = KswapdState::Balance {
+            highest_zoneidx: highest,
+            alloc_order,
+        };
+    }
+
+    /// Whether kswapd may sleep: the node is balanced or hopeless (prepare_kswapd_sleep).
+    fn prepare_kswapd_sleep(&self, k: &Kernel) -> bool {
+        k.mm.nodes[self.nid].kswapd_failures >= MAX_RECLAIM_RETRIES
+            || k.pgdat_balanced(self.nid, self.reclaim_order, self.highest_zoneidx)
+    }
+}
+
+impl crate::workload::Program for Kswapd {
+    fn step(&mut self, cx: &mut crate::workload::StepCtx) -> crate::workload::StepOut {
+        use crate::workload::{Step, StepOut};
+        let k = &mut *cx.k;
+        let tid = cx.tid;
+        let wq = k.mm.nodes[self.nid].kswapd_wait;
+        loop {
+            match self.state.clone() {
+                KswapdState::TryToSleep => {
+                    if self.prepare_kswapd_sleep(k) {
+                        self.state = KswapdState::ShortSleep(cx.now);
+                        k.mm.nodes[self.nid].kswapd_sleeping = true;
+                        return StepOut {
+                            user_ns: 0,
+                            next: Step::Block {
+                                wq,
+                                timeout: Some(KSWAPD_SHORT_SLEEP),
+                            },
+                        };
+                    }
+                    self.wake(k, tid);
+                }
+                KswapdState::ShortSleep(started) => {
+                    let woken_early = !k.mm.nodes[self.nid].kswapd_sleeping
+                        || cx.now < started + KSWAPD_SHORT_SLEEP;
+                    if !woken_early && self.prepare_kswapd_sleep(k) {
+                        k.trace(
+                            tid,
+                            TraceEvent::MmVmscanKswapdSleep {
+                                nid: self.nid as i32,
+                            },
+                        );
+                        self.state = KswapdState::Asleep;
+                        k.mm.nodes[self.nid].kswapd_sleeping = true;
+                        return StepOut {
+                            user_ns: 0,
+                            next: Step::Block { wq, timeout: None },
+                        };
+                    }
+                    let ev = if woken_early {
+                        Event::KSWAPD_LOW_WMARK_HIT_QUICKLY
+                    } else {
+                        Event::KSWAPD_HIGH_WMARK_HIT_QUICKLY
+                    };
+                    k.mm.count_vm_events(ev, 1);
+                    self.wake(k, tid);
+                }
+                KswapdState::Asleep => self.wake(k, tid),
+                KswapdState::Balance {
+                    highest_zoneidx,
+                    alloc_order,
+                } => {
+                    let done = k.balance_pgdat_pass(self.nid, &mut self.sc, highest_zoneidx);
+                    k.blk_finish_plug();
+                    if done {
+                        if self.sc.nr_reclaimed == 0
+                            && !k.pgdat_balanced(self.nid, self.sc.order, highest_zoneidx)
+                        {
+                            k.mm.nodes[self.nid].kswapd_failures += 1;
+                        }
+                        self.reclaim_order = self.sc.order.min(alloc_order);
+                        self.highest_zoneidx = highest_zoneidx;
+                        self.state = KswapdState::TryToSleep;
+                    }
+                    // Each priority pass is one step, so others run between passes.
+                    k.mm.acc = k.mm.acc.max(1);
+                    return StepOut {
+                        user_ns: 0,
+                        next: Step::Run,
+                    };
+                }
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@ use crate::engine::lock::TaskId;
 use crate::engine::rng::Stream;
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::gfp::{Gfp, GFP_ATOMIC, GFP_HIGHUSER_MOVABLE, GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
+use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
 use crate::mm::slab::builtin_cache;
 use std::sync::Arc;
@@ -155,27 +156,37 @@ impl Program for OpProgram {
                 }
                 Op::Touch { size } => {
                     let n = size.0.div_ceil(PAGE_SIZE);
-                    let idx = n - self.left;
-                    let rss = cx.k.tasks[tid as usize].anon.len() as u64;
-                    if idx < rss {
-                        // Already resident: an access, no fault.
-                        let cost = cx.k.mm.cost.touch_page.max(1);
-                        let k = (rss - idx).min(self.left).min(budget / cost + 1);
-                        user += k * cx.k.mm.cost.touch_page;
-                        self.left -= k;
-                    } else {
-                        match cx.k.do_anonymous_page(tid) {
-                            AllocResult::Page(_) => {
-                                user += cx.k.mm.cost.touch_page;
-                                self.left -= 1;
+                    let index = n - self.left;
+                    match cx.k.handle_mm_fault(tid, index) {
+                        Fault::Access | Fault::Minor => {
+                            user += cx.k.mm.cost.touch_page;
+                            self.left -= 1;
+                        }
+                        Fault::Major => {
+                            // Sleep until the page is read back; resume after it.
+                            self.left -= 1;
+                            if self.left == 0 {
+                                self.pc += 1;
+                                self.started = false;
                             }
-                            // A fault that cannot be satisfied kills the task (VM_FAULT_OOM → SIGKILL).
-                            AllocResult::Failed | AllocResult::Killed => {
-                                return StepOut {
-                                    user_ns: user,
-                                    next: Step::Exit,
-                                };
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
+                            };
+                        }
+                        // Throttled in reclaim: sleep, then fault again.
+                        Fault::Retry => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
                             }
+                        }
+                        // A fault that cannot be satisfied kills the task (VM_FAULT_OOM → SIGKILL).
+                        Fault::Failed | Fault::Killed => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Exit,
+                            };
                         }
                     }
                 }
@@ -187,6 +198,12 @@ impl Program for OpProgram {
                 Op::Alloc { order, kind, .. } => {
                     match cx.k.alloc_held(tid, alloc_type_gfp(*kind), *order as usize) {
                         AllocResult::Page(_) => {}
+                        AllocResult::Retry => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
+                            }
+                        }
                         AllocResult::Failed => self.failed_allocs += 1,
                         AllocResult::Killed => {
                             return StepOut {
@@ -215,6 +232,12 @@ impl Program for OpProgram {
                     let c = builtin_cache(cache).unwrap_or(0);
                     match cx.k.kmem_cache_alloc(c, tid) {
                         AllocResult::Page(_) => {}
+                        AllocResult::Retry => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
+                            }
+                        }
                         AllocResult::Failed => self.failed_allocs += 1,
                         AllocResult::Killed => {
                             return StepOut {

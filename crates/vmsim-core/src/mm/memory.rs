@@ -1,0 +1,480 @@
+//! Page faults and unmapping of anonymous memory, and the swap-in/swap-out paths.
+//!
+//! Models mm/memory.c (handle_mm_fault, do_anonymous_page, do_swap_page,
+//! zap_pte_range), mm/rmap.c (try_to_unmap for anonymous pages), mm/swap_state.c
+//! (add_to_swap, delete_from_swap_cache) and mm/page_io.c (swap_writepage,
+//! swap_read_folio, end_swap_bio_write). A task's anonymous memory is the
+//! page range [0, vsize); each page is a slot of the task's [`SlotTable`]
+//! holding a frame or a swap entry. Swap-out writes are gathered per reclaim
+//! batch and submitted as runs of consecutive slots (the block plug).
+//! Simplification: a swapped-in page leaves the swap cache at once.
+
+use super::gfp::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
+use super::page::{pg, PageKind, Pfn, NIL};
+use super::rmap::{Entry, Owner};
+use super::vmstat::{Event, NodeStat};
+use crate::block::{Request, Submitted};
+use crate::engine::lock::TaskId;
+use crate::kernel::{pgtable_pages, AllocResult, Kernel};
+
+/// What a page fault did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The page was resident: an access, no fault.
+    Access,
+    /// A minor fault: a new zeroed page, or a page still in the swap cache.
+    Minor,
+    /// A major fault: the page was read back from swap; the task sleeps until the read completes.
+    Major,
+    /// No memory for the page: the fault fails (VM_FAULT_OOM).
+    Failed,
+    /// The faulting task was chosen by the OOM killer.
+    Killed,
+    /// Reclaim throttled the task: it sleeps and faults again.
+    Retry,
+}
+
+/// What an I/O in flight is for.
+#[derive(Debug, Clone)]
+pub enum BioKind {
+    /// Anonymous pages written to swap.
+    SwapOut(Vec<Pfn>),
+    /// A page read back from swap.
+    SwapIn,
+    /// File pages written back.
+    FileWrite(Vec<Pfn>),
+    /// File pages read.
+    FileRead,
+}
+
+impl Kernel {
+    /// Resident anonymous pages of a task (get_mm_counter(MM_ANONPAGES)).
+    pub fn task_rss(&self, tid: TaskId) -> u64 {
+        self.tasks[tid as usize].rss
+    }
+
+    /// Makes sure the task's page tables cover `vsize` pages (pte_alloc, pmd_alloc, …).
+    fn grow_page_tables(&mut self, tid: TaskId, vsize: u64) -> AllocResult {
+        let t = tid as usize;
+        while (self.tasks[t].pgtables.len() as u64) < pgtable_pages(vsize) {
+            match self.alloc_pages(GFP_KERNEL, 0, tid) {
+                AllocResult::Page(p) => {
+                    self.mm.map[p as usize].set_kind(PageKind::PgTable);
+                    self.mm.map[p as usize].owner = tid;
+                    let nid = self.mm.pfn_to_nid(p);
+                    self.mm
+                        .mod_node_page_state(nid, NodeStat::NR_PAGE_TABLE_PAGES, 1);
+                    self.tasks[t].pgtables.push(p);
+                }
+                other => return other,
+            }
+        }
+        AllocResult::Page(NIL)
+    }
+
+    /// Handles an access to page `index` of the task's anonymous memory (handle_mm_fault).
+    pub fn handle_mm_fault(&mut self, tid: TaskId, index: u64) -> Fault {
+        let t = tid as usize;
+        if index >= self.tasks[t].vsize {
+            match self.grow_page_tables(tid, index + 1) {
+                AllocResult::Page(_) => self.tasks[t].vsize = index + 1,
+                AllocResult::Failed => return Fault::Failed,
+                AllocResult::Killed => return Fault::Killed,
+                AllocResult::Retry => return Fault::Retry,
+            }
+        }
+        let slot = {
+            let task = &mut self.tasks[t];
+            task.pt
+                .slot_or_alloc(&mut self.rmap, index, |i| Owner::Task { tid, index: i })
+        };
+        match self.rmap.get(slot) {
+            Entry::Page(pfn) => {
+                self.mm.map[pfn as usize].flags |= pg::YOUNG;
+                Fault::Access
+            }
+            Entry::None => self.do_anonymous_page_at(tid, slot),
+            Entry::Swap(s) => self.do_swap_page(tid, slot, s),
+        }
+    }
+
+    /// Maps a new zeroed page (do_anonymous_page).
+    fn do_anonymous_page_at(&mut self, tid: TaskId, slot: u32) -> Fault {
+        self.mm.acc += self.mm.cost.page_fault;
+        self.mm.count_vm_events(Event::PGFAULT, 1);
+        self.tasks[tid as usize].stats.faults += 1;
+        match self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid) {
+            AllocResult::Page(p) => {
+                self.mm.acc += self.mm.cost.clear_page;
+                self.map_anon_page(tid, slot, p);
+                let cpu = self.tasks[tid as usize].cpu;
+                self.mm.folio_add_lru(p, cpu);
+                Fault::Minor
+            }
+            AllocResult::Failed => Fault::Failed,
+            AllocResult::Killed => Fault::Killed,
+            AllocResult::Retry => Fault::Retry,
+        }
+    }
+
+    /// Installs a page in a slot and accounts it as mapped anonymous memory (folio_add_new_anon_rmap).
+    fn map_anon_page(&mut self, tid: TaskId, slot: u32, p: Pfn) {
+        let page = &mut self.mm.map[p as usize];
+        page.set_kind(PageKind::Anon);
+        page.owner = slot;
+        page.flags |= pg::YOUNG;
+        self.rmap.set(slot, Entry::Page(p));
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, 1);
+        let task = &mut self.tasks[tid as usize];
+        task.rss += 1;
+        task.stats.max_rss = task.stats.max_rss.max(task.rss);
+    }
+
+    /// Brings a swapped-out page back (do_swap_page): from the swap cache, or read from the swap device.
+    fn do_swap_page(&mut self, tid: TaskId, slot: u32, s: u32) -> Fault {
+        self.mm.acc += self.mm.cost.page_fault;
+        self.mm.count_vm_events(Event::PGFAULT, 1);
+        self.tasks[tid as usize].stats.faults += 1;
+        if let Some(p) = self.swap.cache_lookup(s) {
+            // Still in the swap cache (being written, or written and not yet freed): map it back.
+            self.swap.cache_del(s);
+            self.swap.swap_free(s);
+            let nid = self.mm.pfn_to_nid(p);
+            self.mm
+                .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
+            self.mm.map[p as usize].flags &= !pg::SWAPCACHE;
+            self.tasks[tid as usize].swapents -= 1;
+            self.map_anon_page(tid, slot, p);
+            return Fault::Minor;
+        }
+        let p = match self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid) {
+            AllocResult::Page(p) => p,
+            AllocResult::Failed => return Fault::Failed,
+            AllocResult::Killed => return Fault::Killed,
+            AllocResult::Retry => return Fault::Retry,
+        };
+        self.mm.count_vm_events(Event::PGMAJFAULT, 1);
+        self.mm.count_vm_events(Event::PSWPIN, 1);
+        self.mm.count_vm_events(Event::PGPGIN, 4);
+        let sector = self.swap_sector(s);
+        let done = self.submit_bio(Request::read(sector, 1, 0), BioKind::SwapIn);
+        self.swap.swap_free(s);
+        self.tasks[tid as usize].swapents -= 1;
+        self.map_anon_page(tid, slot, p);
+        // A page read back is likely in use: it starts on the active list (workingset refault).
+        self.mm.map[p as usize].flags |= pg::ACTIVE | pg::WORKINGSET;
+        let cpu = self.tasks[tid as usize].cpu;
+        self.mm.folio_add_lru(p, cpu);
+        self.mm.count_node_refault(p);
+        self.sleep_until(done);
+        Fault::Major
+    }
+
+    /// Faults in the next page past the end of the task's anonymous memory.
+    pub fn do_anonymous_page(&mut self, tid: TaskId) -> AllocResult {
+        let index = self.tasks[tid as usize].vsize;
+        match self.handle_mm_fault(tid, index) {
+            Fault::Failed => AllocResult::Failed,
+            Fault::Killed => AllocResult::Killed,
+            Fault::Retry => AllocResult::Retry,
+            _ => AllocResult::Page(NIL),
+        }
+    }
+
+    /// Unmaps the last `n` pages of the task's anonymous memory (munmap → zap_pte_range); returns pages unmapped.
+    pub fn unmap_anon(&mut self, tid: TaskId, n: u64) -> u64 {
+        let t = tid as usize;
+        let n = n.min(self.tasks[t].vsize);
+        let cpu = self.tasks[t].cpu;
+        for _ in 0..n {
+            let index = self.tasks[t].vsize - 1;
+            if let Some(slot) = self.tasks[t].pt.slot(index) {
+                self.zap_slot(tid, slot, cpu);
+            }
+            self.tasks[t].vsize = index;
+        }
+        n
+    }
+
+    /// Clears one slot of a task, freeing its page or swap slot (zap_pte_range for one PTE).
+    pub fn zap_slot(&mut self, tid: TaskId, slot: u32, cpu: usize) {
+        match self.rmap.get(slot) {
+            Entry::None => {}
+            Entry::Page(p) => {
+                self.rmap.set(slot, Entry::None);
+                self.tasks[tid as usize].rss -= 1;
+                let nid = self.mm.pfn_to_nid(p);
+                self.mm
+                    .mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, -1);
+                self.mm.lru_remove_for_free(p, cpu);
+                if self.mm.map[p as usize].test(pg::WRITEBACK) {
+                    self.orphan_under_writeback(p);
+                } else {
+                    self.mm.free_pages(p, 0, cpu);
+                }
+            }
+            Entry::Swap(s) => {
+                self.rmap.set(slot, Entry::None);
+                self.tasks[tid as usize].swapents -= 1;
+                if let Some(p) = self.swap.cache_lookup(s) {
+                    self.swap.cache_del(s);
+                    let nid = self.mm.pfn_to_nid(p);
+                    self.mm
+                        .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
+                    self.mm.map[p as usize].flags &= !pg::SWAPCACHE;
+                    self.mm.lru_remove_for_free(p, cpu);
+                    if self.mm.map[p as usize].test(pg::WRITEBACK) {
+                        self.orphan_under_writeback(p);
+                    } else {
+                        self.mm.free_pages(p, 0, cpu);
+                    }
+                }
+                self.swap.swap_free(s);
+            }
+        }
+    }
+
+    /// A page whose owner went away while it was being written: freed when the write completes.
+    fn orphan_under_writeback(&mut self, p: Pfn) {
+        let page = &mut self.mm.map[p as usize];
+        page.owner = NIL;
+        page.flags &= !(pg::LRU | pg::ACTIVE | pg::SWAPCACHE);
+    }
+
+    /// Releases every page and swap slot of a task's anonymous memory (exit_mmap).
+    pub fn exit_mmap(&mut self, tid: TaskId) {
+        let t = tid as usize;
+        let n = self.tasks[t].vsize;
+        self.unmap_anon(tid, n);
+        let mut pt = std::mem::take(&mut self.tasks[t].pt);
+        pt.release(&mut self.rmap);
+    }
+
+    /// Gives an anonymous page a swap slot, puts it in the swap cache and replaces
+    /// its PTE by the swap entry (add_to_swap, then try_to_unmap); false if swap is full.
+    pub fn add_to_swap(&mut self, p: Pfn) -> bool {
+        let slot = self.mm.map[p as usize].owner;
+        if slot == NIL || self.rmap.get(slot) != Entry::Page(p) {
+            return false;
+        }
+        let Some(s) = self.swap.get_swap_page() else {
+            return false;
+        };
+        self.swap.cache_add(s, p);
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, 1);
+        self.mm.map[p as usize].flags |= pg::SWAPCACHE | pg::DIRTY;
+        // try_to_unmap(): the owner's PTE becomes the swap entry.
+        self.rmap.set(slot, Entry::Swap(s));
+        if let (Owner::Task { tid, .. }, _) = self.rmap.owner(slot) {
+            let task = &mut self.tasks[tid as usize];
+            task.rss -= 1;
+            task.swapents += 1;
+        }
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, -1);
+        self.mm.map[p as usize].flags &= !pg::YOUNG;
+        self.mm.acc += self.mm.cost.unmap_page;
+        true
+    }
+
+    /// The swap slot of an unmapped anonymous page in the swap cache.
+    fn swap_slot_of(&self, p: Pfn) -> Option<u32> {
+        match self.rmap.get(self.mm.map[p as usize].owner) {
+            Entry::Swap(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Queues a dirty swap-cache page for writing (swap_writepage); the write is
+    /// submitted with the rest of the batch by [`Kernel::blk_finish_plug`].
+    pub fn swap_writepage(&mut self, p: Pfn, tid: TaskId, sync: bool) {
+        let page = &mut self.mm.map[p as usize];
+        page.flags &= !pg::DIRTY;
+        page.flags |= pg::WRITEBACK | pg::RECLAIM;
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_VMSCAN_WRITE, 1);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, 1);
+        self.mm.count_vm_events(Event::PSWPOUT, 1);
+        self.mm.count_vm_events(Event::PGPGOUT, 4);
+        let flags = crate::trace::RECLAIM_WB_ANON
+            | if sync {
+                crate::trace::RECLAIM_WB_SYNC
+            } else {
+                crate::trace::RECLAIM_WB_ASYNC
+            };
+        self.trace(
+            tid,
+            crate::trace::TraceEvent::MmVmscanWriteFolio {
+                pfn: p as u64,
+                reclaim_flags: flags,
+            },
+        );
+        self.plug.push(p);
+    }
+
+    /// Submits the gathered swap-out pages as runs of consecutive slots (blk_finish_plug).
+    pub fn blk_finish_plug(&mut self) {
+        if self.plug.is_empty() {
+            return;
+        }
+        let mut pages = std::mem::take(&mut self.plug);
+        pages.sort_by_key(|&p| self.swap_slot_of(p).unwrap_or(u32::MAX));
+        let mut run: Vec<Pfn> = Vec::new();
+        let mut last: Option<u32> = None;
+        for p in pages {
+            let s = self.swap_slot_of(p).unwrap_or(u32::MAX);
+            if last.is_some_and(|l| l + 1 != s) {
+                self.submit_swap_run(std::mem::take(&mut run));
+            }
+            run.push(p);
+            last = Some(s);
+        }
+        self.submit_swap_run(run);
+    }
+
+    fn submit_swap_run(&mut self, run: Vec<Pfn>) {
+        if run.is_empty() {
+            return;
+        }
+        let first = self.swap_slot_of(run[0]).unwrap_or(0);
+        let sector = self.swap_sector(first);
+        let n = run.len() as u32;
+        self.submit_bio(Request::write(sector, n, 0, false), BioKind::SwapOut(run));
+    }
+
+    /// First sector of a swap slot: the swap area starts the disk.
+    fn swap_sector(&self, s: u32) -> u64 {
+        s as u64 * 8
+    }
+
+    /// Sends a request to the disk (submit_bio). When the queue has no free request
+    /// slot the submitter sleeps until one frees (get_request_wait) and the request
+    /// waits in order in the kernel; returns when the request is expected to complete [ns].
+    pub fn submit_bio(&mut self, mut req: Request, kind: BioKind) -> u64 {
+        let tag = match self.free_bios.pop() {
+            Some(t) => {
+                self.bios[t as usize] = Some(kind);
+                t
+            }
+            None => {
+                self.bios.push(Some(kind));
+                (self.bios.len() - 1) as u64
+            }
+        };
+        req.tag = tag;
+        self.mm.acc += self.mm.cost.submit_bio;
+        let now = self.mm.clock();
+        if self.pending_reqs.is_empty() {
+            match self.disk.submit(now, req) {
+                Submitted::Queued { completes_at } => return completes_at,
+                Submitted::Full { retry_at } => {
+                    self.pending_reqs.push_back(req);
+                    self.sleep_after = self.sleep_after.max(retry_at.saturating_sub(now));
+                    return retry_at + self.disk.config().service_time(req.op, req.pages, false);
+                }
+            }
+        }
+        self.pending_reqs.push_back(req);
+        let retry_at = self.disk.next_completion_at().unwrap_or(now);
+        self.sleep_after = self.sleep_after.max(retry_at.saturating_sub(now));
+        retry_at
+            + self.disk.config().service_time(req.op, req.pages, false)
+                * self.pending_reqs.len() as u64
+    }
+
+    /// Makes the current task sleep until `t` after its step (io_schedule).
+    pub fn sleep_until(&mut self, t: u64) {
+        let now = self.mm.clock() + self.sleep_after;
+        self.sleep_after += t.saturating_sub(now);
+    }
+
+    /// Completes every I/O finished by `now` (the block layer's completion interrupts):
+    /// end_page_writeback for writes.
+    pub fn process_io(&mut self, now: u64) {
+        if self.pending_reqs.is_empty() && self.disk.next_completion_at().is_none_or(|t| t > now) {
+            return;
+        }
+        // Requests waiting for a slot go in as slots free (get_request_wait wake-ups).
+        while let Some(&req) = self.pending_reqs.front() {
+            match self.disk.submit(now, req) {
+                Submitted::Queued { .. } => {
+                    self.pending_reqs.pop_front();
+                }
+                Submitted::Full { .. } => break,
+            }
+        }
+        for c in self.disk.complete_until(now) {
+            if !c.last {
+                continue;
+            }
+            let Some(kind) = self.bios[c.tag as usize].take() else {
+                continue;
+            };
+            self.free_bios.push(c.tag);
+            match kind {
+                BioKind::SwapOut(pages) | BioKind::FileWrite(pages) => {
+                    for p in pages {
+                        self.end_page_writeback(p);
+                    }
+                }
+                BioKind::SwapIn | BioKind::FileRead => {}
+            }
+        }
+    }
+
+    /// Finishes writeback of a page (folio_end_writeback): rotates a page reclaim wants
+    /// to the tail of the inactive list, frees a page whose owner is gone.
+    pub fn end_page_writeback(&mut self, p: Pfn) {
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, -1);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITTEN, 1);
+        let flags = self.mm.map[p as usize].flags;
+        self.mm.map[p as usize].flags &= !pg::WRITEBACK;
+        if self.mm.map[p as usize].owner == NIL && flags & pg::LRU == 0 {
+            let cpu = 0;
+            self.mm.free_pages(p, 0, cpu);
+            return;
+        }
+        if flags & pg::RECLAIM != 0 {
+            self.mm.map[p as usize].flags &= !pg::RECLAIM;
+            // folio_rotate_reclaimable() → lru_move_tail(): to the inactive tail, so the next scan frees it.
+            if flags & pg::LRU != 0 && flags & (pg::DIRTY | pg::UNEVICTABLE) == 0 {
+                self.mm.lruvec_del_folio(p);
+                self.mm.map[p as usize].flags &= !pg::ACTIVE;
+                self.mm.lruvec_add_folio_tail(p);
+                self.mm.count_vm_events(Event::PGROTATED, 1);
+            }
+        }
+    }
+
+    /// Frees a clean anonymous page in the swap cache that reclaim unmapped (__remove_mapping for swap).
+    pub fn delete_from_swap_cache_and_free(&mut self, p: Pfn, cpu: usize) {
+        if let Some(s) = self.swap_slot_of(p) {
+            self.swap.cache_del(s);
+        }
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
+        let page = &mut self.mm.map[p as usize];
+        page.flags &= !(pg::SWAPCACHE
+            | pg::ACTIVE
+            | pg::REFERENCED
+            | pg::YOUNG
+            | pg::WORKINGSET
+            | pg::RECLAIM);
+        page.owner = NIL;
+        self.mm.free_pages(p, 0, cpu);
+    }
+}
+
+impl super::Mm {
+    /// Counts a refault of an evicted page (workingset_refault).
+    fn count_node_refault(&mut self, p: Pfn) {
+        let nid = self.pfn_to_nid(p);
+        self.mod_node_page_state(nid, NodeStat::WORKINGSET_REFAULT_ANON, 1);
+        self.mod_node_page_state(nid, NodeStat::WORKINGSET_ACTIVATE_ANON, 1);
+    }
+}

@@ -1,0 +1,188 @@
+//! LRU list maintenance.
+//!
+//! Models mm/swap.c and include/linux/mm_inline.h: lruvec_add_folio() and
+//! lruvec_del_folio() with the LRU size counters, lru_add (new pages start
+//! on the inactive list of their type), folio_mark_accessed() (the
+//! inactive,unreferenced → inactive,referenced → active ladder for pages
+//! accessed through syscalls) and folio_activate(). The per-CPU folio
+//! batches are modelled by taking `lru_lock` once per PAGEVEC_SIZE pages.
+
+use super::mmzone::lru;
+use super::page::{pg, PageKind, Pfn};
+use super::vmstat::{Event, NodeStat, ZoneStat};
+use super::Mm;
+
+/// Pages gathered per CPU before lru_lock is taken (PAGEVEC_SIZE / folio_batch size).
+pub const PAGEVEC_SIZE: u64 = 15;
+
+impl Mm {
+    /// The LRU list a page belongs on (folio_lru_list).
+    #[inline(always)]
+    pub fn folio_lru_list(&self, pfn: Pfn) -> usize {
+        let p = &self.map[pfn as usize];
+        if p.test(pg::UNEVICTABLE) {
+            return lru::UNEVICTABLE;
+        }
+        let base = if p.kind() == PageKind::File {
+            lru::INACTIVE_FILE
+        } else {
+            lru::INACTIVE_ANON
+        };
+        base + p.test(pg::ACTIVE) as usize
+    }
+
+    /// Adjusts the node and zone LRU size counters (update_lru_size).
+    #[inline(always)]
+    fn update_lru_size(&mut self, pfn: Pfn, l: usize, delta: i64) {
+        let zid = self.page_zone(pfn);
+        let nid = self.zones[zid].nid;
+        self.zones[zid].vm_stat[ZoneStat::NR_ZONE_INACTIVE_ANON as usize + l] += delta;
+        let node = &mut self.nodes[nid];
+        node.vm_stat[NodeStat::NR_INACTIVE_ANON as usize + l] += delta;
+        node.lruvec.nr[l] = (node.lruvec.nr[l] as i64 + delta) as u64;
+    }
+
+    /// Puts a page on the head of its LRU list (lruvec_add_folio).
+    #[inline]
+    pub fn lruvec_add_folio(&mut self, pfn: Pfn) {
+        let l = self.folio_lru_list(pfn);
+        let nid = self.pfn_to_nid(pfn);
+        self.map[pfn as usize].flags |= pg::LRU;
+        self.nodes[nid].lruvec.lists[l].push_front(&mut self.map, pfn);
+        self.update_lru_size(pfn, l, 1);
+    }
+
+    /// Puts a page on the tail of its LRU list (lruvec_add_folio_tail).
+    #[inline]
+    pub fn lruvec_add_folio_tail(&mut self, pfn: Pfn) {
+        let l = self.folio_lru_list(pfn);
+        let nid = self.pfn_to_nid(pfn);
+        self.map[pfn as usize].flags |= pg::LRU;
+        self.nodes[nid].lruvec.lists[l].push_back(&mut self.map, pfn);
+        self.update_lru_size(pfn, l, 1);
+    }
+
+    /// Takes a page off its LRU list (lruvec_del_folio).
+    #[inline]
+    pub fn lruvec_del_folio(&mut self, pfn: Pfn) {
+        debug_assert!(self.map[pfn as usize].test(pg::LRU));
+        let l = self.folio_lru_list(pfn);
+        let nid = self.pfn_to_nid(pfn);
+        self.nodes[nid].lruvec.lists[l].remove(&mut self.map, pfn);
+        self.map[pfn as usize].flags &= !pg::LRU;
+        self.update_lru_size(pfn, l, -1);
+    }
+
+    /// Charges the per-CPU batching of LRU additions: lru_lock is taken once per batch.
+    #[inline]
+    fn lru_batch_lock(&mut self, nid: usize, cpu: usize) {
+        self.acc += self.cost.lru_add;
+        self.lru_batch[cpu] += 1;
+        if self.lru_batch[cpu] >= PAGEVEC_SIZE {
+            self.lru_batch[cpu] = 0;
+            let hold = PAGEVEC_SIZE * self.cost.lru_lock_page;
+            let at = self.clock();
+            self.acc += hold + self.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+        }
+    }
+
+    /// Adds a new page to the inactive list of its type (folio_add_lru).
+    pub fn folio_add_lru(&mut self, pfn: Pfn, cpu: usize) {
+        let nid = self.pfn_to_nid(pfn);
+        self.lru_batch_lock(nid, cpu);
+        self.lruvec_add_folio(pfn);
+    }
+
+    /// Takes a page off the LRU before it is freed (folio_put → __folio_clear_lru_flags).
+    pub fn lru_remove_for_free(&mut self, pfn: Pfn, cpu: usize) {
+        if self.map[pfn as usize].test(pg::LRU) {
+            let nid = self.pfn_to_nid(pfn);
+            self.lru_batch_lock(nid, cpu);
+            self.lruvec_del_folio(pfn);
+        }
+        self.map[pfn as usize].flags &= !(pg::ACTIVE
+            | pg::REFERENCED
+            | pg::YOUNG
+            | pg::DIRTY
+            | pg::RECLAIM
+            | pg::WORKINGSET
+            | pg::MAPPED);
+    }
+
+    /// Moves an inactive page to the active list (folio_activate).
+    pub fn folio_activate(&mut self, pfn: Pfn, cpu: usize) {
+        let p = &self.map[pfn as usize];
+        if !p.test(pg::LRU) || p.test(pg::ACTIVE) || p.test(pg::UNEVICTABLE) {
+            return;
+        }
+        let nid = self.pfn_to_nid(pfn);
+        self.lru_batch_lock(nid, cpu);
+        self.lruvec_del_folio(pfn);
+        self.map[pfn as usize].flags |= pg::ACTIVE;
+        self.lruvec_add_folio(pfn);
+        self.count_vm_events(Event::PGACTIVATE, 1);
+    }
+
+    /// An access through a syscall (read/write of the page cache) (folio_mark_accessed):
+    /// inactive,unreferenced → inactive,referenced → active,unreferenced → active,referenced.
+    pub fn folio_mark_accessed(&mut self, pfn: Pfn, cpu: usize) {
+        let flags = self.map[pfn as usize].flags;
+        if flags & pg::UNEVICTABLE != 0 {
+            return;
+        }
+        if flags & pg::ACTIVE == 0 && flags & pg::REFERENCED != 0 {
+            if flags & pg::LRU != 0 {
+                self.folio_activate(pfn, cpu);
+            } else {
+                self.map[pfn as usize].flags |= pg::ACTIVE;
+            }
+            self.map[pfn as usize].flags &= !pg::REFERENCED;
+        } else if flags & pg::REFERENCED == 0 {
+            self.map[pfn as usize].flags |= pg::REFERENCED;
+        }
+    }
+
+    /// Pages on a node's LRU list `l`, for zones up to `reclaim_idx` (lruvec_lru_size).
+    pub fn lruvec_lru_size(&self, nid: usize, l: usize, reclaim_idx: usize) -> u64 {
+        let mut n = 0i64;
+        for zt in 0..=reclaim_idx {
+            let z = &self.zones[self.nodes[nid].zones[zt]];
+            n += z.vm_stat[ZoneStat::NR_ZONE_INACTIVE_ANON as usize + l];
+        }
+        n.max(0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::mm::gfp::GFP_HIGHUSER_MOVABLE;
+
+    fn mm() -> Mm {
+        let sc = Scenario::from_toml("[machine]\nmemory=\"256MiB\"\ncpus=1\n").unwrap();
+        Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+    }
+
+    #[test]
+    fn mark_accessed_climbs_the_ladder() {
+        let mut m = mm();
+        let p = m.alloc_pages_fast(GFP_HIGHUSER_MOVABLE, 0, 0, 0).0.unwrap();
+        m.map[p as usize].set_kind(PageKind::File);
+        m.folio_add_lru(p, 0);
+        assert_eq!(m.folio_lru_list(p), lru::INACTIVE_FILE);
+        assert_eq!(m.nodes[0].lruvec.nr[lru::INACTIVE_FILE], 1);
+        m.folio_mark_accessed(p, 0);
+        assert!(m.map[p as usize].test(pg::REFERENCED));
+        assert_eq!(m.folio_lru_list(p), lru::INACTIVE_FILE);
+        m.folio_mark_accessed(p, 0);
+        assert_eq!(m.folio_lru_list(p), lru::ACTIVE_FILE);
+        assert!(!m.map[p as usize].test(pg::REFERENCED));
+        assert_eq!(m.nodes[0].lruvec.nr[lru::INACTIVE_FILE], 0);
+        assert_eq!(m.nodes[0].lruvec.nr[lru::ACTIVE_FILE], 1);
+        assert_eq!(m.events[Event::PGACTIVATE as usize], 1);
+        m.lru_remove_for_free(p, 0);
+        assert_eq!(m.nodes[0].lruvec.nr[lru::ACTIVE_FILE], 0);
+        assert!(m.nodes[0].lruvec.lists[lru::ACTIVE_FILE].is_empty());
+    }
+}
