@@ -150,14 +150,20 @@ def run(
     seed: int | None = None,
     overrides: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    trace: str | Path | None = None,
+    trace_format: str = "modern",
 ) -> Result:
     """Runs a scenario and returns its Result.
 
-    ``progress(now_ns, end_ns)`` is called after every sample.
+    ``progress(now_ns, end_ns)`` is called after every sample. With ``trace``,
+    the tracepoints are written to that file as ftrace text, in the 6.18
+    format (``trace_format="modern"``) or the 2.6.35 one (``"legacy"``).
     Raises ScenarioError (one line) if the scenario is wrong.
     """
     text = load_scenario(scenario, overrides)
     if seed is not None and not (0 <= seed < 2**64):
         raise ScenarioError(f"seed {seed} is out of range (0..2^64-1)")
-    out = _vmsim.run(text, seed, progress)
+    if trace_format not in ("modern", "legacy"):
+        raise ScenarioError(f"trace format '{trace_format}': use modern or legacy")
+    out = _vmsim.run(text, seed, progress, str(trace) if trace else None, trace_format)
     return Result(json_text=out, data=json.loads(out))

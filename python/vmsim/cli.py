@@ -151,6 +151,19 @@ def main_group() -> None:
     help="Draw free pages, watermarks and pageblocks over time into a PNG.",
 )
 @click.option("--vmstat", "full_vmstat", is_flag=True, help="Print all of /proc/vmstat.")
+@click.option(
+    "--trace",
+    "trace",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the vmscan/kmem/writeback tracepoints to FILE as ftrace text.",
+)
+@click.option(
+    "--trace-format",
+    type=click.Choice(["modern", "legacy"]),
+    default="modern",
+    show_default=True,
+    help="6.18 formats, or the 2.6.35 ones trace-vmscan-postprocess.pl parses.",
+)
 def run_cmd(
     scenario: str | None,
     as_json: bool,
@@ -159,6 +172,8 @@ def run_cmd(
     output_dir: Path | None,
     plot: Path | None,
     full_vmstat: bool,
+    trace: Path | None,
+    trace_format: str,
 ) -> None:
     """Run SCENARIO (a TOML file; the built-in default without one)."""
     overrides = {}
@@ -173,12 +188,19 @@ def run_cmd(
         raise UserError(f"--plot {plot}: the picture is written as PNG; name it *.png")
     if plot is not None and not plot.resolve().parent.is_dir():
         raise UserError(f"--plot {plot}: directory {plot.parent} does not exist")
+    if trace is not None and not trace.resolve().parent.is_dir():
+        raise UserError(f"--trace {trace}: directory {trace.parent} does not exist")
     if output_dir is not None and not output_dir.resolve().parent.is_dir():
         raise UserError(f"--output-dir {output_dir}: directory {output_dir.parent} does not exist")
     update, close = _progress_reporter()
     try:
         r = api.run(
-            Path(scenario) if scenario else None, seed=seed, overrides=overrides, progress=update
+            Path(scenario) if scenario else None,
+            seed=seed,
+            overrides=overrides,
+            progress=update,
+            trace=trace,
+            trace_format=trace_format,
         )
     finally:
         close()
@@ -239,6 +261,7 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         "mixed_ops_per_sec": (">=", 10e6),
         "bytes_per_frame": ("<=", 16),
         "sim_seconds_per_wall_second": ("", None),
+        "reclaim_pages_scanned_per_sec": (">=", 10e6),
     }
     for k, v in data.items():
         op, target = targets.get(k, ("", None))

@@ -23,6 +23,33 @@ pub struct BenchResult {
     pub bytes_per_frame: Option<f64>,
     /// Simulated seconds per wall second for the default scenario.
     pub sim_seconds_per_wall_second: f64,
+    /// Pages scanned by reclaim (pgscan_kswapd + pgscan_direct) per wall second in a swap-heavy run.
+    pub reclaim_pages_scanned_per_sec: f64,
+}
+
+/// The reclaim benchmark: three tasks cycling through more anonymous memory than RAM, with swap.
+pub const RECLAIM_BENCH_SCENARIO: &str = r#"
+name = "reclaim-bench"
+duration = "10s"
+[machine]
+memory = "1GiB"
+cpus = 4
+swap = "2GiB"
+[[task]]
+name = "hog"
+count = 3
+repeat = 3
+program = [ { op = "touch", size = "500MiB" }, { op = "compute", time = "50ms" } ]
+"#;
+
+/// Pages scanned by reclaim per wall second of [`RECLAIM_BENCH_SCENARIO`].
+pub fn reclaim_speed() -> f64 {
+    let sc =
+        Scenario::from_toml(RECLAIM_BENCH_SCENARIO).expect("the reclaim bench scenario parses");
+    let t0 = Instant::now();
+    let r = crate::sim::run(&sc, &mut |_, _| {});
+    let scanned = r.vmstat["pgscan_kswapd"] + r.vmstat["pgscan_direct"];
+    scanned as f64 / t0.elapsed().as_secs_f64()
 }
 
 fn small_mm(memory: &str) -> Mm {
@@ -120,5 +147,6 @@ pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> Benc
         mixed_ops_per_sec: mixed_ops_per_sec(min_seconds),
         bytes_per_frame: heap_bytes.map(bytes_per_frame),
         sim_seconds_per_wall_second: sim_speed(),
+        reclaim_pages_scanned_per_sec: reclaim_speed(),
     }
 }

@@ -273,7 +273,20 @@ pub fn build(sc: &Scenario) -> Engine {
 
 /// Runs a scenario to the end; `progress(now, end)` is called after each sample.
 pub fn run(sc: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> RunResult {
+    run_traced(sc, None, progress).0
+}
+
+/// Runs a scenario, recording tracepoints in `trace_format` when given; returns the
+/// result and the trace buffer.
+pub fn run_traced(
+    sc: &Scenario,
+    trace_format: Option<crate::trace::TraceFormat>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> (RunResult, Option<crate::trace::Tracer>) {
     let mut eng = build(sc);
+    if let Some(fmt) = trace_format {
+        eng.kernel.tracer = Some(crate::trace::Tracer::new(fmt, sc.machine.cpus));
+    }
     let dirty = (0, 0);
     let boot_snap = eng.kernel.mm.vmstat_snapshot(dirty);
     let mut ts = TimeSeries::default();
@@ -307,7 +320,8 @@ pub fn run(sc: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> RunResult {
     let elapsed = if completed { last_exit } else { end };
     // When every task has exited, the CPUs have been idle since at most the last exit.
     eng.finish_at(elapsed.min(eng.now));
-    result(sc, &eng, &boot_snap, ts, elapsed, completed)
+    let r = result(sc, &eng, &boot_snap, ts, elapsed, completed);
+    (r, eng.kernel.tracer.take())
 }
 
 fn result(

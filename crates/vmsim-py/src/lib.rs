@@ -60,13 +60,24 @@ fn to_py(e: vmsim_core::Error) -> PyErr {
 ///
 /// `progress(now_ns, end_ns)` is called after every sample; Ctrl-C stops the run.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed=None, progress=None))]
+#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern"))]
 fn run(
     py: Python<'_>,
     scenario: &str,
     seed: Option<u64>,
     progress: Option<Py<PyAny>>,
+    trace_path: Option<std::path::PathBuf>,
+    trace_format: &str,
 ) -> PyResult<String> {
+    let fmt = match trace_format {
+        "modern" => vmsim_core::trace::TraceFormat::Modern,
+        "legacy" => vmsim_core::trace::TraceFormat::Legacy,
+        other => {
+            return Err(ScenarioError::new_err(format!(
+                "trace format '{other}': use modern or legacy"
+            )))
+        }
+    };
     let sc = {
         let mut sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
         if let Some(s) = seed {
@@ -89,14 +100,43 @@ fn run(
             }
         }
     };
-    let r = vmsim_core::run(&sc, &mut cb);
+    let (r, tracer) = vmsim_core::sim::run_traced(&sc, trace_path.as_ref().map(|_| fmt), &mut cb);
     if let Some(e) = err {
         if e.is_instance_of::<PyKeyboardInterrupt>(py) {
             return Err(e);
         }
         return Err(e);
     }
+    if let (Some(path), Some(t)) = (trace_path, tracer) {
+        write_whole(&path, |w| t.write_to(w)).map_err(|e| {
+            pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display()))
+        })?;
+    }
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Writes a file whole or not at all: a temporary file beside it, then a rename.
+fn write_whole(
+    path: &std::path::Path,
+    f: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = (|| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        f(&mut w)?;
+        w.flush()?;
+        drop(w);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// Checks a scenario without running it; raises ScenarioError with one line if it is wrong.
