@@ -90,8 +90,18 @@ section! {
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
         /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
         kswapd: bool = true, "[bool]";
+        /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
+        flusher: bool = true, "[bool]";
         /// CONFIG_HZ: timer ticks per second; throttling sleeps come in jiffies.
         hz: u64 = 250, "[1/s]";
+        /// vm.dirty_ratio: dirty page cache (as % of dirtyable memory) at which writers are throttled hard.
+        dirty_ratio: u64 = 20, "[%]";
+        /// vm.dirty_background_ratio: dirty page cache at which the flusher starts background writeback.
+        dirty_background_ratio: u64 = 10, "[%]";
+        /// vm.dirty_expire_centisecs: age at which dirty data is written by periodic writeback.
+        dirty_expire_centisecs: u64 = 3000, "[1/100 s]";
+        /// vm.dirty_writeback_centisecs: interval of the flusher's periodic writeback.
+        dirty_writeback_centisecs: u64 = 500, "[1/100 s]";
     }
 }
 
@@ -151,6 +161,8 @@ section! {
         unmap_page: u64 = 300, "[ns]";
         /// Building and submitting one block request (submit_bio).
         submit_bio: u64 = 2000, "[ns]";
+        /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter).
+        copy_page: u64 = 300, "[ns]";
     }
 }
 
@@ -254,6 +266,26 @@ pub enum Op {
         /// Number of objects (default: all this task holds).
         #[serde(default)]
         objects: Option<u64>,
+    },
+    /// Write to a file through the page cache, appending (a buffered write(2)).
+    Write {
+        /// File name.
+        file: String,
+        /// Bytes to write [bytes].
+        size: Bytes,
+    },
+    /// Read a file through the page cache from its start (read(2)); the whole file without a size.
+    Read {
+        /// File name.
+        file: String,
+        /// Bytes to read [bytes].
+        #[serde(default)]
+        size: Option<Bytes>,
+    },
+    /// Delete a file and drop its page cache (unlink(2)).
+    Unlink {
+        /// File name.
+        file: String,
     },
     /// Sleep.
     Sleep {
@@ -425,6 +457,15 @@ impl Scenario {
                 "kernel.hz = {} is not a CONFIG_HZ value (100, 250, 300, 1000)",
                 k.hz
             ));
+        }
+        if k.dirty_ratio == 0 || k.dirty_ratio > 100 || k.dirty_background_ratio > 100 {
+            return inv(
+                "kernel.dirty_ratio must be 1..=100 and kernel.dirty_background_ratio 0..=100"
+                    .into(),
+            );
+        }
+        if k.dirty_writeback_centisecs == 0 {
+            return inv("kernel.dirty_writeback_centisecs must be > 0".into());
         }
         if k.swappiness > 200 {
             return inv(format!(

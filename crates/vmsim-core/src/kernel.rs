@@ -127,8 +127,12 @@ pub struct Kernel {
     pub plug: Vec<Pfn>,
     /// Time the current task must sleep after its step, for I/O it waits on [ns].
     pub sleep_after: u64,
-    /// Files.
+    /// Files, by inode number (unlinked ones stay as dead records).
     pub inodes: Vec<Inode>,
+    /// Live files by name (the directory).
+    pub files: indexmap::IndexMap<String, u32>,
+    /// The disk's writeback state and flusher.
+    pub wb: crate::mm::page_writeback::BdiWriteback,
     /// The ftrace buffer, when tracing.
     pub tracer: Option<Tracer>,
     /// Set while the current context may not sleep (fork in the engine, interrupts).
@@ -172,6 +176,12 @@ impl Kernel {
             plug: Vec::new(),
             sleep_after: 0,
             inodes: Vec::new(),
+            files: Default::default(),
+            wb: crate::mm::page_writeback::BdiWriteback {
+                wq: usize::MAX,
+                idle: true,
+                ..Default::default()
+            },
             tracer: None,
             no_throttle: false,
         }

@@ -236,6 +236,18 @@ pub fn build(sc: &Scenario) -> Engine {
     let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
     let mut eng = Engine::new(kernel, sc.sched.clone(), sc.cost.clone());
     let ncpu = sc.machine.cpus as usize;
+    if sc.kernel.flusher {
+        // The disk's flusher thread (a kworker running wb_workfn).
+        let wq = eng.new_waitqueue();
+        eng.kernel.wb.wq = wq;
+        eng.spawn(
+            "kworker/u8:0",
+            0,
+            0,
+            true,
+            Box::new(crate::mm::page_writeback::Flusher::new()),
+        );
+    }
     if sc.kernel.kswapd {
         for nid in 0..eng.kernel.mm.nodes.len() {
             let wq = eng.new_waitqueue();
@@ -287,8 +299,7 @@ pub fn run_traced(
     if let Some(fmt) = trace_format {
         eng.kernel.tracer = Some(crate::trace::Tracer::new(fmt, sc.machine.cpus));
     }
-    let dirty = (0, 0);
-    let boot_snap = eng.kernel.mm.vmstat_snapshot(dirty);
+    let boot_snap = eng.kernel.vmstat_snapshot();
     let mut ts = TimeSeries::default();
     for name in SERIES {
         ts.vmstat.insert(name, Vec::new());
@@ -301,7 +312,7 @@ pub fn run_traced(
         t = (t + interval).min(end);
         eng.run_until(t);
         eng.kernel.process_io(t);
-        let snap = eng.kernel.mm.vmstat_snapshot(dirty);
+        let snap = eng.kernel.vmstat_snapshot();
         eng.kernel.mm.sample(&snap, &mut ts, t);
         progress(t, end);
     }
@@ -334,7 +345,7 @@ fn result(
 ) -> RunResult {
     let k = &eng.kernel;
     let mm = &k.mm;
-    let snap = mm.vmstat_snapshot((0, 0));
+    let snap = k.vmstat_snapshot();
     let vmstat: IndexMap<&'static str, i64> = snap.iter().cloned().collect();
     let mut delta = IndexMap::new();
     for ((name, v), (_, b)) in snap.iter().zip(boot.iter()) {

@@ -463,6 +463,7 @@ memory = "2GiB"
 cpus = 8
 [kernel]
 kswapd = false
+flusher = false
 [[task]]
 name = "alloc"
 count = {tasks}
@@ -523,6 +524,7 @@ memory = "512MiB"
 cpus = 2
 [kernel]
 kswapd = false
+flusher = false
 [[task]]
 name = "big"
 program = [ { op = "touch", size = "300MiB" }, { op = "sleep", time = "2s" } ]
@@ -781,6 +783,7 @@ memory = "1GiB"
 cpus = 2
 [kernel]
 kswapd = false
+flusher = false
 [[task]]
 name = "a"
 program = [ {{ op = "alloc", order = 0, count = 20000, type = "movable" }}, {free} ]

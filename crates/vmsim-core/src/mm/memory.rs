@@ -428,7 +428,9 @@ impl Kernel {
     /// Finishes writeback of a page (folio_end_writeback): rotates a page reclaim wants
     /// to the tail of the inactive list, frees a page whose owner is gone.
     pub fn end_page_writeback(&mut self, p: Pfn) {
-        let nid = self.mm.pfn_to_nid(p);
+        let zid = self.mm.page_zone(p);
+        self.mm.zones[zid].vm_stat[super::vmstat::ZoneStat::NR_ZONE_WRITE_PENDING as usize] -= 1;
+        let nid = self.mm.zones[zid].nid;
         self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, -1);
         self.mm.mod_node_page_state(nid, NodeStat::NR_WRITTEN, 1);
         let flags = self.mm.map[p as usize].flags;

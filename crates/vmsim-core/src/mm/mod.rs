@@ -7,6 +7,7 @@ pub mod mmzone;
 pub mod oom_kill;
 pub mod page;
 pub mod page_alloc;
+pub mod page_writeback;
 pub mod rmap;
 pub mod slab;
 pub mod swap;

@@ -105,6 +105,8 @@ pub struct ScanControl {
     pub nr_reclaimed: u64,
     /// Totals of this shrink_node pass (sc->nr).
     pub nr: ReclaimStat,
+    /// Dirty file pages direct reclaim skipped (nodirect's nr_dirty).
+    pub nr_dirty_skipped: u64,
     /// The task doing the reclaim.
     pub tid: TaskId,
     /// Its CPU.
@@ -132,6 +134,7 @@ impl ScanControl {
             nr_scanned: 0,
             nr_reclaimed: 0,
             nr: ReclaimStat::default(),
+            nr_dirty_skipped: 0,
             tid,
             cpu,
         }
@@ -537,6 +540,16 @@ impl Kernel {
         }
         *pages = ret;
         self.blk_finish_plug();
+        if self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Flushforward
+            && stat.nr_dirty > 0
+            && sc.may_writepage
+        {
+            // flushforward: kick the flushers for the dirty pages met (nr_writeback_pages:
+            // 32 per skipped page, at most 4 MiB; 0, i.e. everything, from kswapd).
+            let n = (sc.nr_dirty_skipped * 32).min(1024);
+            self.wakeup_flusher_threads(n, crate::mm::page_writeback::WB_REASON_VMSCAN, sc.tid);
+        }
+        sc.nr_dirty_skipped = 0;
         self.mm
             .count_vm_events(Event::PGACTIVATE, stat.nr_activate[0] + stat.nr_activate[1]);
         nr_reclaimed
@@ -595,9 +608,14 @@ impl Kernel {
             nr_reclaimed,
         );
         self.lru_note_cost(nid, file, stat.nr_pageout, nr_scanned - nr_reclaimed);
-        // When every isolated file page was dirty and not queued for I/O, the kernel
-        // wakes the flusher threads here (wakeup_flusher_threads(WB_REASON_VMSCAN));
-        // flusher threads arrive with dirty writeback.
+        if file
+            && stat.nr_unqueued_dirty > 0
+            && stat.nr_unqueued_dirty == nr_taken
+            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+        {
+            // Every isolated page was dirty and not queued: the flushers are not keeping up.
+            self.wakeup_flusher_threads(0, crate::mm::page_writeback::WB_REASON_VMSCAN, sc.tid);
+        }
         sc.nr.nr_dirty += stat.nr_dirty;
         sc.nr.nr_congested += stat.nr_congested;
         sc.nr.nr_unqueued_dirty += stat.nr_unqueued_dirty;
@@ -826,6 +844,17 @@ impl Kernel {
             if sc.nr_reclaimed >= sc.nr_to_reclaim {
                 break;
             }
+            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern
+                && sc.nr_scanned > SWAP_CLUSTER_MAX * 3 / 2
+            {
+                // 2.6.35: "Try to write back as many pages as we just scanned".
+                self.wakeup_flusher_threads(
+                    sc.nr_scanned,
+                    crate::mm::page_writeback::WB_REASON_VMSCAN,
+                    tid,
+                );
+                sc.may_writepage = true;
+            }
             if sc.priority < DEF_PRIORITY - 2 {
                 sc.may_writepage = true;
             }
@@ -1024,10 +1053,13 @@ impl Kernel {
         let nid = self.mm.pfn_to_nid(pfn);
         match self.mm.kcfg.reclaim_writeback {
             ReclaimWriteback::Modern => {
-                // Today: only kswapd on a PGDAT_DIRTY node with a PG_reclaim page reaches
-                // pageout(), which no longer writes filesystem pages: always activate.
-                self.mm.count_node_vm_immediate(nid);
-                self.mm.map[pfn as usize].flags |= pg::RECLAIM;
+                // Today: only kswapd on a PGDAT_DIRTY node meeting a PG_reclaim page reaches
+                // pageout(), which no longer writes filesystem pages; either way it is activated.
+                let flags = self.mm.map[pfn as usize].flags;
+                if !sc.kswapd || flags & pg::RECLAIM == 0 || !self.mm.nodes[nid].pgdat_dirty {
+                    self.mm.count_node_vm_immediate(nid);
+                    self.mm.map[pfn as usize].flags |= pg::RECLAIM;
+                }
                 DirtyAction::Activate
             }
             ReclaimWriteback::Traceonly
@@ -1035,6 +1067,7 @@ impl Kernel {
             | ReclaimWriteback::Flushforward => {
                 if !sc.kswapd && self.mm.kcfg.reclaim_writeback != ReclaimWriteback::Traceonly {
                     // nodirect: direct reclaim never writes filesystem pages.
+                    sc.nr_dirty_skipped += 1;
                     return DirtyAction::Keep;
                 }
                 if references == FolioRef::ReclaimClean

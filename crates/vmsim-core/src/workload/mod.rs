@@ -77,6 +77,12 @@ pub struct OpProgram {
     rng: Stream,
     /// Allocations that failed (the program carries on).
     pub failed_allocs: u64,
+    /// File size when the current write started [pages].
+    file_base: u64,
+    /// Pages dirtied since balance_dirty_pages last ran.
+    dirtied: u64,
+    /// Pages the current read covers.
+    read_pages: u64,
 }
 
 impl OpProgram {
@@ -90,6 +96,9 @@ impl OpProgram {
             repeat_left: spec.repeat,
             rng,
             failed_allocs: 0,
+            file_base: 0,
+            dirtied: 0,
+            read_pages: 0,
         }
     }
 }
@@ -144,7 +153,22 @@ impl Program for OpProgram {
                     Op::Free { count, .. } => count.unwrap_or(u64::MAX),
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
-                    Op::Sleep { .. } | Op::Exit => 1,
+                    Op::Sleep { .. } | Op::Exit | Op::Unlink { .. } => 1,
+                    Op::Write { file, size } => {
+                        let ino = cx.k.lookup_or_create(file);
+                        self.file_base = cx.k.inodes[ino as usize].size_pages;
+                        self.dirtied = 0;
+                        size.0.div_ceil(PAGE_SIZE)
+                    }
+                    Op::Read { file, size } => {
+                        let ino = cx.k.lookup_or_create(file);
+                        let file_pages = cx.k.inodes[ino as usize].size_pages;
+                        self.read_pages = size
+                            .map(|b| b.0.div_ceil(PAGE_SIZE))
+                            .unwrap_or(file_pages)
+                            .min(file_pages);
+                        self.read_pages
+                    }
                 };
             }
             let budget = cx.quantum.saturating_sub(user + cx.k.mm.acc);
@@ -267,6 +291,84 @@ impl Program for OpProgram {
                         }
                         None => self.left = 0,
                     }
+                }
+                Op::Write { file, size } => {
+                    let ino = cx.k.lookup_or_create(file);
+                    let n = size.0.div_ceil(PAGE_SIZE);
+                    let index = self.file_base + (n - self.left);
+                    match cx.k.file_write_page(tid, ino, index) {
+                        AllocResult::Page(_) => {
+                            user += cx.k.mm.cost.touch_page;
+                            self.left -= 1;
+                            self.dirtied += 1;
+                            if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
+                                || self.left == 0
+                            {
+                                // balance_dirty_pages_ratelimited()
+                                cx.k.balance_dirty_pages(tid, self.dirtied);
+                                self.dirtied = 0;
+                                if cx.k.sleep_after > 0 {
+                                    if self.left == 0 {
+                                        self.pc += 1;
+                                        self.started = false;
+                                    }
+                                    return StepOut {
+                                        user_ns: user,
+                                        next: Step::Run,
+                                    };
+                                }
+                            }
+                        }
+                        AllocResult::Retry => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
+                            }
+                        }
+                        AllocResult::Failed | AllocResult::Killed => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Exit,
+                            };
+                        }
+                    }
+                }
+                Op::Read { file, .. } => {
+                    let ino = cx.k.lookup_or_create(file);
+                    let index = self.read_pages - self.left;
+                    match cx.k.file_read_page(tid, ino, index) {
+                        AllocResult::Page(_) => {
+                            user += cx.k.mm.cost.touch_page;
+                            self.left -= 1;
+                            if cx.k.sleep_after > 0 {
+                                // Waiting for the read: resume after it.
+                                if self.left == 0 {
+                                    self.pc += 1;
+                                    self.started = false;
+                                }
+                                return StepOut {
+                                    user_ns: user,
+                                    next: Step::Run,
+                                };
+                            }
+                        }
+                        AllocResult::Retry => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
+                            }
+                        }
+                        AllocResult::Failed | AllocResult::Killed => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Exit,
+                            };
+                        }
+                    }
+                }
+                Op::Unlink { file } => {
+                    cx.k.unlink(tid, file);
+                    self.left = 0;
                 }
                 Op::Sleep { time } => {
                     self.pc += 1;

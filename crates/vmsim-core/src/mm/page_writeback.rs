@@ -1,0 +1,440 @@
+//! Dirty page accounting, the dirty limits, writer throttling and the flusher thread.
+//!
+//! Models mm/page-writeback.c (folio_account_dirtied, global_dirtyable_memory,
+//! domain_dirty_limits with vm.dirty_ratio and vm.dirty_background_ratio,
+//! balance_dirty_pages with the setpoint/limit position control and
+//! MAX_PAUSE) and fs/fs-writeback.c (one flusher per backing device:
+//! wb_workfn → wb_do_writeback → wb_writeback, with background writeback
+//! above the background threshold, kupdate writeback of inodes dirtied more
+//! than dirty_expire_centisecs ago every dirty_writeback_centisecs, and
+//! work queued by wakeup_flusher_threads(); inodes are written oldest
+//! dirtied first, MAX_WRITEBACK_PAGES at a time, in file order).
+//! Simplifications: one backing device; the dirty ratelimit is the disk's
+//! write bandwidth (no per-task rate estimation); no per-cgroup writeback.
+
+use super::memory::BioKind;
+use super::page::{pg, Pfn};
+use super::rmap::Entry;
+use super::vmstat::{NodeStat, ZoneStat};
+use crate::block::Request;
+use crate::engine::lock::TaskId;
+use crate::kernel::Kernel;
+use crate::trace::TraceEvent;
+use std::collections::VecDeque;
+
+/// Pages written per inode per pass (MAX_WRITEBACK_PAGES, 4 MiB).
+pub const MAX_WRITEBACK_PAGES: u64 = 1024;
+/// Longest a dirtier sleeps in one balance_dirty_pages() call (MAX_PAUSE = HZ/5) [ns].
+pub const MAX_PAUSE: u64 = 200_000_000;
+/// Pages a task dirties between balance_dirty_pages() calls (the ratelimit, 32 pages).
+pub const DIRTY_RATELIMIT_PAGES: u64 = 32;
+/// WB_REASON_BACKGROUND.
+pub const WB_REASON_BACKGROUND: i32 = 0;
+/// WB_REASON_VMSCAN.
+pub const WB_REASON_VMSCAN: i32 = 1;
+/// WB_REASON_PERIODIC.
+pub const WB_REASON_PERIODIC: i32 = 2;
+
+/// Writeback work queued for the flusher (struct wb_writeback_work).
+#[derive(Debug, Clone, Copy)]
+pub struct WbWork {
+    /// Pages to write; u64::MAX for "everything dirty".
+    pub nr_pages: u64,
+    /// Why (WB_REASON_*).
+    pub reason: i32,
+}
+
+/// The backing device's writeback state (struct bdi_writeback).
+#[derive(Debug, Default)]
+pub struct BdiWriteback {
+    /// Dirty inodes, oldest dirtied first (b_dirty).
+    pub b_dirty: VecDeque<u32>,
+    /// Queued work (work_list).
+    pub work_list: VecDeque<WbWork>,
+    /// Wait queue id of the flusher thread, or usize::MAX without one.
+    pub wq: usize,
+    /// Whether the flusher sleeps (not running).
+    pub idle: bool,
+}
+
+impl Kernel {
+    /// Memory that could hold dirty page cache: free plus file LRU pages, less the
+    /// reserves (global_dirtyable_memory) [pages].
+    pub fn global_dirtyable_memory(&self) -> u64 {
+        let mut x: i64 = 0;
+        for z in &self.mm.zones {
+            x += z.free_pages();
+            x -= (z.watermark[super::mmzone::Wmark::High as usize]
+                + z.lowmem_reserve.iter().max().copied().unwrap_or(0)) as i64;
+            x += z.vm_stat[ZoneStat::NR_ZONE_INACTIVE_FILE as usize]
+                + z.vm_stat[ZoneStat::NR_ZONE_ACTIVE_FILE as usize];
+        }
+        x.max(1) as u64
+    }
+
+    /// The background and hard dirty thresholds (global_dirty_limits) [pages].
+    pub fn global_dirty_limits(&self) -> (u64, u64) {
+        let available = self.global_dirtyable_memory();
+        let thresh = available * self.mm.kcfg.dirty_ratio / 100;
+        let mut bg = available * self.mm.kcfg.dirty_background_ratio / 100;
+        if bg >= thresh {
+            bg = thresh / 2;
+        }
+        (bg, thresh)
+    }
+
+    /// /proc/vmstat with the dirty thresholds filled in (vmstat_start → global_dirty_limits).
+    pub fn vmstat_snapshot(&self) -> super::vmstat::VmstatSnapshot {
+        let (bg, thresh) = self.global_dirty_limits();
+        self.mm.vmstat_snapshot((thresh as i64, bg as i64))
+    }
+
+    /// Dirty plus writeback page-cache pages (what the limits are compared with) [pages].
+    pub fn nr_dirty_and_writeback(&self) -> u64 {
+        let s = |i: NodeStat| {
+            self.mm
+                .nodes
+                .iter()
+                .map(|n| n.vm_stat[i as usize])
+                .sum::<i64>()
+                .max(0) as u64
+        };
+        s(NodeStat::NR_DIRTY) + s(NodeStat::NR_WRITEBACK)
+    }
+
+    /// Marks a page-cache page dirty and accounts it (folio_mark_dirty → folio_account_dirtied).
+    pub fn folio_mark_dirty(&mut self, p: Pfn, ino: u32, now: u64) {
+        if self.mm.map[p as usize].test(pg::DIRTY) {
+            return;
+        }
+        self.mm.map[p as usize].flags |= pg::DIRTY;
+        self.account_dirty(p, 1);
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_DIRTIED, 1);
+        let inode = &mut self.inodes[ino as usize];
+        inode.nr_dirty += 1;
+        if inode.dirtied_when.is_none() {
+            inode.dirtied_when = Some(now);
+            self.wb.b_dirty.push_back(ino);
+        }
+    }
+
+    /// Adjusts NR_DIRTY and NR_ZONE_WRITE_PENDING for a file page.
+    fn account_dirty(&mut self, p: Pfn, delta: i64) {
+        let zid = self.mm.page_zone(p);
+        self.mm.zones[zid].vm_stat[ZoneStat::NR_ZONE_WRITE_PENDING as usize] += delta;
+        let nid = self.mm.zones[zid].nid;
+        self.mm.mod_node_page_state(nid, NodeStat::NR_DIRTY, delta);
+    }
+
+    /// Clears a page's dirty state before writing or dropping it (folio_clear_dirty_for_io /
+    /// folio_cancel_dirty).
+    pub fn folio_clear_dirty(&mut self, p: Pfn) {
+        if !self.mm.map[p as usize].test(pg::DIRTY) {
+            return;
+        }
+        self.mm.map[p as usize].flags &= !pg::DIRTY;
+        self.account_dirty(p, -1);
+        let slot = self.mm.map[p as usize].owner;
+        if let (super::rmap::Owner::File { ino, .. }, _) = self.rmap.owner(slot) {
+            let inode = &mut self.inodes[ino as usize];
+            inode.nr_dirty -= 1;
+            if inode.nr_dirty == 0 {
+                inode.dirtied_when = None;
+            }
+        }
+    }
+
+    /// Starts writeback of a page (folio_start_writeback): NR_WRITEBACK and write-pending up.
+    pub fn folio_start_writeback(&mut self, p: Pfn) {
+        self.mm.map[p as usize].flags |= pg::WRITEBACK;
+        let zid = self.mm.page_zone(p);
+        self.mm.zones[zid].vm_stat[ZoneStat::NR_ZONE_WRITE_PENDING as usize] += 1;
+        let nid = self.mm.zones[zid].nid;
+        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, 1);
+    }
+
+    /// Throttles a task that dirtied pages when dirty memory is above the setpoint
+    /// (balance_dirty_pages); wakes the flusher above the background threshold.
+    pub fn balance_dirty_pages(&mut self, tid: TaskId, pages_dirtied: u64) {
+        let (bg, thresh) = self.global_dirty_limits();
+        let dirty = self.nr_dirty_and_writeback();
+        if dirty > bg {
+            self.wb_start_background_writeback(tid);
+        }
+        let freerun = (bg + thresh) / 2;
+        if dirty <= freerun || self.no_throttle {
+            return;
+        }
+        // Position control: full speed at the setpoint, none at the limit.
+        let setpoint = freerun;
+        let limit = thresh.max(setpoint + 1);
+        let bw = (self.disk.config().write_bandwidth / crate::mm::page::PAGE_SIZE).max(1);
+        let pause = if dirty >= limit {
+            MAX_PAUSE
+        } else {
+            let pos = (limit - dirty) as f64 / (limit - setpoint) as f64;
+            let rate = (bw as f64 * pos).max(1.0);
+            ((pages_dirtied as f64 / rate) * 1e9) as u64
+        }
+        .min(MAX_PAUSE);
+        if pause == 0 {
+            return;
+        }
+        self.sleep_after += pause;
+        self.trace(
+            tid,
+            TraceEvent::BalanceDirtyPages {
+                bdi: crate::trace::mkdev(8, 0),
+                limit: thresh,
+                setpoint,
+                dirty,
+                wb_setpoint: setpoint,
+                wb_dirty: dirty,
+                dirty_ratelimit: bw * 4,
+                task_ratelimit: (bw * 4 * (limit.saturating_sub(dirty)))
+                    / (limit - setpoint).max(1),
+                dirtied: pages_dirtied as u32,
+                dirtied_pause: DIRTY_RATELIMIT_PAGES as u32,
+                paused: 0,
+                pause: (pause / 1_000_000) as i64,
+                period: (pause / 1_000_000),
+                think: 0,
+                cgroup_ino: 1,
+            },
+        );
+    }
+
+    /// Queues writeback work and wakes the flusher (wb_queue_work + wb_wakeup).
+    pub fn wb_queue_work(&mut self, work: WbWork) {
+        self.wb.work_list.push_back(work);
+        self.wb_wakeup();
+    }
+
+    /// Wakes the flusher thread if it sleeps (wb_wakeup).
+    fn wb_wakeup(&mut self) {
+        if self.wb.idle && self.wb.wq != usize::MAX {
+            self.wb.idle = false;
+            self.pending_wakeups.push(self.wb.wq);
+        }
+    }
+
+    /// Starts background writeback (wb_start_background_writeback).
+    pub fn wb_start_background_writeback(&mut self, tid: TaskId) {
+        if self.wb.idle {
+            self.trace(
+                tid,
+                TraceEvent::WritebackWakeBackground {
+                    name: crate::trace::mkdev(8, 0),
+                    cgroup_ino: 1,
+                },
+            );
+        }
+        self.wb_wakeup();
+    }
+
+    /// Asks the flushers to write `nr_pages` (0: all dirty pages) because of `reason`
+    /// (wakeup_flusher_threads).
+    pub fn wakeup_flusher_threads(&mut self, nr_pages: u64, reason: i32, tid: TaskId) {
+        if self.wb.wq == usize::MAX {
+            return;
+        }
+        let nr = if nr_pages == 0 { u64::MAX } else { nr_pages };
+        self.trace(
+            tid,
+            TraceEvent::WritebackQueue {
+                name: crate::trace::mkdev(8, 0),
+                nr_pages: if nr == u64::MAX {
+                    self.nr_dirty_and_writeback() as i64
+                } else {
+                    nr as i64
+                },
+                sb_dev: 0,
+                sync_mode: 0,
+                for_kupdate: 0,
+                range_cyclic: 1,
+                for_background: 0,
+                reason,
+                cgroup_ino: 1,
+            },
+        );
+        self.wb_queue_work(WbWork {
+            nr_pages: nr,
+            reason,
+        });
+    }
+
+    /// Writes back up to `budget` dirty pages of the oldest dirty inodes, oldest first,
+    /// in file order (writeback_sb_inodes → __writeback_single_inode → do_writepages);
+    /// returns pages written. `older_than` limits it to inodes dirtied before that time.
+    pub fn writeback_inodes(&mut self, budget: u64, older_than: Option<u64>) -> u64 {
+        let mut written = 0;
+        while written < budget {
+            let Some(&ino) = self.wb.b_dirty.front() else {
+                break;
+            };
+            let inode = &self.inodes[ino as usize];
+            let Some(when) = inode.dirtied_when else {
+                self.wb.b_dirty.pop_front();
+                continue;
+            };
+            if older_than.is_some_and(|t| when > t) {
+                break;
+            }
+            let chunk = (budget - written).min(MAX_WRITEBACK_PAGES);
+            let n = self.write_inode_pages(ino, chunk);
+            written += n;
+            let inode = &self.inodes[ino as usize];
+            self.wb.b_dirty.pop_front();
+            if inode.nr_dirty > 0 {
+                // More left: requeue at the tail, as redirty_tail/requeue_io do.
+                self.wb.b_dirty.push_back(ino);
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        written
+    }
+
+    /// Starts writeback of up to `max` dirty pages of one file, in index order, as
+    /// requests of consecutive pages (do_writepages → write_cache_pages).
+    fn write_inode_pages(&mut self, ino: u32, max: u64) -> u64 {
+        let size = self.inodes[ino as usize].size_pages;
+        let start = self.inodes[ino as usize].writeback_index;
+        let mut written = 0;
+        let mut run: Vec<Pfn> = Vec::new();
+        let mut run_start = 0u64;
+        let mut idx = start;
+        let mut scanned = 0;
+        while written < max && scanned < size {
+            if idx >= size {
+                idx = 0;
+                self.flush_file_run(ino, run_start, std::mem::take(&mut run));
+            }
+            let page = self.inodes[ino as usize]
+                .pages
+                .slot(idx)
+                .map(|s| self.rmap.get(s));
+            match page {
+                Some(Entry::Page(p))
+                    if self.mm.map[p as usize].test(pg::DIRTY)
+                        && !self.mm.map[p as usize].test(pg::WRITEBACK) =>
+                {
+                    if run.is_empty() {
+                        run_start = idx;
+                    }
+                    self.folio_clear_dirty(p);
+                    self.folio_start_writeback(p);
+                    run.push(p);
+                    written += 1;
+                }
+                _ => self.flush_file_run(ino, run_start, std::mem::take(&mut run)),
+            }
+            idx += 1;
+            scanned += 1;
+        }
+        self.flush_file_run(ino, run_start, run);
+        self.inodes[ino as usize].writeback_index = idx;
+        written
+    }
+
+    fn flush_file_run(&mut self, ino: u32, first: u64, run: Vec<Pfn>) {
+        if run.is_empty() {
+            return;
+        }
+        let sector = self.inodes[ino as usize].start_sector + first * 8;
+        self.mm
+            .count_vm_events(super::vmstat::Event::PGPGOUT, 4 * run.len() as u64);
+        let n = run.len() as u32;
+        self.submit_bio(Request::write(sector, n, 0, false), BioKind::FileWrite(run));
+    }
+}
+
+/// Where the flusher is in its loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FlusherState {
+    Idle,
+    Working,
+}
+
+/// The flusher thread of the disk (the bdi_writeback work function, wb_workfn).
+pub struct Flusher {
+    state: FlusherState,
+    current: Option<WbWork>,
+    last_kupdate: u64,
+}
+
+impl Default for Flusher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Flusher {
+    /// A flusher at rest.
+    pub fn new() -> Self {
+        Flusher {
+            state: FlusherState::Idle,
+            current: None,
+            last_kupdate: 0,
+        }
+    }
+}
+
+impl crate::workload::Program for Flusher {
+    fn step(&mut self, cx: &mut crate::workload::StepCtx) -> crate::workload::StepOut {
+        use crate::workload::{Step, StepOut};
+        let k = &mut *cx.k;
+        let now = cx.now;
+        let interval = k.mm.kcfg.dirty_writeback_centisecs * 10_000_000;
+        let expire = k.mm.kcfg.dirty_expire_centisecs * 10_000_000;
+        self.state = FlusherState::Working;
+        k.wb.idle = false;
+        // One chunk of work per step (wb_writeback's loop), so others run meanwhile.
+        if self.current.is_none() {
+            self.current = k.wb.work_list.pop_front();
+        }
+        let (bg, _) = k.global_dirty_limits();
+        let written = if let Some(mut w) = self.current {
+            let n = k.writeback_inodes(w.nr_pages.min(MAX_WRITEBACK_PAGES), None);
+            w.nr_pages = w.nr_pages.saturating_sub(n.max(1));
+            self.current = (n > 0 && w.nr_pages > 0).then_some(w);
+            n
+        } else if k.nr_dirty_and_writeback() > bg
+            && k.wb
+                .b_dirty
+                .iter()
+                .any(|&i| k.inodes[i as usize].nr_dirty > 0)
+        {
+            // wb_check_background_flush()
+            k.writeback_inodes(MAX_WRITEBACK_PAGES, None)
+        } else if now >= self.last_kupdate + interval {
+            // wb_check_old_data_flush(): kupdate-style writeback of expired inodes.
+            self.last_kupdate = now;
+            k.writeback_inodes(u64::MAX, Some(now.saturating_sub(expire)))
+        } else {
+            0
+        };
+        if written > 0 || self.current.is_some() {
+            k.mm.acc = k.mm.acc.max(1);
+            return StepOut {
+                user_ns: 0,
+                next: Step::Run,
+            };
+        }
+        // Nothing to do: sleep until woken or the next periodic flush.
+        self.state = FlusherState::Idle;
+        k.wb.idle = true;
+        let wake_in = (self.last_kupdate + interval)
+            .saturating_sub(now)
+            .max(1_000_000);
+        StepOut {
+            user_ns: 0,
+            next: Step::Block {
+                wq: k.wb.wq,
+                timeout: Some(wake_in),
+            },
+        }
+    }
+}
