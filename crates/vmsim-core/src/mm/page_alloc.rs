@@ -1697,7 +1697,22 @@ impl Kernel {
             if gfp.has(__GFP_NORETRY) || (costly_order && !gfp.has(__GFP_RETRY_MAYFAIL)) {
                 return AllocResult::Failed;
             }
-            if self.should_reclaim_retry(order, ac, alloc_flags, progress, &mut no_progress_loops) {
+            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern {
+                // 2.6.35's should_alloc_retry(): orders <= 3 retry after
+                // congestion_wait(BLK_RW_ASYNC, HZ/50) while reclaim makes progress;
+                // without progress the OOM killer is next.
+                if progress && !self.no_throttle {
+                    self.tasks[tid as usize].no_progress_loops = 0;
+                    self.congestion_wait(self.mm.kcfg.hz / 50);
+                    return AllocResult::Retry;
+                }
+            } else if self.should_reclaim_retry(
+                order,
+                ac,
+                alloc_flags,
+                progress,
+                &mut no_progress_loops,
+            ) {
                 if !progress && self.consider_reclaim_throttle(ac, tid) {
                     // Throttled for lack of progress: sleep, then retry the allocation.
                     self.tasks[tid as usize].no_progress_loops = no_progress_loops;

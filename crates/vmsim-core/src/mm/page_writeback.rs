@@ -351,6 +351,46 @@ impl Kernel {
     }
 }
 
+/// Emits writeback_start (before a chunk of work) or writeback_written (after it).
+fn trace_wb(
+    k: &mut Kernel,
+    tid: TaskId,
+    start: bool,
+    nr_pages: i64,
+    reason: i32,
+    background: bool,
+    kupdate: bool,
+) {
+    let (name, sb_dev) = (crate::trace::mkdev(8, 0), 0);
+    let (for_kupdate, for_background) = (kupdate as i32, background as i32);
+    let ev = if start {
+        TraceEvent::WritebackStart {
+            name,
+            nr_pages,
+            sb_dev,
+            sync_mode: 0,
+            for_kupdate,
+            range_cyclic: 1,
+            for_background,
+            reason,
+            cgroup_ino: 1,
+        }
+    } else {
+        TraceEvent::WritebackWritten {
+            name,
+            nr_pages,
+            sb_dev,
+            sync_mode: 0,
+            for_kupdate,
+            range_cyclic: 1,
+            for_background,
+            reason,
+            cgroup_ino: 1,
+        }
+    };
+    k.trace(tid, ev);
+}
+
 /// Where the flusher is in its loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FlusherState {
@@ -396,10 +436,21 @@ impl crate::workload::Program for Flusher {
             self.current = k.wb.work_list.pop_front();
         }
         let (bg, _) = k.global_dirty_limits();
+        let tid = cx.tid;
         let written = if let Some(mut w) = self.current {
+            trace_wb(
+                k,
+                tid,
+                true,
+                w.nr_pages.min(i64::MAX as u64) as i64,
+                w.reason,
+                false,
+                false,
+            );
             let n = k.writeback_inodes(w.nr_pages.min(MAX_WRITEBACK_PAGES), None);
             w.nr_pages = w.nr_pages.saturating_sub(n.max(1));
             self.current = (n > 0 && w.nr_pages > 0).then_some(w);
+            trace_wb(k, tid, false, n as i64, w.reason, false, false);
             n
         } else if k.nr_dirty_and_writeback() > bg
             && k.wb
@@ -408,11 +459,19 @@ impl crate::workload::Program for Flusher {
                 .any(|&i| k.inodes[i as usize].nr_dirty > 0)
         {
             // wb_check_background_flush()
-            k.writeback_inodes(MAX_WRITEBACK_PAGES, None)
+            trace_wb(k, tid, true, i64::MAX, WB_REASON_BACKGROUND, true, false);
+            let n = k.writeback_inodes(MAX_WRITEBACK_PAGES, None);
+            trace_wb(k, tid, false, n as i64, WB_REASON_BACKGROUND, true, false);
+            n
         } else if now >= self.last_kupdate + interval {
             // wb_check_old_data_flush(): kupdate-style writeback of expired inodes.
             self.last_kupdate = now;
-            k.writeback_inodes(u64::MAX, Some(now.saturating_sub(expire)))
+            let n = k.writeback_inodes(u64::MAX, Some(now.saturating_sub(expire)));
+            if n > 0 {
+                trace_wb(k, tid, true, n as i64, WB_REASON_PERIODIC, false, true);
+                trace_wb(k, tid, false, n as i64, WB_REASON_PERIODIC, false, true);
+            }
+            n
         } else {
             0
         };

@@ -747,6 +747,18 @@ impl Kernel {
         }
     }
 
+    /// Sleeps until the disk's async queue is no longer congested or `jiffies` pass
+    /// (congestion_wait(BLK_RW_ASYNC, timeout) of the 2.6.3x kernels), after the current step.
+    pub fn congestion_wait(&mut self, jiffies: u64) {
+        if self.no_throttle {
+            return;
+        }
+        let timeout = jiffies * (1_000_000_000 / self.mm.kcfg.hz);
+        let now = self.mm.clock() + self.sleep_after;
+        let wake = self.disk.congestion_wait(now, timeout);
+        self.sleep_after += wake.saturating_sub(now);
+    }
+
     /// Whether NOPROGRESS throttling is pointless (skip_throttle_noprogress): kswapd has
     /// given up on the node, or dirty and writeback pages are few against what can be reclaimed.
     fn skip_throttle_noprogress(&self, nid: usize) -> bool {
@@ -857,6 +869,13 @@ impl Kernel {
             }
             if sc.priority < DEF_PRIORITY - 2 {
                 sc.may_writepage = true;
+            }
+            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern
+                && sc.priority < DEF_PRIORITY - 2
+                && sc.nr_scanned > 0
+            {
+                // 2.6.35: "Take a nap, wait for some writeback to complete".
+                self.congestion_wait(self.mm.kcfg.hz / 10);
             }
             sc.priority -= 1;
             if sc.priority < 0 {
