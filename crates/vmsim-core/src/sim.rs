@@ -101,6 +101,69 @@ pub struct TaskGroup {
     pub mean_runtime_seconds: f64,
 }
 
+/// The pageblocks of one zone at the end of a run: type and contents of each (the picture of fragmentation).
+#[derive(Debug, Clone, Serialize)]
+pub struct PageblockMap {
+    /// Node.
+    pub node: usize,
+    /// Zone name.
+    pub zone: &'static str,
+    /// First frame of the first pageblock.
+    pub start_pfn: u64,
+    /// Migratetype of each pageblock: U(nmovable), M(ovable), R(eclaimable), H(ighAtomic), I(solate).
+    pub migratetype: String,
+    /// Free pages in each pageblock (buddy lists).
+    pub free: Vec<u16>,
+    /// Allocated pages in each pageblock by mobility: [unmovable, movable, reclaimable].
+    pub used: Vec<[u16; 3]>,
+}
+
+impl Mm {
+    /// The pageblock map of every populated zone.
+    pub fn pageblock_map(&self) -> Vec<PageblockMap> {
+        let mut out = Vec::new();
+        for z in self.zones.iter().filter(|z| z.populated()) {
+            let first = (z.zone_start_pfn as u64) >> PAGEBLOCK_ORDER;
+            let last = (z.zone_end_pfn() as u64).div_ceil(1 << PAGEBLOCK_ORDER);
+            let mut m = PageblockMap {
+                node: z.nid,
+                zone: z.zone_type.name(),
+                start_pfn: first << PAGEBLOCK_ORDER,
+                migratetype: String::new(),
+                free: Vec::new(),
+                used: Vec::new(),
+            };
+            for pb in first..last {
+                m.migratetype
+                    .push(['U', 'M', 'R', 'H', 'I'][self.pageblock_mt[pb as usize] as usize]);
+                let (mut free, mut used) = (0u16, [0u16; 3]);
+                let start = (pb << PAGEBLOCK_ORDER) as u32;
+                let end = start + (1 << PAGEBLOCK_ORDER);
+                let mut p = start;
+                while p < end {
+                    let page = &self.map[p as usize];
+                    let n = 1u32 << page.order();
+                    if page.test(pg::BUDDY) {
+                        free += n.min(end - p) as u16;
+                        p += n;
+                    } else if page.test(pg::HEAD) && !page.test(pg::RESERVED) {
+                        if (page.mt as usize) < 3 {
+                            used[page.mt as usize] += n.min(end - p) as u16;
+                        }
+                        p += n;
+                    } else {
+                        p += 1;
+                    }
+                }
+                m.free.push(free);
+                m.used.push(used);
+            }
+            out.push(m);
+        }
+        out
+    }
+}
+
 /// Counters sampled over simulated time.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct TimeSeries {
@@ -147,6 +210,8 @@ pub struct RunResult {
     pub timeseries: TimeSeries,
     /// /proc files at the end: vmstat, buddyinfo, pagetypeinfo, slabinfo.
     pub proc: IndexMap<&'static str, String>,
+    /// Every pageblock's type and contents at the end.
+    pub pageblocks: Vec<PageblockMap>,
 }
 
 /// Items recorded in the time series.
@@ -434,5 +499,6 @@ fn result(
         tasks,
         timeseries: ts,
         proc,
+        pageblocks: mm.pageblock_map(),
     }
 }
