@@ -262,6 +262,7 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         "bytes_per_frame": ("<=", 16),
         "sim_seconds_per_wall_second": ("", None),
         "reclaim_pages_scanned_per_sec": (">=", 10e6),
+        "grouping_cost_ratio": ("", None),
     }
     for k, v in data.items():
         op, target = targets.get(k, ("", None))

@@ -25,6 +25,8 @@ pub struct BenchResult {
     pub sim_seconds_per_wall_second: f64,
     /// Pages scanned by reclaim (pgscan_kswapd + pgscan_direct) per wall second in a swap-heavy run.
     pub reclaim_pages_scanned_per_sec: f64,
+    /// Order-0 alloc+free throughput with mobility grouping ÷ without, measured side by side.
+    pub grouping_cost_ratio: f64,
 }
 
 /// The reclaim benchmark: three tasks cycling through more anonymous memory than RAM, with swap.
@@ -53,9 +55,49 @@ pub fn reclaim_speed() -> f64 {
 }
 
 fn small_mm(memory: &str) -> Mm {
-    let sc = Scenario::from_toml(&format!("[machine]\nmemory=\"{memory}\"\ncpus=1\n"))
-        .expect("built-in bench scenario");
+    mm_with(memory, true)
+}
+
+fn mm_with(memory: &str, grouping: bool) -> Mm {
+    let sc = Scenario::from_toml(&format!(
+        "[machine]\nmemory=\"{memory}\"\ncpus=1\n[kernel]\nmobility_grouping={grouping}\n"
+    ))
+    .expect("built-in bench scenario");
     Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+}
+
+/// Runs `rounds` bursts of 64 order-0 allocations then 64 frees; returns pairs done.
+fn order0_bursts(mm: &mut Mm, rounds: u64) -> u64 {
+    let mut held: Vec<Pfn> = Vec::with_capacity(64);
+    for _ in 0..rounds {
+        for _ in 0..64 {
+            let (p, _) = mm.alloc_pages_fast(GFP_HIGHUSER_MOVABLE, 0, 0, 0);
+            held.push(p.expect("a 1GiB machine has free pages"));
+        }
+        for p in held.drain(..) {
+            mm.free_pages(p, 0, 0);
+        }
+    }
+    mm.acc = 0;
+    rounds * 64
+}
+
+/// Order-0 allocation throughput with mobility grouping ÷ without (the seed's AIM9
+/// page_test comparison): the two allocators run in alternation in one process so
+/// machine noise hits both alike.
+pub fn grouping_cost_ratio(min_seconds: f64) -> f64 {
+    let mut on = mm_with("1GiB", true);
+    let mut off = mm_with("1GiB", false);
+    let (mut t_on, mut t_off, mut n_on, mut n_off) = (0.0, 0.0, 0u64, 0u64);
+    while t_on + t_off < 2.0 * min_seconds {
+        let t = Instant::now();
+        n_on += order0_bursts(&mut on, 2000);
+        t_on += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        n_off += order0_bursts(&mut off, 2000);
+        t_off += t.elapsed().as_secs_f64();
+    }
+    (n_on as f64 / t_on) / (n_off as f64 / t_off)
 }
 
 /// Order-0 alloc+free pairs per second: bursts of 64 allocations, then 64 frees.
@@ -148,5 +190,6 @@ pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> Benc
         bytes_per_frame: heap_bytes.map(bytes_per_frame),
         sim_seconds_per_wall_second: sim_speed(),
         reclaim_pages_scanned_per_sec: reclaim_speed(),
+        grouping_cost_ratio: grouping_cost_ratio(min_seconds),
     }
 }

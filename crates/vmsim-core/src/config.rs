@@ -90,6 +90,8 @@ section! {
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
         /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
         kswapd: bool = true, "[bool]";
+        /// Lumpy reclaim (2.6.23–3.x): for high orders, reclaim also takes the LRU neighbours of each page in its aligned block.
+        lumpy_reclaim: bool = false, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
         flusher: bool = true, "[bool]";
         /// CONFIG_HZ: timer ticks per second; throttling sleeps come in jiffies.

@@ -137,6 +137,8 @@ pub struct Kernel {
     pub tracer: Option<Tracer>,
     /// Set while the current context may not sleep (fork in the engine, interrupts).
     pub no_throttle: bool,
+    /// Lumpy isolation counts of the last isolate_lru_folios: (taken, dirty, failed).
+    pub lumpy_stats: (u64, u64, u64),
 }
 
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
@@ -184,6 +186,7 @@ impl Kernel {
             },
             tracer: None,
             no_throttle: false,
+            lumpy_stats: (0, 0, 0),
         }
     }
 

@@ -107,6 +107,8 @@ pub struct ScanControl {
     pub nr: ReclaimStat,
     /// Dirty file pages direct reclaim skipped (nodirect's nr_dirty).
     pub nr_dirty_skipped: u64,
+    /// Lumpy reclaim mode for this pass (set_lumpy_reclaim_mode).
+    pub lumpy: bool,
     /// The task doing the reclaim.
     pub tid: TaskId,
     /// Its CPU.
@@ -135,6 +137,7 @@ impl ScanControl {
             nr_reclaimed: 0,
             nr: ReclaimStat::default(),
             nr_dirty_skipped: 0,
+            lumpy: false,
             tid,
             cpu,
         }
@@ -308,12 +311,17 @@ impl Kernel {
         let mut skipped: Vec<Pfn> = Vec::new();
         let mut scan = 0u64;
         let mut nr_skipped = [0u64; MAX_NR_ZONES];
-        let mut cursor = self.mm.nodes[nid].lruvec.lists[l].tail;
-        while scan < nr_to_scan && cursor != NIL {
-            let pfn = cursor;
-            cursor = self.mm.map[pfn as usize].prev;
-            let zt = self.mm.zones[self.mm.page_zone(pfn)].zone_type as usize;
+        let (mut contig_taken, mut contig_dirty, mut contig_failed) = (0u64, 0u64, 0u64);
+        while scan < nr_to_scan {
+            let pfn = self.mm.nodes[nid].lruvec.lists[l].tail;
+            if pfn == NIL {
+                break;
+            }
+            let zid = self.mm.page_zone(pfn);
+            let zt = self.mm.zones[zid].zone_type as usize;
+            self.mm.lruvec_del_folio(pfn);
             if zt > sc.reclaim_idx {
+                // Set aside and put back at the head afterwards, as the kernel splices folios_skipped.
                 nr_skipped[zt] += 1;
                 skipped.push(pfn);
                 if skipped.len() as u64 > 32 * nr_to_scan {
@@ -322,9 +330,40 @@ impl Kernel {
                 continue;
             }
             scan += 1;
-            self.mm.lruvec_del_folio(pfn);
             taken.push(pfn);
+            if sc.lumpy {
+                // Lumpy reclaim (2.6.23–3.x isolate_lru_pages): take every LRU page of the
+                // aligned 2^order block around the tag page, active or inactive, file or anon.
+                let start = pfn & !((1u32 << sc.order) - 1);
+                for q in start..start + (1u32 << sc.order) {
+                    if q == pfn || q as usize >= self.mm.map.len() || self.mm.page_zone(q) != zid {
+                        continue;
+                    }
+                    let page = self.mm.map[q as usize];
+                    if page.kind() == PageKind::Anon
+                        && page.flags & pg::SWAPCACHE == 0
+                        && !self.can_reclaim_anon_pages()
+                    {
+                        continue;
+                    }
+                    if page.test(pg::LRU) && !page.test(pg::UNEVICTABLE) {
+                        self.mm.lruvec_del_folio(q);
+                        taken.push(q);
+                        contig_taken += 1;
+                        scan += 1;
+                        if page.test(pg::DIRTY) {
+                            contig_dirty += 1;
+                        }
+                    } else if page.test(pg::HEAD) {
+                        contig_failed += 1;
+                    }
+                }
+            }
         }
+        for &p in skipped.iter().rev() {
+            self.mm.lruvec_add_folio(p);
+        }
+        self.lumpy_stats = (contig_taken, contig_dirty, contig_failed);
         for (zt, &n) in nr_skipped.iter().enumerate() {
             if n > 0 {
                 let ev = [Event::PGSKIP_DMA, Event::PGSKIP_DMA32, Event::PGSKIP_NORMAL][zt];
@@ -344,10 +383,10 @@ impl Kernel {
                 nr_skipped: skipped.len() as u64,
                 nr_taken: taken.len() as u64,
                 lru: l as i32,
-                isolate_mode: 0,
-                contig_taken: 0,
-                contig_dirty: 0,
-                contig_failed: 0,
+                isolate_mode: if sc.lumpy { 2 } else { 0 },
+                contig_taken: self.lumpy_stats.0,
+                contig_dirty: self.lumpy_stats.1,
+                contig_failed: self.lumpy_stats.2,
             },
         );
         (taken, scan)
@@ -728,6 +767,10 @@ impl Kernel {
         let now = self.mm.clock();
         self.process_io(now);
         sc.nr = ReclaimStat::default();
+        // set_lumpy_reclaim_mode(): costly orders always, other high orders at raised priority.
+        sc.lumpy = self.mm.kcfg.lumpy_reclaim
+            && (sc.order > super::mmzone::PAGE_ALLOC_COSTLY_ORDER
+                || sc.order > 0 && sc.priority < DEF_PRIORITY - 2);
         self.prepare_scan_control(nid, sc);
         self.shrink_lruvec(nid, sc);
         let cpu = sc.cpu;
