@@ -90,6 +90,10 @@ section! {
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
         /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
         kswapd: bool = true, "[bool]";
+        /// Gate on parallel direct reclaimers: off (any number), limit (seed 000: at most reclaim_limit at once, the rest wait), modern (today's reclaim_throttle only).
+        reclaim_throttle: ReclaimThrottle = ReclaimThrottle::Modern, "[policy]";
+        /// Direct reclaimers allowed at once under reclaim_throttle = "limit"; 0 means RECLAIM_LIMIT = 2 × nodes with memory.
+        reclaim_limit: u64 = 0, "[tasks]";
         /// Lumpy reclaim (2.6.23–3.x): for high orders, reclaim also takes the LRU neighbours of each page in its aligned block.
         lumpy_reclaim: bool = false, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
@@ -105,6 +109,19 @@ section! {
         /// vm.dirty_writeback_centisecs: interval of the flusher's periodic writeback.
         dirty_writeback_centisecs: u64 = 500, "[1/100 s]";
     }
+}
+
+/// How many tasks may be in direct reclaim at once (seed 000's kernels and today's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReclaimThrottle {
+    /// 2.6.25 before the patch: any number of direct reclaimers.
+    Off,
+    /// The seed's patch: at most `reclaim_limit` at once; the rest wait and are all woken when
+    /// one finishes; a waiter that waited over 1 s skips reclaim if the zone is above 4 × high.
+    Limit,
+    /// Today: no count limit; reclaim_throttle() and too_many_isolated() slow reclaimers down.
+    Modern,
 }
 
 /// Who writes back dirty file pages that reclaim finds (seed 001's kernels and today's).

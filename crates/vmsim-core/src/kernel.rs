@@ -79,6 +79,8 @@ pub struct TaskStruct {
     pub kstack: Vec<Pfn>,
     /// Reclaim passes without progress carried across throttled retries (no_progress_loops).
     pub no_progress_loops: u32,
+    /// When the task first found the direct-reclaimer limit reached, while it waits.
+    pub throttled_since: Option<u64>,
     /// Statistics.
     pub stats: TaskStats,
 }
@@ -139,6 +141,16 @@ pub struct Kernel {
     pub no_throttle: bool,
     /// Lumpy isolation counts of the last isolate_lru_folios: (taken, dirty, failed).
     pub lumpy_stats: (u64, u64, u64),
+    /// End times of the direct reclaims in progress (the nr_reclaimers count).
+    pub reclaimers: Vec<u64>,
+    /// Most direct reclaimers in progress at once.
+    pub max_parallel_reclaimers: u64,
+    /// Longest single try_to_free_pages, including its naps [ns].
+    pub max_try_to_free_pages_ns: u64,
+    /// Direct reclaims that waited at the reclaimer limit.
+    pub reclaim_throttled: u64,
+    /// Waiters that skipped reclaim after a 1 s wait because memory was back.
+    pub reclaim_skipped: u64,
 }
 
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
@@ -187,6 +199,11 @@ impl Kernel {
             tracer: None,
             no_throttle: false,
             lumpy_stats: (0, 0, 0),
+            reclaimers: Vec::new(),
+            max_parallel_reclaimers: 0,
+            max_try_to_free_pages_ns: 0,
+            reclaim_throttled: 0,
+            reclaim_skipped: 0,
         }
     }
 
@@ -225,6 +242,7 @@ impl Kernel {
             slab_held: VecDeque::new(),
             kstack: Vec::new(),
             no_progress_loops: 0,
+            throttled_since: None,
             stats: TaskStats::default(),
         });
         tid

@@ -45,6 +45,12 @@ pub struct Summary {
     pub mixed_pageblocks: u64,
     /// The most mixed pageblocks seen in any sample.
     pub mixed_pageblocks_max: u64,
+    /// Most tasks in direct reclaim at once.
+    pub max_parallel_reclaimers: u64,
+    /// Longest single try_to_free_pages, including its naps [ms].
+    pub max_try_to_free_pages_ms: f64,
+    /// Direct reclaims that waited at the reclaimer limit (reclaim_throttle = limit).
+    pub reclaim_throttled: u64,
     /// Whether every task exited before the time limit.
     pub completed: bool,
 }
@@ -478,6 +484,9 @@ fn result(
         extfrag_events: mm.frag.extfrag_events,
         mixed_pageblocks: mm.mixed_pageblocks(),
         mixed_pageblocks_max: ts.mixed_pageblocks.iter().copied().max().unwrap_or(0),
+        max_parallel_reclaimers: k.max_parallel_reclaimers,
+        max_try_to_free_pages_ms: k.max_try_to_free_pages_ns as f64 / 1e6,
+        reclaim_throttled: k.reclaim_throttled,
         completed,
     };
     let mut proc = IndexMap::new();

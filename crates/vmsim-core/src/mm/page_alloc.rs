@@ -1598,17 +1598,23 @@ impl Kernel {
         alloc_flags: u32,
         ac: &AllocContext,
         tid: TaskId,
-    ) -> (Option<Pfn>, bool) {
-        let progress = self.try_to_free_pages(gfp, order, tid) > 0;
+    ) -> (Option<Pfn>, Option<bool>) {
+        let Some(nr) = self.try_to_free_pages_gated(gfp, order, tid, ac) else {
+            return (None, None);
+        };
+        let progress = nr > 0;
         if !progress {
-            return (None, false);
+            return (None, Some(false));
         }
         if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
-            return (Some(p), true);
+            return (Some(p), Some(true));
         }
         self.mm.unreserve_highatomic_pageblock(ac, false);
         self.mm.drain_all_pages();
-        (self.mm.get_page_from_freelist(order, alloc_flags, ac), true)
+        (
+            self.mm.get_page_from_freelist(order, alloc_flags, ac),
+            Some(true),
+        )
     }
 
     /// The OOM killer's last try at the high watermark, then a kill (__alloc_pages_may_oom).
@@ -1693,6 +1699,11 @@ impl Kernel {
             if let Some(p) = page {
                 return AllocResult::Page(p);
             }
+            let Some(progress) = progress else {
+                // Waiting at the direct-reclaimer limit: sleep, then retry the allocation.
+                self.tasks[tid as usize].no_progress_loops = no_progress_loops;
+                return AllocResult::Retry;
+            };
             // __alloc_pages_direct_compact() after reclaim: compaction is not modelled yet.
             if gfp.has(__GFP_NORETRY) || (costly_order && !gfp.has(__GFP_RETRY_MAYFAIL)) {
                 return AllocResult::Failed;

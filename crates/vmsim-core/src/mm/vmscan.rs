@@ -937,6 +937,69 @@ impl Kernel {
         sc.nr_reclaimed
     }
 
+    /// Direct reclaim behind the parallel-reclaimer gate of `kernel.reclaim_throttle`
+    /// (seed 000's try_to_free_pages wrapper). None: the task must wait (it sleeps until
+    /// the first reclaimer in progress finishes, the wake_up_all of the patch) and retry.
+    pub fn try_to_free_pages_gated(
+        &mut self,
+        gfp: Gfp,
+        order: usize,
+        tid: TaskId,
+        ac: &super::page_alloc::AllocContext,
+    ) -> Option<u64> {
+        use crate::config::ReclaimThrottle;
+        let now = self.mm.clock() + self.sleep_after;
+        self.reclaimers.retain(|&end| end > now);
+        let mode = self.mm.kcfg.reclaim_throttle;
+        if mode == ReclaimThrottle::Limit && !self.no_throttle {
+            let limit = match self.mm.kcfg.reclaim_limit {
+                0 => {
+                    2 * self
+                        .mm
+                        .nodes
+                        .iter()
+                        .filter(|n| n.zones.iter().any(|&z| self.mm.zones[z].managed_pages > 0))
+                        .count() as u64
+                }
+                l => l,
+            };
+            if self.reclaimers.len() as u64 >= limit {
+                // wait_event(reclaim_throttle_waitq, atomic_add_unless(&nr_reclaimers, 1, RECLAIM_LIMIT))
+                let first_end = self.reclaimers.iter().copied().min().unwrap_or(now);
+                self.tasks[tid as usize].throttled_since.get_or_insert(now);
+                self.sleep_after += first_end.saturating_sub(now).max(1);
+                self.reclaim_throttled += 1;
+                return None;
+            }
+            if let Some(since) = self.tasks[tid as usize].throttled_since.take() {
+                if now.saturating_sub(since) > 1_000_000_000 {
+                    // Waited over 1 s: memory may be back; skip reclaim if some zone has 4 × high free.
+                    for i in 0..self.mm.zonelists[ac.zonelist].len() {
+                        let zid = self.mm.zonelists[ac.zonelist][i];
+                        let mark = 4 * self.mm.zones[zid].watermark[Wmark::High as usize];
+                        if self
+                            .mm
+                            .zone_watermark_ok(zid, order, mark, ac.highest_zoneidx, 0)
+                        {
+                            self.reclaim_skipped += 1;
+                            return Some(1);
+                        }
+                    }
+                }
+            }
+        }
+        let t0 = now;
+        let nr = self.try_to_free_pages(gfp, order, tid);
+        let t1 = self.mm.clock() + self.sleep_after;
+        self.reclaimers.retain(|&end| end > t0);
+        self.reclaimers.push(t1.max(t0 + 1));
+        self.max_parallel_reclaimers = self
+            .max_parallel_reclaimers
+            .max(self.reclaimers.len() as u64);
+        self.max_try_to_free_pages_ns = self.max_try_to_free_pages_ns.max(t1 - t0);
+        Some(nr)
+    }
+
     /// Pages reclaim could free in a zone's node: its LRU pages (zone_reclaimable_pages).
     pub fn zone_reclaimable_pages(&self, zid: usize) -> u64 {
         use super::vmstat::ZoneStat;
