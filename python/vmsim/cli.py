@@ -150,6 +150,13 @@ def main_group() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Draw free pages, watermarks and pageblocks over time into a PNG.",
 )
+@click.option(
+    "--map",
+    "pbmap_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Draw the pageblock map at the end of the run (type and contents of every block) "
+    "into a PNG.",
+)
 @click.option("--vmstat", "full_vmstat", is_flag=True, help="Print all of /proc/vmstat.")
 @click.option(
     "--trace",
@@ -171,6 +178,7 @@ def run_cmd(
     sets: tuple[str, ...],
     output_dir: Path | None,
     plot: Path | None,
+    pbmap_path: Path | None,
     full_vmstat: bool,
     trace: Path | None,
     trace_format: str,
@@ -188,6 +196,10 @@ def run_cmd(
         raise UserError(f"--plot {plot}: the picture is written as PNG; name it *.png")
     if plot is not None and not plot.resolve().parent.is_dir():
         raise UserError(f"--plot {plot}: directory {plot.parent} does not exist")
+    if pbmap_path is not None and pbmap_path.suffix.lower() != ".png":
+        raise UserError(f"--map {pbmap_path}: the map is written as PNG; name it *.png")
+    if pbmap_path is not None and not pbmap_path.resolve().parent.is_dir():
+        raise UserError(f"--map {pbmap_path}: directory {pbmap_path.parent} does not exist")
     if trace is not None and not trace.resolve().parent.is_dir():
         raise UserError(f"--trace {trace}: directory {trace.parent} does not exist")
     if output_dir is not None and not output_dir.resolve().parent.is_dir():
@@ -217,6 +229,10 @@ def run_cmd(
         from vmsim import plots
 
         plots.save_atomic(plots.timeseries_figure([r.data]), plot)
+    if pbmap_path is not None:
+        from vmsim import pbmap
+
+        pbmap.save_atomic(pbmap.pageblock_map_figure([r.data]), pbmap_path)
     if as_json:
         click.echo(r.json_text)
         return
@@ -359,6 +375,49 @@ def reclaim_report_cmd(
             click.echo(rr.report_text(source, **kwargs), nl=False)
     except rr.ReclaimReportError as e:
         raise UserError(str(e)) from None
+
+
+@main_group.command("reproduce")
+@click.argument("name")
+@click.option(
+    "--runs", type=int, default=3, show_default=True, help="Runs per kernel (seeds 1..N)."
+)
+@click.option(
+    "--scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Shrink memory and workload together, 0 < F <= 1 (1 is the seed's size).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    help="Keep every run's scenario, trace, result and report, and the summary, in DIR.",
+)
+def reproduce_cmd(
+    name: str, runs: int, scale: float, as_json: bool, output_dir: Path | None
+) -> None:
+    """Reproduce a seed experiment: NAME is writeback, … or all (see docs/reproduce-*.md).
+
+    Runs every kernel of the seed on the experiment's scenarios and prints the
+    seed's tables with vmsim's figures beside the seed's own, and whether vmsim
+    agrees with each of the seed's claims.
+    """
+    from vmsim import reproduce as rep
+
+    try:
+        if name != "all" and name not in rep.names():
+            raise rep.ReproduceError(
+                f"unknown experiment '{name}': choose one of {', '.join(rep.names())} or all"
+            )
+        result = rep.reproduce(name, runs, scale, output_dir=output_dir)
+    except rep.ReproduceError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        click.echo(rep.render_text(result), nl=False)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -123,6 +123,8 @@ pub struct Kernel {
     pub bios: Vec<Option<BioKind>>,
     /// Free request tags.
     pub free_bios: Vec<u64>,
+    /// Latest time the disk has been told of (its clock never goes back) [ns].
+    pub io_clock: u64,
     /// Requests waiting for a free request slot of the disk, in order.
     pub pending_reqs: std::collections::VecDeque<crate::block::Request>,
     /// Swap-out pages gathered for one submission (the block plug).
@@ -187,6 +189,7 @@ impl Kernel {
             bios: Vec::new(),
             free_bios: Vec::new(),
             pending_reqs: Default::default(),
+            io_clock: 0,
             plug: Vec::new(),
             sleep_after: 0,
             inodes: Vec::new(),

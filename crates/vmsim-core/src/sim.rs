@@ -4,7 +4,7 @@ use crate::config::Scenario;
 use crate::engine::rng::{streams, Stream};
 use crate::engine::Engine;
 use crate::kernel::Kernel;
-use crate::mm::mmzone::{Wmark, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
+use crate::mm::mmzone::{Wmark, MAX_PAGE_ORDER, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use crate::mm::page::pg;
 use crate::mm::vmstat::{vmstat_text, Event, VmstatSnapshot};
 use crate::mm::{FragStats, Mm};
@@ -145,7 +145,23 @@ impl Mm {
                 let (mut free, mut used) = (0u16, [0u16; 3]);
                 let start = (pb << PAGEBLOCK_ORDER) as u32;
                 let end = start + (1 << PAGEBLOCK_ORDER);
+                // A block larger than a pageblock starts at an earlier pageblock: find its head.
                 let mut p = start;
+                let head = start & !((1u32 << MAX_PAGE_ORDER) - 1);
+                let big = self.map[head as usize];
+                if head < start
+                    && big.order() > PAGEBLOCK_ORDER
+                    && (big.test(pg::BUDDY) || big.test(pg::HEAD))
+                    && head + (1 << big.order()) > start
+                {
+                    let n = (1u32 << PAGEBLOCK_ORDER) as u16;
+                    if big.test(pg::BUDDY) {
+                        free = n;
+                    } else if (big.mt as usize) < 3 && !big.test(pg::RESERVED) {
+                        used[big.mt as usize] = n;
+                    }
+                    p = end;
+                }
                 while p < end {
                     let page = &self.map[p as usize];
                     let n = 1u32 << page.order();
@@ -382,7 +398,6 @@ pub fn run_traced(
     while t < end && eng.live_user_tasks > 0 {
         t = (t + interval).min(end);
         eng.run_until(t);
-        eng.kernel.process_io(t);
         let snap = eng.kernel.vmstat_snapshot();
         eng.kernel.mm.sample(&snap, &mut ts, t);
         progress(t, end);

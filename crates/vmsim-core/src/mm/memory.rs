@@ -290,13 +290,12 @@ impl Kernel {
     /// Queues a dirty swap-cache page for writing (swap_writepage); the write is
     /// submitted with the rest of the batch by [`Kernel::blk_finish_plug`].
     pub fn swap_writepage(&mut self, p: Pfn, tid: TaskId, sync: bool) {
-        let page = &mut self.mm.map[p as usize];
-        page.flags &= !pg::DIRTY;
-        page.flags |= pg::WRITEBACK | pg::RECLAIM;
+        self.mm.map[p as usize].flags &= !pg::DIRTY;
+        self.folio_start_writeback(p);
+        self.mm.map[p as usize].flags |= pg::RECLAIM;
         let nid = self.mm.pfn_to_nid(p);
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_VMSCAN_WRITE, 1);
-        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, 1);
         self.mm.count_vm_events(Event::PSWPOUT, 1);
         self.mm.count_vm_events(Event::PGPGOUT, 4);
         let flags = crate::trace::RECLAIM_WB_ANON
@@ -366,7 +365,10 @@ impl Kernel {
         };
         req.tag = tag;
         self.mm.acc += self.mm.cost.submit_bio;
-        let now = self.mm.clock();
+        // The disk sees one non-decreasing clock: a step's I/O may be timed after another
+        // CPU's earlier-starting step already talked to it.
+        let now = self.mm.clock().max(self.io_clock);
+        self.io_clock = now;
         if self.pending_reqs.is_empty() {
             match self.disk.submit(now, req) {
                 Submitted::Queued { completes_at } => return completes_at,
@@ -394,6 +396,8 @@ impl Kernel {
     /// Completes every I/O finished by `now` (the block layer's completion interrupts):
     /// end_page_writeback for writes.
     pub fn process_io(&mut self, now: u64) {
+        let now = now.max(self.io_clock);
+        self.io_clock = now;
         if self.pending_reqs.is_empty() && self.disk.next_completion_at().is_none_or(|t| t > now) {
             return;
         }

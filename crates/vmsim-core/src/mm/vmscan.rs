@@ -9,8 +9,10 @@
 //! pages, and the writeback decisions of `reclaim_writeback`; shrink_node(),
 //! try_to_free_pages() with its priority loop, wakeup_kswapd() and kswapd's
 //! balance_pgdat(); do_shrink_slab() of mm/shrinker.c for reclaimable slab
-//! caches. Reclaim throttling (reclaim_throttle, too_many_isolated) is not
-//! modelled yet; nor are memory cgroups or MGLRU.
+//! caches; reclaim_throttle() for NOPROGRESS and WRITEBACK, the seed-era
+//! congestion_wait() naps and seed 000's parallel-reclaimer gate; lumpy
+//! reclaim as a switch. too_many_isolated(), memory cgroups and MGLRU are
+//! not modelled yet.
 
 use super::gfp::{gfp_zone, Gfp, __GFP_FS, __GFP_IO, GFP_KERNEL};
 use super::mmzone::{lru, Wmark, MAX_NR_ZONES};
@@ -383,7 +385,11 @@ impl Kernel {
                 nr_skipped: skipped.len() as u64,
                 nr_taken: taken.len() as u64,
                 lru: l as i32,
-                isolate_mode: if sc.lumpy { 2 } else { 0 },
+                isolate_mode: if sc.lumpy {
+                    crate::trace::ISOLATE_BOTH
+                } else {
+                    crate::trace::isolate_mode_for_lru(l as i32)
+                },
                 contig_taken: self.lumpy_stats.0,
                 contig_dirty: self.lumpy_stats.1,
                 contig_failed: self.lumpy_stats.2,

@@ -78,13 +78,15 @@ pub const VMSCAN_THROTTLE_NOPROGRESS: i32 = 1 << 2;
 /// `1 << VMSCAN_THROTTLE_CONGESTED`.
 pub const VMSCAN_THROTTLE_CONGESTED: i32 = 1 << 3;
 
-/// Legacy `isolate_mode` ISOLATE_INACTIVE (2.6.35 `mm_vmscan_lru_isolate`).
-pub const ISOLATE_INACTIVE: i32 = 0;
-/// Legacy `isolate_mode` ISOLATE_ACTIVE.
-pub const ISOLATE_ACTIVE: i32 = 1;
-/// Legacy `isolate_mode` ISOLATE_BOTH (lumpy reclaim; the postprocess
-/// script does not count its `nr_scanned`).
-pub const ISOLATE_BOTH: i32 = 2;
+/// Legacy `isolate_mode` of an inactive-list isolation. The values are the
+/// isolate_mode_t bits (ISOLATE_INACTIVE 1, ISOLATE_ACTIVE 2, both 3) that
+/// trace-vmscan-postprocess.pl's "isolate_mode != 2" rule is written for, so
+/// that rotations of active pages are not counted as scanning.
+pub const ISOLATE_INACTIVE: i32 = 1;
+/// Legacy `isolate_mode` of an active-list isolation (ISOLATE_ACTIVE).
+pub const ISOLATE_ACTIVE: i32 = 2;
+/// Legacy `isolate_mode` of a lumpy isolation taking both lists.
+pub const ISOLATE_BOTH: i32 = 3;
 
 /// The legacy `isolate_mode` of an isolation from list `lru`.
 pub const fn isolate_mode_for_lru(lru: i32) -> i32 {

@@ -1239,7 +1239,7 @@ fn legacy_lines_match_postprocess_regexes() {
         contig_failed: 2,
     };
     let (_, _, f) = script_parse("kswapd0", 35, ev, RE_LRU_ISOLATE);
-    assert_eq!(f, ["1", "0", "32", "40", "32", "0", "1", "2"]);
+    assert_eq!(f, ["2", "0", "32", "40", "32", "0", "1", "2"]);
 
     let ev = TraceEvent::MmVmscanLruShrinkInactive {
         nid: 0,
