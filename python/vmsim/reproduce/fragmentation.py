@@ -704,9 +704,10 @@ def render_text(result: dict[str, Any]) -> str:
         out += [f"  {n}" for n in result["notes"]]
     out += [
         "",
-        "vmsim has no lumpy reclaim and no compaction: an order-10 allocation succeeds only",
-        "when reclaim (kswapd's order-aware balance_pgdat, direct reclaim) frees every page of",
-        "an aligned 4 MiB block. See docs/reproduce-fragmentation.md.",
+        "The modelled 2.6.14 kernels have no lumpy reclaim and vmsim has no compaction: an",
+        "order-10 allocation succeeds only when reclaim (kswapd's order-aware balance_pgdat,",
+        "direct reclaim) frees every page of an aligned 4 MiB block.",
+        "See docs/reproduce-fragmentation.md.",
     ]
     return "\n".join(out) + "\n"
 

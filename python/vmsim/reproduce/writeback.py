@@ -867,7 +867,8 @@ def render_text(result: dict[str, Any]) -> str:
         )
     out.append(
         f'Seed: success rates not given ("{SEED_QUOTES["stress-highalloc"]}"). '
-        "vmsim has no lumpy reclaim and no compaction: see docs/reproduce-writeback.md."
+        "The seed-era kernels here use lumpy reclaim; vmsim has no compaction yet: "
+        "see docs/reproduce-writeback.md."
     )
     out += ["", "Direction (computed from the figures above)"]
     for c in result["agreement"]:
