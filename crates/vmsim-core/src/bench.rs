@@ -89,13 +89,20 @@ pub fn grouping_cost_ratio(min_seconds: f64) -> f64 {
     let mut on = mm_with("1GiB", true);
     let mut off = mm_with("1GiB", false);
     let (mut t_on, mut t_off, mut n_on, mut n_off) = (0.0, 0.0, 0u64, 0u64);
+    let mut round = 0u64;
     while t_on + t_off < 2.0 * min_seconds {
-        let t = Instant::now();
-        n_on += order0_bursts(&mut on, 2000);
-        t_on += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        n_off += order0_bursts(&mut off, 2000);
-        t_off += t.elapsed().as_secs_f64();
+        // Alternate which allocator goes first, so neither always runs on a warmed cache.
+        for first in [round.is_multiple_of(2), !round.is_multiple_of(2)] {
+            let t = Instant::now();
+            if first {
+                n_on += order0_bursts(&mut on, 2000);
+                t_on += t.elapsed().as_secs_f64();
+            } else {
+                n_off += order0_bursts(&mut off, 2000);
+                t_off += t.elapsed().as_secs_f64();
+            }
+        }
+        round += 1;
     }
     (n_on as f64 / t_on) / (n_off as f64 / t_off)
 }
