@@ -244,27 +244,15 @@ impl Kernel {
             return;
         };
         let sector = self.inodes[ino as usize].start_sector + index * 8;
-        let page = &mut self.mm.map[p as usize];
-        page.flags &= !pg::DIRTY;
-        page.flags |= pg::WRITEBACK | pg::RECLAIM;
+        // The page leaves the dirty counts (inode, NR_DIRTY) and enters writeback.
+        self.folio_clear_dirty(p);
+        self.folio_start_writeback(p);
+        self.mm.map[p as usize].flags |= pg::RECLAIM;
         let nid = self.mm.pfn_to_nid(p);
-        self.mm.mod_node_page_state(nid, NodeStat::NR_DIRTY, -1);
-        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, 1);
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_VMSCAN_WRITE, 1);
-        let flags = crate::trace::RECLAIM_WB_FILE
-            | if sync {
-                crate::trace::RECLAIM_WB_SYNC
-            } else {
-                crate::trace::RECLAIM_WB_ASYNC
-            };
-        self.trace(
-            tid,
-            crate::trace::TraceEvent::MmVmscanWriteFolio {
-                pfn: p as u64,
-                reclaim_flags: flags,
-            },
-        );
+        self.mm.count_vm_events(super::vmstat::Event::PGPGOUT, 4);
+        self.trace_write_folio(tid, p, true, sync);
         self.submit_bio(
             Request::write(sector, 1, 0, sync),
             BioKind::FileWrite(vec![p]),

@@ -298,12 +298,22 @@ impl Kernel {
             .mod_node_page_state(nid, NodeStat::NR_VMSCAN_WRITE, 1);
         self.mm.count_vm_events(Event::PSWPOUT, 1);
         self.mm.count_vm_events(Event::PGPGOUT, 4);
-        let flags = crate::trace::RECLAIM_WB_ANON
-            | if sync {
-                crate::trace::RECLAIM_WB_SYNC
-            } else {
-                crate::trace::RECLAIM_WB_ASYNC
-            };
+        self.trace_write_folio(tid, p, false, sync);
+        self.plug.push(p);
+    }
+
+    /// Records a page written by reclaim (trace_mm_vmscan_write_folio with trace_reclaim_flags).
+    pub fn trace_write_folio(&mut self, tid: TaskId, p: Pfn, file: bool, sync: bool) {
+        use crate::trace::{RECLAIM_WB_ANON, RECLAIM_WB_ASYNC, RECLAIM_WB_FILE, RECLAIM_WB_SYNC};
+        let flags = if file {
+            RECLAIM_WB_FILE
+        } else {
+            RECLAIM_WB_ANON
+        } | if sync {
+            RECLAIM_WB_SYNC
+        } else {
+            RECLAIM_WB_ASYNC
+        };
         self.trace(
             tid,
             crate::trace::TraceEvent::MmVmscanWriteFolio {
@@ -311,7 +321,6 @@ impl Kernel {
                 reclaim_flags: flags,
             },
         );
-        self.plug.push(p);
     }
 
     /// Submits the gathered swap-out pages as runs of consecutive slots (blk_finish_plug).

@@ -103,6 +103,21 @@ impl OpProgram {
     }
 }
 
+impl OpProgram {
+    /// Ends the step so the task can sleep for the I/O it waits on; moves past the
+    /// operation first if it is complete.
+    fn yield_for_io(&mut self, user: u64) -> StepOut {
+        if self.left == 0 {
+            self.pc += 1;
+            self.started = false;
+        }
+        StepOut {
+            user_ns: user,
+            next: Step::Run,
+        }
+    }
+}
+
 /// The gfp mask of an explicit allocation type.
 pub fn alloc_type_gfp(kind: AllocType) -> Gfp {
     match kind {
@@ -189,14 +204,7 @@ impl Program for OpProgram {
                         Fault::Major => {
                             // Sleep until the page is read back; resume after it.
                             self.left -= 1;
-                            if self.left == 0 {
-                                self.pc += 1;
-                                self.started = false;
-                            }
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Run,
-                            };
+                            return self.yield_for_io(user);
                         }
                         // Throttled in reclaim: sleep, then fault again.
                         Fault::Retry => {
@@ -308,14 +316,7 @@ impl Program for OpProgram {
                                 cx.k.balance_dirty_pages(tid, self.dirtied);
                                 self.dirtied = 0;
                                 if cx.k.sleep_after > 0 {
-                                    if self.left == 0 {
-                                        self.pc += 1;
-                                        self.started = false;
-                                    }
-                                    return StepOut {
-                                        user_ns: user,
-                                        next: Step::Run,
-                                    };
+                                    return self.yield_for_io(user);
                                 }
                             }
                         }
@@ -342,14 +343,7 @@ impl Program for OpProgram {
                             self.left -= 1;
                             if cx.k.sleep_after > 0 {
                                 // Waiting for the read: resume after it.
-                                if self.left == 0 {
-                                    self.pc += 1;
-                                    self.started = false;
-                                }
-                                return StepOut {
-                                    user_ns: user,
-                                    next: Step::Run,
-                                };
+                                return self.yield_for_io(user);
                             }
                         }
                         AllocResult::Retry => {
