@@ -108,7 +108,51 @@ section! {
         dirty_expire_centisecs: u64 = 3000, "[1/100 s]";
         /// vm.dirty_writeback_centisecs: interval of the flusher's periodic writeback.
         dirty_writeback_centisecs: u64 = 500, "[1/100 s]";
+        /// vm.watermark_boost_factor: boost of the watermarks after a fragmenting fallback, in 1/10000 of the high mark; 0 turns boosting off ('lowzone' in seed 004).
+        watermark_boost_factor: u64 = 15000, "[1/10000]";
+        /// vm.extfrag_threshold: fragmentation index (0..1000) at or below which a costly order is left to reclaim rather than compaction.
+        extfrag_threshold: u64 = 500, "[0..1000]";
+        /// Memory compaction (CONFIG_COMPACTION): direct compaction for costly orders and kcompactd.
+        compaction: bool = true, "[bool]";
+        /// Run a kcompactd thread per node (woken by kswapd and by boosted reclaim; needs kswapd = true).
+        kcompactd: bool = true, "[bool]";
+        /// /sys/kernel/mm/transparent_hugepage/enabled: always, madvise (only MADV_HUGEPAGE regions) or never.
+        thp_enabled: ThpEnabled = ThpEnabled::Madvise, "[policy]";
+        /// /sys/kernel/mm/transparent_hugepage/defrag: always, defer, defer+madvise, madvise or never.
+        thp_defrag: ThpDefrag = ThpDefrag::Madvise, "[policy]";
     }
+}
+
+/// When anonymous faults try a huge page (transparent_hugepage/enabled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpEnabled {
+    /// Every anonymous region.
+    Always,
+    /// Only regions marked with MADV_HUGEPAGE.
+    Madvise,
+    /// Never.
+    Never,
+}
+
+/// How hard a huge-page fault tries to get its page (transparent_hugepage/defrag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum ThpDefrag {
+    /// Direct reclaim and compaction for every THP fault.
+    #[serde(rename = "always")]
+    Always,
+    /// Wake kswapd and kcompactd, never stall.
+    #[serde(rename = "defer")]
+    Defer,
+    /// Direct reclaim and compaction in MADV_HUGEPAGE regions, wake kswapd/kcompactd elsewhere.
+    #[serde(rename = "defer+madvise")]
+    DeferMadvise,
+    /// Direct reclaim and compaction only in MADV_HUGEPAGE regions.
+    #[serde(rename = "madvise")]
+    Madvise,
+    /// Take a free huge page or fall back at once.
+    #[serde(rename = "never")]
+    Never,
 }
 
 /// How many tasks may be in direct reclaim at once (seed 000's kernels and today's).
@@ -182,6 +226,10 @@ section! {
         submit_bio: u64 = 2000, "[ns]";
         /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter).
         copy_page: u64 = 300, "[ns]";
+        /// Migrating one page in compaction: unmap, copy, remap, TLB flush (migrate_folio). No published figure; an estimate.
+        migrate_page: u64 = 1500, "[ns]";
+        /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block).
+        compact_scan_page: u64 = 8, "[ns]";
     }
 }
 
@@ -214,6 +262,16 @@ pub enum Which {
     Newest,
     /// Uniformly at random (from the task's own stream).
     Random,
+}
+
+/// Advice of a `madvise` operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Advice {
+    /// MADV_HUGEPAGE.
+    Hugepage,
+    /// MADV_NOHUGEPAGE.
+    Nohugepage,
 }
 
 /// Mobility type of an explicit allocation, as the GFP flags would give it.
@@ -305,6 +363,46 @@ pub enum Op {
     Unlink {
         /// File name.
         file: String,
+    },
+    /// madvise(2) over the task's whole anonymous memory: `hugepage` (MADV_HUGEPAGE) or `nohugepage`.
+    Madvise {
+        /// The advice.
+        advice: Advice,
+    },
+    /// Fault in anonymous memory 2 MiB region by region, recording each region's latency
+    /// (first touch, then the whole region) and whether it got a huge page (thpfioscale).
+    ThpFault {
+        /// Amount of anonymous memory [bytes].
+        size: Bytes,
+    },
+    /// fio's writer: create `files` files of `file_size` (a dentry and an inode each) and write them.
+    FioWrite {
+        /// Number of files.
+        files: u64,
+        /// Size of each file [bytes].
+        file_size: Bytes,
+    },
+    /// fio's random reader over the files this task wrote (4 KiB reads, another file every
+    /// 16 reads) until the counter `until` reaches `count`.
+    FioRead {
+        /// Counter that ends the reading.
+        until: String,
+        /// Value it must reach.
+        #[serde(default = "one")]
+        count: u64,
+    },
+    /// Add one to a named counter.
+    Signal {
+        /// Counter name.
+        name: String,
+    },
+    /// Sleep until a named counter reaches `count`.
+    Wait {
+        /// Counter name.
+        name: String,
+        /// Value it must reach.
+        #[serde(default = "one")]
+        count: u64,
     },
     /// Sleep.
     Sleep {
@@ -486,6 +584,18 @@ impl Scenario {
         if k.dirty_writeback_centisecs == 0 {
             return inv("kernel.dirty_writeback_centisecs must be > 0".into());
         }
+        if k.extfrag_threshold > 1000 {
+            return inv(format!(
+                "kernel.extfrag_threshold = {} is out of range (0..=1000)",
+                k.extfrag_threshold
+            ));
+        }
+        if k.watermark_boost_factor > 1_000_000 {
+            return inv(format!(
+                "kernel.watermark_boost_factor = {} is out of range (0..=1000000)",
+                k.watermark_boost_factor
+            ));
+        }
         if k.swappiness > 200 {
             return inv(format!(
                 "kernel.swappiness = {} is out of range (0..=200)",
@@ -543,7 +653,16 @@ impl Scenario {
                             crate::mm::slab::builtin_names().join(", ")
                         ));
                     }
-                    Op::Touch { size } | Op::Unmap { size } if size.0 > m.memory.0 * 64 => {
+                    Op::FioWrite { files, file_size }
+                        if *files == 0 || file_size.0 == 0 || *files > 100_000_000 =>
+                    {
+                        return inv(format!(
+                            "{at}: fio_write needs files in 1..=100000000 and a file_size > 0"
+                        ));
+                    }
+                    Op::Touch { size } | Op::Unmap { size } | Op::ThpFault { size }
+                        if size.0 > m.memory.0 * 64 =>
+                    {
                         return inv(format!(
                             "{at}: size {size} is larger than any address space here"
                         ));

@@ -153,6 +153,10 @@ pub struct Kernel {
     pub reclaim_throttled: u64,
     /// Waiters that skipped reclaim after a 1 s wait because memory was back.
     pub reclaim_skipped: u64,
+    /// Compaction, kcompactd and huge-page fault state.
+    pub compact: crate::mm::compaction::CompactState,
+    /// Huge-page faults, fault latencies and MADV_HUGEPAGE marks.
+    pub thp: crate::mm::huge_memory::ThpState,
 }
 
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
@@ -207,6 +211,8 @@ impl Kernel {
             max_try_to_free_pages_ns: 0,
             reclaim_throttled: 0,
             reclaim_skipped: 0,
+            compact: Default::default(),
+            thp: Default::default(),
         }
     }
 

@@ -349,6 +349,21 @@ pub fn build(sc: &Scenario) -> Engine {
             );
         }
     }
+    // kcompactd runs beside kswapd; a kernel without kswapd (a test of the slow path) has neither.
+    if sc.kernel.kcompactd && sc.kernel.compaction && sc.kernel.kswapd {
+        for nid in 0..eng.kernel.mm.nodes.len() {
+            let wq = eng.new_waitqueue();
+            eng.kernel.compact.node(nid).wait = wq;
+            let cpu = eng.kernel.mm.nodes[nid].cpus.first().copied().unwrap_or(0);
+            eng.spawn(
+                &format!("kcompactd{nid}"),
+                cpu,
+                0,
+                true,
+                Box::new(crate::mm::compaction::Kcompactd::new(nid)),
+            );
+        }
+    }
     let mut next_cpu = 0usize;
     let mut tid = 0u64;
     for spec in &sc.tasks {

@@ -93,13 +93,13 @@ impl Kernel {
                 self.mm.map[pfn as usize].flags |= pg::YOUNG;
                 Fault::Access
             }
-            Entry::None => self.do_anonymous_page_at(tid, slot),
+            Entry::None => self.do_anonymous_fault(tid, index, slot),
             Entry::Swap(s) => self.do_swap_page(tid, slot, s),
         }
     }
 
     /// Maps a new zeroed page (do_anonymous_page).
-    fn do_anonymous_page_at(&mut self, tid: TaskId, slot: u32) -> Fault {
+    pub(crate) fn do_anonymous_page_at(&mut self, tid: TaskId, slot: u32) -> Fault {
         self.mm.acc += self.mm.cost.page_fault;
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
@@ -118,7 +118,7 @@ impl Kernel {
     }
 
     /// Installs a page in a slot and accounts it as mapped anonymous memory (folio_add_new_anon_rmap).
-    fn map_anon_page(&mut self, tid: TaskId, slot: u32, p: Pfn) {
+    pub(crate) fn map_anon_page(&mut self, tid: TaskId, slot: u32, p: Pfn) {
         let page = &mut self.mm.map[p as usize];
         page.set_kind(PageKind::Anon);
         page.owner = slot;

@@ -169,6 +169,8 @@ pub struct Zone {
     pub watermark: [u64; 4],
     /// watermark_boost [pages].
     pub watermark_boost: u64,
+    /// ZONE_BOOSTED_WATERMARK: a boost was raised and kswapd is still to be woken for it.
+    pub boosted_watermark: bool,
     /// lowmem_reserve[MAX_NR_ZONES] [pages].
     pub lowmem_reserve: [u64; MAX_NR_ZONES],
     /// nr_reserved_highatomic [pages].

@@ -1,7 +1,9 @@
 //! The memory-management mechanisms, one module per kernel file.
 
+pub mod compaction;
 pub mod filemap;
 pub mod gfp;
+pub mod huge_memory;
 pub mod memory;
 pub mod mmzone;
 pub mod oom_kill;
@@ -16,6 +18,7 @@ pub mod vmscan;
 pub mod vmstat;
 #[allow(missing_docs)]
 pub mod vmstat_items;
+pub mod watermark_boost;
 
 use crate::config::{Cost, Kernel as KernelCfg};
 use mmzone::{PerCpuPages, PgData, Zone};

@@ -129,6 +129,7 @@ impl Mm {
                     managed_pages: 0,
                     watermark: [0; 4],
                     watermark_boost: 0,
+                    boosted_watermark: false,
                     lowmem_reserve: [0; MAX_NR_ZONES],
                     nr_reserved_highatomic: 0,
                     nr_free_highatomic: 0,
@@ -587,6 +588,61 @@ impl Mm {
         moved
     }
 
+    /// Raises the zone's watermarks by a pageblock after a fragmenting fallback, up to
+    /// `watermark_boost_factor` of the high mark (boost_watermark); false when boosting is off.
+    pub fn boost_watermark(&mut self, zid: usize) -> bool {
+        let factor = self.kcfg.watermark_boost_factor;
+        let z = &mut self.zones[zid];
+        if factor == 0 || PAGEBLOCK_NR_PAGES * 4 > z.managed_pages {
+            return false;
+        }
+        let max_boost = z.watermark[Wmark::High as usize] * factor / 10000;
+        if max_boost == 0 {
+            return false;
+        }
+        let max_boost = max_boost.max(PAGEBLOCK_NR_PAGES);
+        z.watermark_boost = (z.watermark_boost + PAGEBLOCK_NR_PAGES).min(max_boost);
+        true
+    }
+
+    /// Takes a free block off the buddy lists for compaction if the zone stays above its
+    /// min watermark (__isolate_free_page); the block is left allocated, head of `order`.
+    pub fn __isolate_free_page(&mut self, pfn: Pfn, order: usize) -> bool {
+        let zid = self.page_zone(pfn);
+        let mt = MigrateType::from_u8(self.map[pfn as usize].mt);
+        if mt != MigrateType::Isolate {
+            let mark = self.zones[zid].watermark[Wmark::Min as usize] + (1 << order);
+            if !self.zone_watermark_ok(zid, 0, mark, ZoneType::Dma, 0) {
+                return false;
+            }
+        }
+        self.with_zone_lock(zid, |mm| {
+            mm.del_page_from_free_list(zid, pfn, order, mt);
+            mm.account_freepages(zid, -(1i64 << order), mt);
+        });
+        let p = &mut self.map[pfn as usize];
+        p.flags = pg::HEAD;
+        p.ok = order as u8;
+        p.mt = mt as u8;
+        p.owner = NIL;
+        true
+    }
+
+    /// Turns an allocated block of `order` into 2^order allocated order-0 pages (split_page).
+    pub fn split_page(&mut self, pfn: Pfn, order: usize) {
+        debug_assert!(self.map[pfn as usize].test(pg::HEAD));
+        let mt = self.map[pfn as usize].mt;
+        for q in pfn..pfn + (1 << order) {
+            let p = &mut self.map[q as usize];
+            p.flags = pg::HEAD;
+            p.ok = 0;
+            p.mt = mt;
+            p.owner = NIL;
+            p.next = NIL;
+            p.prev = NIL;
+        }
+    }
+
     /// Emits one mm_page_alloc_extfrag event (trace_mm_page_alloc_extfrag).
     fn trace_extfrag(
         &mut self,
@@ -619,6 +675,7 @@ impl Mm {
         order: usize,
         start_mt: MigrateType,
         block_mt: MigrateType,
+        alloc_flags: u32,
     ) -> Option<Pfn> {
         if current_order >= PAGEBLOCK_ORDER {
             self.del_page_from_free_list(zid, pfn, current_order, block_mt);
@@ -628,8 +685,11 @@ impl Mm {
             self.account_freepages(zid, nr_added as i64, start_mt);
             return Some(pfn);
         }
-        // boost_watermark() and ZONE_BOOSTED_WATERMARK belong here; watermark
-        // boosting is modelled with kswapd (vmscan), which decays the boost.
+        // A claim attempt below pageblock order fragments: boost the watermarks
+        // and, if the caller may wake kswapd, flag the zone (ZONE_BOOSTED_WATERMARK).
+        if self.boost_watermark(zid) && alloc_flags & ALLOC_KSWAPD != 0 {
+            self.zones[zid].boosted_watermark = true;
+        }
         let (start, free, movable) = self.prep_move_freepages_block(zid, pfn)?;
         let alike = if start_mt == MigrateType::Movable {
             movable
@@ -670,7 +730,9 @@ impl Mm {
             }
             let fb = MigrateType::from_u8(fb as u8);
             let head = self.zones[zid].free_area[current_order].free_list[fb as usize].head;
-            if let Some(page) = self.try_to_claim_block(zid, head, current_order, order, mt, fb) {
+            if let Some(page) =
+                self.try_to_claim_block(zid, head, current_order, order, mt, fb, alloc_flags)
+            {
                 self.trace_extfrag(page, order, current_order, mt);
                 return Some(page);
             }
@@ -1531,7 +1593,10 @@ impl Kernel {
         let nid = self.mm.cpu_to_node[cpu];
         let (page, ac) = self.mm.alloc_pages_fast(gfp, order, nid, cpu);
         match page {
-            Some(p) => AllocResult::Page(p),
+            Some(p) => {
+                self.wakeup_kswapd_for_boost(p, tid);
+                AllocResult::Page(p)
+            }
             None => {
                 let (t0, s0) = (self.mm.acc, self.sleep_after);
                 let r = self.__alloc_pages_slowpath(gfp, order, &ac, tid);
@@ -1541,7 +1606,10 @@ impl Kernel {
                 // Stall: CPU time in the slow path plus time throttled or waiting for I/O.
                 stats.alloc_stall_ns += (self.mm.acc - t0) + (self.sleep_after - s0);
                 match r {
-                    AllocResult::Page(_) => task.no_progress_loops = 0,
+                    AllocResult::Page(p) => {
+                        task.no_progress_loops = 0;
+                        self.wakeup_kswapd_for_boost(p, tid);
+                    }
                     AllocResult::Retry => {}
                     AllocResult::Failed | AllocResult::Killed => {
                         task.no_progress_loops = 0;
@@ -1652,7 +1720,7 @@ impl Kernel {
     ///
     /// The places where the mechanisms plug in, in the kernel's order:
     /// wake_all_kswapds(), the first direct compaction for costly orders
-    /// (compaction, not modelled yet), direct reclaim (try_to_free_pages),
+    /// ([`crate::mm::compaction`]), direct reclaim (try_to_free_pages),
     /// the retry policy (should_reclaim_retry), then the OOM killer for
     /// orders <= 3.
     pub fn __alloc_pages_slowpath(
@@ -1678,7 +1746,25 @@ impl Kernel {
         if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
             return AllocResult::Page(p);
         }
-        // Costly orders would try __alloc_pages_direct_compact() here first.
+        // Costly orders, and unmovable high orders, try direct compaction before reclaim.
+        if can_direct_reclaim
+            && (costly_order || (order > 0 && ac.migratetype != MigrateType::Movable))
+        {
+            let (page, rc) = self.__alloc_pages_direct_compact(gfp, order, alloc_flags, ac, tid);
+            if let Some(p) = page {
+                return AllocResult::Page(p);
+            }
+            if costly_order
+                && gfp.has(__GFP_NORETRY)
+                && matches!(
+                    rc,
+                    super::compaction::CompactResult::Skipped
+                        | super::compaction::CompactResult::Deferred
+                )
+            {
+                return AllocResult::Failed;
+            }
+        }
         loop {
             passes += 1;
             if passes > 1000 {
@@ -1704,7 +1790,12 @@ impl Kernel {
                 self.tasks[tid as usize].no_progress_loops = no_progress_loops;
                 return AllocResult::Retry;
             };
-            // __alloc_pages_direct_compact() after reclaim: compaction is not modelled yet.
+            // Compaction after reclaim (__alloc_pages_direct_compact).
+            if let (Some(p), _) =
+                self.__alloc_pages_direct_compact(gfp, order, alloc_flags, ac, tid)
+            {
+                return AllocResult::Page(p);
+            }
             if gfp.has(__GFP_NORETRY) || (costly_order && !gfp.has(__GFP_RETRY_MAYFAIL)) {
                 return AllocResult::Failed;
             }

@@ -89,6 +89,8 @@ pub struct ScanControl {
     pub may_unmap: bool,
     /// May swap anonymous pages.
     pub may_swap: bool,
+    /// May shrink slab caches (5.0's sc->may_shrinkslab: off while kswapd reclaims only for a boost).
+    pub may_shrinkslab: bool,
     /// Which active lists may be deactivated (DEACTIVATE_ANON | DEACTIVATE_FILE).
     pub may_deactivate: u8,
     /// Reclaim only file pages while there are plenty of them.
@@ -129,6 +131,7 @@ impl ScanControl {
             may_writepage: true,
             may_unmap: true,
             may_swap: true,
+            may_shrinkslab: true,
             may_deactivate: 0,
             cache_trim_mode: false,
             file_is_tiny: false,
@@ -780,7 +783,9 @@ impl Kernel {
         self.prepare_scan_control(nid, sc);
         self.shrink_lruvec(nid, sc);
         let cpu = sc.cpu;
-        sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
+        if sc.may_shrinkslab {
+            sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
+        }
         if sc.kswapd {
             let node = &mut self.mm.nodes[nid];
             if sc.nr.nr_writeback > 0 && sc.nr.nr_writeback == sc.nr.nr_taken {
@@ -1060,8 +1065,13 @@ impl Kernel {
             return;
         }
         if node.kswapd_failures >= MAX_RECLAIM_RETRIES
-            || self.pgdat_balanced(nid, order, highest_zoneidx)
+            || (self.pgdat_balanced(nid, order, highest_zoneidx)
+                && !self.pgdat_watermark_boosted(nid, highest_zoneidx))
         {
+            // Enough free memory, maybe too fragmented: kcompactd may help.
+            if !gfp.has(super::gfp::__GFP_DIRECT_RECLAIM) {
+                self.wakeup_kcompactd(nid, order, highest_zoneidx, tid);
+            }
             return;
         }
         let zone_type = self.mm.zones[zid].zone_type as i32;
@@ -1104,8 +1114,18 @@ impl Kernel {
         nid: usize,
         sc: &mut ScanControl,
         highest_zoneidx: usize,
+        nr_boost_reclaim: &mut u64,
     ) -> bool {
-        if self.pgdat_balanced(nid, sc.order, highest_zoneidx) {
+        let balanced = self.pgdat_balanced(nid, sc.order, highest_zoneidx);
+        if !balanced && *nr_boost_reclaim > 0 {
+            // Really short of memory: restart as normal reclaim, with writeback and swap.
+            *nr_boost_reclaim = 0;
+            sc.priority = DEF_PRIORITY;
+            sc.may_writepage = true;
+            sc.may_swap = true;
+            sc.may_shrinkslab = true;
+        }
+        if balanced && *nr_boost_reclaim == 0 {
             return true;
         }
         sc.reclaim_idx = highest_zoneidx;
@@ -1130,8 +1150,18 @@ impl Kernel {
         if sc.order > 0 && sc.nr_reclaimed >= 2 << sc.order {
             sc.order = 0;
         }
-        let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
+        let mut raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
         let nr_reclaimed = sc.nr_reclaimed - before;
+        if *nr_boost_reclaim > 0 {
+            // Boost reclaim stays gentle and stops when the boost is reclaimed or nothing is.
+            if sc.priority == DEF_PRIORITY - 2 {
+                raise_priority = false;
+            }
+            *nr_boost_reclaim -= (*nr_boost_reclaim).min(nr_reclaimed);
+            if *nr_boost_reclaim == 0 || nr_reclaimed == 0 {
+                return true;
+            }
+        }
         if raise_priority || nr_reclaimed == 0 {
             sc.priority -= 1;
         }
@@ -1244,6 +1274,7 @@ enum KswapdState {
 pub struct Kswapd {
     nid: usize,
     state: KswapdState,
+    boost: super::watermark_boost::BoostReclaim,
     sc: ScanControl,
     reclaim_order: usize,
     highest_zoneidx: usize,
@@ -1258,6 +1289,7 @@ impl Kswapd {
         Kswapd {
             nid,
             state: KswapdState::TryToSleep,
+            boost: Default::default(),
             sc: ScanControl::new(KSWAPD_GFP, 0, 0, 0, 0),
             reclaim_order: 0,
             highest_zoneidx: MAX_NR_ZONES - 1,
@@ -1287,6 +1319,12 @@ impl Kswapd {
         let cpu = k.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(KSWAPD_GFP, alloc_order, 0, tid, cpu);
         sc.kswapd = true;
+        self.boost = k.boost_reclaim_begin(self.nid, highest);
+        if self.boost.nr_boost_reclaim > 0 {
+            sc.may_writepage = false;
+            sc.may_swap = false;
+            sc.may_shrinkslab = false;
+        }
         self.sc = sc;
         k.mm.count_vm_events(Event::PAGEOUTRUN, 1);
         self.state = KswapdState::Balance {
@@ -1328,6 +1366,8 @@ impl crate::workload::Program for Kswapd {
                     let woken_early = !k.mm.nodes[self.nid].kswapd_sleeping
                         || cx.now < started + KSWAPD_SHORT_SLEEP;
                     if !woken_early && self.prepare_kswapd_sleep(k) {
+                        // kswapd_try_to_sleep(): compact for the order reclaimed for.
+                        k.wakeup_kcompactd(self.nid, self.reclaim_order, self.highest_zoneidx, tid);
                         k.trace(
                             tid,
                             TraceEvent::MmVmscanKswapdSleep {
@@ -1354,9 +1394,17 @@ impl crate::workload::Program for Kswapd {
                     highest_zoneidx,
                     alloc_order,
                 } => {
-                    let done = k.balance_pgdat_pass(self.nid, &mut self.sc, highest_zoneidx);
+                    let done = k.balance_pgdat_pass(
+                        self.nid,
+                        &mut self.sc,
+                        highest_zoneidx,
+                        &mut self.boost.nr_boost_reclaim,
+                    );
                     k.blk_finish_plug();
                     if done {
+                        let boost = self.boost;
+                        self.boost = Default::default();
+                        k.boost_reclaim_finish(&boost, self.nid, highest_zoneidx, tid);
                         if self.sc.nr_reclaimed == 0
                             && !k.pgdat_balanced(self.nid, self.sc.order, highest_zoneidx)
                         {

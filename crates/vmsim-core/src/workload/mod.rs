@@ -16,6 +16,8 @@ use crate::mm::page::PAGE_SIZE;
 use crate::mm::slab::builtin_cache;
 use std::sync::Arc;
 
+pub mod thpfioscale;
+
 /// What a task does after a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -83,6 +85,8 @@ pub struct OpProgram {
     dirtied: u64,
     /// Pages the current read covers.
     read_pages: u64,
+    /// State of the thpfioscale operations.
+    thp: crate::workload::thpfioscale::ThpOpState,
 }
 
 impl OpProgram {
@@ -99,6 +103,7 @@ impl OpProgram {
             file_base: 0,
             dirtied: 0,
             read_pages: 0,
+            thp: Default::default(),
         }
     }
 }
@@ -169,6 +174,13 @@ impl Program for OpProgram {
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
                     Op::Sleep { .. } | Op::Exit | Op::Unlink { .. } => 1,
+                    Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
+                    Op::FioRead { .. } => 1,
+                    Op::ThpFault { size } => {
+                        self.thp.base = cx.k.tasks[tid as usize].vsize;
+                        size.0.div_ceil(PAGE_SIZE)
+                    }
+                    Op::FioWrite { files, file_size } => files * file_size.0.div_ceil(PAGE_SIZE),
                     Op::Write { file, size } => {
                         let ino = cx.k.lookup_or_create(file);
                         self.file_base = cx.k.inodes[ino as usize].size_pages;
@@ -358,6 +370,23 @@ impl Program for OpProgram {
                                 next: Step::Exit,
                             };
                         }
+                    }
+                }
+                Op::Madvise { .. }
+                | Op::ThpFault { .. }
+                | Op::FioWrite { .. }
+                | Op::FioRead { .. }
+                | Op::Signal { .. }
+                | Op::Wait { .. } => {
+                    if let Some(out) =
+                        self.thp
+                            .step(op, cx, &mut self.left, &mut user, &mut self.rng)
+                    {
+                        if self.left == 0 {
+                            self.pc += 1;
+                            self.started = false;
+                        }
+                        return out;
                     }
                 }
                 Op::Unlink { file } => {

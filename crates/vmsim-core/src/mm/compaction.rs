@@ -1,0 +1,1015 @@
+//! Memory compaction and kcompactd.
+//!
+//! Models mm/compaction.c (≈v6.17): `compact_zone()` with the migrate scanner
+//! walking up from the zone start and the free scanner walking down from its
+//! end, `isolate_migratepages_block()` taking movable LRU pages in batches of
+//! COMPACT_CLUSTER_MAX, `isolate_freepages_block()` taking free buddy blocks
+//! from MIGRATE_MOVABLE pageblocks, `migrate_pages()` moving each page to an
+//! isolated free page, `__compact_finished()`, `compaction_suitable()` with
+//! the fragmentation index of mm/vmstat.c and `vm.extfrag_threshold`, the
+//! deferral of include/linux/compaction.h, direct compaction
+//! (`try_to_compact_pages()`, called from the allocator's slow path) and the
+//! per-node kcompactd thread with `wakeup_kcompactd()`.
+//!
+//! Simplifications: no skip bits (`PB_compact_skip`) and no fast search of
+//! the free lists (`fast_find_migrateblock`, `fast_isolate_freepages`); the
+//! scanners are linear. Pages under writeback, dirty pages and swap-cache
+//! pages are not migrated (async compaction's rule, applied to every mode).
+//! Migration is immediate: a page is copied to its target, the owner's slot
+//! (page table or page cache, [`super::rmap`]) and its place on the LRU move
+//! to the new frame, and the old frame goes straight back to the buddy lists;
+//! each page costs `cost.migrate_page`. No proactive compaction.
+
+use super::gfp::{alloc_flags::*, Gfp};
+use super::mmzone::{
+    MigrateType, Wmark, ZoneType, MAX_NR_ZONES, NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES,
+    PAGEBLOCK_ORDER, PAGE_ALLOC_COSTLY_ORDER,
+};
+use super::page::{pg, PageKind, Pfn, NIL};
+use super::rmap::Entry;
+use super::vmstat::Event;
+use crate::engine::lock::TaskId;
+use crate::kernel::Kernel;
+use crate::trace::TraceEvent;
+
+/// Pages isolated for migration per batch (COMPACT_CLUSTER_MAX = SWAP_CLUSTER_MAX).
+pub const COMPACT_CLUSTER_MAX: usize = 32;
+/// Largest deferral shift: up to 64 skipped attempts (COMPACT_MAX_DEFER_SHIFT).
+pub const COMPACT_MAX_DEFER_SHIFT: u32 = 6;
+
+/// The outcome of a compaction attempt (enum compact_result), with the kernel's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(i32)]
+pub enum CompactResult {
+    /// COMPACT_NOT_SUITABLE_ZONE: failing for lack of memory, not fragmentation.
+    NotSuitableZone = 0,
+    /// COMPACT_SKIPPED: too little free memory to compact.
+    Skipped = 1,
+    /// COMPACT_DEFERRED: recent failures; not tried.
+    Deferred = 2,
+    /// COMPACT_NO_SUITABLE_PAGE: nothing suitable found yet.
+    NoSuitablePage = 3,
+    /// COMPACT_CONTINUE: keep going.
+    Continue = 4,
+    /// COMPACT_COMPLETE: the whole zone was scanned without success.
+    Complete = 5,
+    /// COMPACT_PARTIAL_SKIPPED: the scanners met on a partial scan.
+    PartialSkipped = 6,
+    /// COMPACT_CONTENDED: gave up (no free pages to migrate to).
+    Contended = 7,
+    /// COMPACT_SUCCESS: a page of the wanted order is free.
+    Success = 8,
+}
+
+/// A zone's compaction state (the `compact_*` fields of struct zone).
+#[derive(Debug, Clone, Default)]
+pub struct ZoneCompact {
+    /// compact_considered: attempts skipped since the last deferral.
+    pub considered: u32,
+    /// compact_defer_shift: skip up to 1 << shift attempts.
+    pub defer_shift: u32,
+    /// compact_order_failed: lowest order that failed recently.
+    pub order_failed: usize,
+    /// compact_cached_migrate_pfn (0 = the zone start).
+    pub cached_migrate_pfn: Pfn,
+    /// compact_cached_free_pfn (0 = the zone end).
+    pub cached_free_pfn: Pfn,
+}
+
+/// A node's kcompactd (the `kcompactd_*` fields of pg_data_t).
+#[derive(Debug, Clone)]
+pub struct NodeCompact {
+    /// kcompactd_max_order: highest order asked for since it last ran (0 = not woken).
+    pub max_order: usize,
+    /// kcompactd_highest_zoneidx.
+    pub highest_zoneidx: usize,
+    /// Wait queue of kcompactd_wait (usize::MAX: no kcompactd thread).
+    pub wait: usize,
+    /// Whether kcompactd is asleep on its wait queue.
+    pub sleeping: bool,
+}
+
+/// Compaction and kcompactd state of the whole machine.
+#[derive(Debug, Clone, Default)]
+pub struct CompactState {
+    /// Per zone, by zone id.
+    pub zones: Vec<ZoneCompact>,
+    /// Per node.
+    pub nodes: Vec<NodeCompact>,
+}
+
+impl CompactState {
+    /// The state of zone `zid`, created on first use.
+    pub fn zone(&mut self, zid: usize) -> &mut ZoneCompact {
+        if self.zones.len() <= zid {
+            self.zones.resize(zid + 1, ZoneCompact::default());
+        }
+        &mut self.zones[zid]
+    }
+
+    /// The kcompactd state of node `nid`, created on first use.
+    pub fn node(&mut self, nid: usize) -> &mut NodeCompact {
+        while self.nodes.len() <= nid {
+            self.nodes.push(NodeCompact {
+                max_order: 0,
+                highest_zoneidx: MAX_NR_ZONES - 1,
+                wait: usize::MAX,
+                sleeping: false,
+            });
+        }
+        &mut self.nodes[nid]
+    }
+}
+
+/// All the settings and progress of one compaction run (struct compact_control).
+#[derive(Debug, Clone)]
+pub struct CompactControl {
+    /// Zone being compacted.
+    pub zid: usize,
+    /// Order wanted (cc->order).
+    pub order: usize,
+    /// Migratetype of the allocation (cc->migratetype).
+    pub migratetype: MigrateType,
+    /// MIGRATE_SYNC_LIGHT (true) or MIGRATE_ASYNC (false).
+    pub sync: bool,
+    /// Run by kcompactd (the compact_daemon_* counters).
+    pub kcompactd: bool,
+    /// Highest zone the allocation may use.
+    pub highest_zoneidx: usize,
+    /// Allocation flags of the request (cc->alloc_flags).
+    pub alloc_flags: u32,
+    /// Migrate scanner position.
+    pub migrate_pfn: Pfn,
+    /// Free scanner position (start of the pageblock it scans next).
+    pub free_pfn: Pfn,
+    /// Started from both ends of the zone (cc->whole_zone).
+    pub whole_zone: bool,
+    /// Isolated free pages, each an allocated order-0 frame.
+    pub freepages: Vec<Pfn>,
+    /// Frames looked at by the migrate scanner.
+    pub total_migrate_scanned: u64,
+    /// Frames looked at by the free scanner.
+    pub total_free_scanned: u64,
+    /// Pages migrated.
+    pub nr_migrated: u64,
+    /// Task doing the work (for traces and CPU).
+    pub tid: TaskId,
+}
+
+impl CompactControl {
+    /// A compaction of zone `zid` for an allocation of `order`.
+    pub fn new(zid: usize, order: usize, sync: bool, tid: TaskId) -> Self {
+        CompactControl {
+            zid,
+            order,
+            migratetype: MigrateType::Movable,
+            sync,
+            kcompactd: false,
+            highest_zoneidx: MAX_NR_ZONES - 1,
+            alloc_flags: 0,
+            migrate_pfn: 0,
+            free_pfn: 0,
+            whole_zone: false,
+            freepages: Vec::new(),
+            total_migrate_scanned: 0,
+            total_free_scanned: 0,
+            nr_migrated: 0,
+            tid,
+        }
+    }
+}
+
+fn pageblock_start(pfn: Pfn) -> Pfn {
+    pfn & !((PAGEBLOCK_NR_PAGES as Pfn) - 1)
+}
+
+impl super::Mm {
+    /// The fragmentation index of a zone for `order` (__fragmentation_index in mm/vmstat.c):
+    /// -1000 if a block of the order is free, 0 with nothing free, else towards 1000 the more
+    /// the failure is due to fragmentation rather than lack of memory.
+    pub fn fragmentation_index(&self, zid: usize, order: usize) -> i64 {
+        let z = &self.zones[zid];
+        let mut free_pages = 0u64;
+        let mut total = 0u64;
+        let mut suitable = 0u64;
+        for (o, area) in z.free_area.iter().enumerate() {
+            total += area.nr_free;
+            free_pages += area.nr_free << o;
+            if o >= order {
+                suitable += area.nr_free << (o - order);
+            }
+        }
+        if total == 0 {
+            return 0;
+        }
+        if suitable > 0 {
+            return -1000;
+        }
+        1000 - ((1000 + ((free_pages * 1000) >> order)) / total) as i64
+    }
+
+    /// Whether compaction can help this zone for `order` (compaction_suitable): enough
+    /// free memory to migrate into, and for costly orders a failure due to fragmentation.
+    pub fn compaction_suitable(&self, zid: usize, order: usize, highest_zoneidx: usize) -> bool {
+        let z = &self.zones[zid];
+        let mark = if order > PAGE_ALLOC_COSTLY_ORDER {
+            z.wmark_pages(Wmark::Low)
+        } else {
+            z.wmark_pages(Wmark::Min)
+        } + (2u64 << order);
+        let hz = ZoneType::ALL[highest_zoneidx.min(MAX_NR_ZONES - 1)];
+        if !self.zone_watermark_ok(zid, 0, mark, hz, 0) {
+            return false;
+        }
+        if order > PAGE_ALLOC_COSTLY_ORDER {
+            let fragindex = self.fragmentation_index(zid, order);
+            if fragindex >= 0 && fragindex <= self.kcfg.extfrag_threshold as i64 {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether a free page of at least `order` serves `mt`, directly or by claiming (the
+    /// free-list test of __compact_finished).
+    fn compact_page_available(&self, zid: usize, order: usize, mt: MigrateType) -> bool {
+        for o in order..NR_PAGE_ORDERS {
+            let area = &self.zones[zid].free_area[o];
+            if area.nr_free_mt[mt as usize] > 0 {
+                return true;
+            }
+            if o >= PAGEBLOCK_ORDER && area.nr_free > 0 {
+                return true;
+            }
+            if (mt as usize) < 3 && self.find_suitable_fallback(zid, o, mt, true) >= 0 {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl Kernel {
+    fn zone_trace_ids(&self, zid: usize) -> (i32, u32) {
+        let z = &self.mm.zones[zid];
+        (z.nid as i32, z.zone_type as u32)
+    }
+
+    /// Whether compaction of this zone at `order` is to be skipped after recent failures
+    /// (compaction_deferred).
+    pub fn compaction_deferred(&mut self, zid: usize, order: usize, tid: TaskId) -> bool {
+        let zc = self.compact.zone(zid);
+        if order < zc.order_failed {
+            return false;
+        }
+        zc.considered = zc.considered.saturating_add(1);
+        if zc.considered < 1 << zc.defer_shift {
+            let (c, s, f) = (zc.considered, zc.defer_shift, zc.order_failed);
+            let (nid, idx) = self.zone_trace_ids(zid);
+            self.trace(
+                tid,
+                TraceEvent::MmCompactionDeferred {
+                    nid,
+                    idx,
+                    order: order as i32,
+                    considered: c,
+                    defer_shift: s,
+                    order_failed: f as i32,
+                },
+            );
+            return true;
+        }
+        false
+    }
+
+    /// Skips the next attempts at this order and above after a failure (defer_compaction).
+    pub fn defer_compaction(&mut self, zid: usize, order: usize, tid: TaskId) {
+        let zc = self.compact.zone(zid);
+        zc.considered = 0;
+        zc.defer_shift = (zc.defer_shift + 1).min(COMPACT_MAX_DEFER_SHIFT);
+        zc.order_failed = zc.order_failed.min(order);
+        let (c, s, f) = (zc.considered, zc.defer_shift, zc.order_failed);
+        let (nid, idx) = self.zone_trace_ids(zid);
+        self.trace(
+            tid,
+            TraceEvent::MmCompactionDeferCompaction {
+                nid,
+                idx,
+                order: order as i32,
+                considered: c,
+                defer_shift: s,
+                order_failed: f as i32,
+            },
+        );
+    }
+
+    /// Clears the deferral after a success at `order` (compaction_defer_reset).
+    pub fn compaction_defer_reset(&mut self, zid: usize, order: usize, tid: TaskId) {
+        let zc = self.compact.zone(zid);
+        zc.considered = 0;
+        zc.defer_shift = 0;
+        if order >= zc.order_failed {
+            zc.order_failed = order + 1;
+        }
+        let (c, s, f) = (zc.considered, zc.defer_shift, zc.order_failed);
+        let (nid, idx) = self.zone_trace_ids(zid);
+        self.trace(
+            tid,
+            TraceEvent::MmCompactionDeferReset {
+                nid,
+                idx,
+                order: order as i32,
+                considered: c,
+                defer_shift: s,
+                order_failed: f as i32,
+            },
+        );
+    }
+
+    /// Whether compacting is needed and can help (compaction_suit_allocation_order):
+    /// Success if the allocation would already succeed, Skipped if compaction cannot help.
+    pub fn compaction_suit_allocation_order(
+        &mut self,
+        zid: usize,
+        order: usize,
+        highest_zoneidx: usize,
+        alloc_flags: u32,
+        tid: TaskId,
+    ) -> CompactResult {
+        let wm = match alloc_flags & ALLOC_WMARK_MASK {
+            ALLOC_WMARK_LOW => Wmark::Low,
+            ALLOC_WMARK_HIGH => Wmark::High,
+            _ => Wmark::Min,
+        };
+        let mark = self.mm.zones[zid].wmark_pages(wm);
+        let hz = ZoneType::ALL[highest_zoneidx.min(MAX_NR_ZONES - 1)];
+        if self.mm.zone_watermark_ok(zid, order, mark, hz, alloc_flags) {
+            return CompactResult::Success;
+        }
+        let ok = self.mm.compaction_suitable(zid, order, highest_zoneidx);
+        let ret = if ok {
+            CompactResult::Continue
+        } else {
+            CompactResult::Skipped
+        };
+        let (nid, idx) = self.zone_trace_ids(zid);
+        self.trace(
+            tid,
+            TraceEvent::MmCompactionSuitable {
+                nid,
+                idx,
+                order: order as i32,
+                ret: ret as i32,
+            },
+        );
+        ret
+    }
+
+    /// Sets up the scanners and emits mm_compaction_begin (the start of compact_zone).
+    pub fn compact_zone_begin(&mut self, cc: &mut CompactControl) {
+        let z = &self.mm.zones[cc.zid];
+        let start = z.zone_start_pfn;
+        let end = z.zone_end_pfn();
+        let last_block = pageblock_start(end - 1);
+        let zc = self.compact.zone(cc.zid).clone();
+        cc.migrate_pfn = if zc.cached_migrate_pfn > start && zc.cached_migrate_pfn < end {
+            zc.cached_migrate_pfn
+        } else {
+            start
+        };
+        cc.free_pfn = if zc.cached_free_pfn > start && zc.cached_free_pfn <= last_block {
+            pageblock_start(zc.cached_free_pfn)
+        } else {
+            last_block
+        };
+        cc.whole_zone = cc.migrate_pfn == start && cc.free_pfn == last_block;
+        self.trace(
+            cc.tid,
+            TraceEvent::MmCompactionBegin {
+                zone_start: start as u64,
+                migrate_pfn: cc.migrate_pfn as u64,
+                free_pfn: cc.free_pfn as u64,
+                zone_end: end as u64,
+                sync: cc.sync,
+            },
+        );
+    }
+
+    /// Whether compaction is done: the scanners met, or a page of the order is free
+    /// (compact_finished / __compact_finished).
+    fn compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
+        let ret = if cc.free_pfn >> PAGEBLOCK_ORDER <= cc.migrate_pfn >> PAGEBLOCK_ORDER {
+            // compact_scanners_met(): reset the cached positions for the next run.
+            let zc = self.compact.zone(cc.zid);
+            zc.cached_migrate_pfn = 0;
+            zc.cached_free_pfn = 0;
+            if cc.whole_zone {
+                CompactResult::Complete
+            } else {
+                CompactResult::PartialSkipped
+            }
+        } else if cc.migrate_pfn & (PAGEBLOCK_NR_PAGES as Pfn - 1) != 0 {
+            // Only look at the free lists at pageblock boundaries.
+            return CompactResult::Continue;
+        } else if self
+            .mm
+            .compact_page_available(cc.zid, cc.order, cc.migratetype)
+        {
+            CompactResult::Success
+        } else {
+            CompactResult::Continue
+        };
+        let (nid, idx) = self.zone_trace_ids(cc.zid);
+        self.trace(
+            cc.tid,
+            TraceEvent::MmCompactionFinished {
+                nid,
+                idx,
+                order: cc.order as i32,
+                ret: ret as i32,
+            },
+        );
+        ret
+    }
+
+    /// Whether the migrate scanner may take pages from this pageblock (suitable_migration_source):
+    /// async compaction only from blocks of the request's type.
+    fn suitable_migration_source(&self, cc: &CompactControl, pfn: Pfn) -> bool {
+        let mt = self.mm.get_pageblock_migratetype(pfn);
+        if mt == MigrateType::Isolate || mt == MigrateType::HighAtomic {
+            return false;
+        }
+        cc.sync || mt == cc.migratetype
+    }
+
+    /// Whether a frame holds a page compaction can move now (the checks of
+    /// isolate_migratepages_block): an order-0 anon or file page on the LRU, not under
+    /// writeback, not dirty, not in the swap cache.
+    pub fn page_is_migratable(&self, pfn: Pfn) -> bool {
+        let p = &self.mm.map[pfn as usize];
+        p.test(pg::HEAD)
+            && p.order() == 0
+            && matches!(p.kind(), PageKind::Anon | PageKind::File)
+            && p.test(pg::LRU)
+            && p.flags & (pg::WRITEBACK | pg::DIRTY | pg::SWAPCACHE | pg::UNEVICTABLE | pg::RECLAIM)
+                == 0
+            && p.owner != NIL
+    }
+
+    /// Scans one pageblock from the migrate scanner's position and isolates up to
+    /// COMPACT_CLUSTER_MAX movable pages (isolate_migratepages / isolate_migratepages_block).
+    fn isolate_migratepages(&mut self, cc: &mut CompactControl) -> Vec<Pfn> {
+        let start = cc.migrate_pfn;
+        let block_end = (pageblock_start(start) + PAGEBLOCK_NR_PAGES as Pfn)
+            .min(self.mm.zones[cc.zid].zone_end_pfn());
+        let mut taken = Vec::new();
+        let mut pfn = start;
+        let mut scanned = 0u64;
+        if self.suitable_migration_source(cc, start) {
+            while pfn < block_end && taken.len() < COMPACT_CLUSTER_MAX {
+                let p = &self.mm.map[pfn as usize];
+                scanned += 1;
+                if p.test(pg::BUDDY) || (p.test(pg::HEAD) && p.order() > 0) {
+                    pfn += 1 << p.order();
+                    continue;
+                }
+                if self.page_is_migratable(pfn) {
+                    taken.push(pfn);
+                }
+                pfn += 1;
+            }
+        } else {
+            pfn = block_end;
+        }
+        let pfn = pfn.min(block_end);
+        cc.migrate_pfn = pfn;
+        cc.total_migrate_scanned += scanned;
+        self.mm.acc += scanned * self.mm.cost.compact_scan_page;
+        self.mm
+            .count_vm_events(Event::COMPACT_MIGRATE_SCANNED, scanned);
+        if cc.kcompactd {
+            self.mm
+                .count_vm_events(Event::COMPACT_DAEMON_MIGRATE_SCANNED, scanned);
+        }
+        self.mm
+            .count_vm_events(Event::COMPACT_ISOLATED, taken.len() as u64);
+        self.trace(
+            cc.tid,
+            TraceEvent::MmCompactionIsolateMigratepages {
+                start_pfn: start as u64,
+                end_pfn: pfn as u64,
+                nr_scanned: scanned,
+                nr_taken: taken.len() as u64,
+            },
+        );
+        taken
+    }
+
+    /// Whether the free scanner may take free pages from this pageblock
+    /// (suitable_migration_target): movable blocks only, never a free whole pageblock.
+    fn suitable_migration_target(&self, pfn: Pfn) -> bool {
+        let p = &self.mm.map[pfn as usize];
+        if p.test(pg::BUDDY) && p.order() >= PAGEBLOCK_ORDER {
+            return false;
+        }
+        self.mm.get_pageblock_migratetype(pfn) == MigrateType::Movable
+    }
+
+    /// Moves the free scanner down pageblock by pageblock, isolating free pages until
+    /// it holds `want` (isolate_freepages / isolate_freepages_block).
+    fn isolate_freepages(&mut self, cc: &mut CompactControl, want: usize) {
+        let low = pageblock_start(cc.migrate_pfn) + PAGEBLOCK_NR_PAGES as Pfn;
+        let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
+        while cc.freepages.len() < want && cc.free_pfn >= low {
+            let block = cc.free_pfn;
+            let start = block.max(zone_start);
+            let end = (block + PAGEBLOCK_NR_PAGES as Pfn).min(self.mm.zones[cc.zid].zone_end_pfn());
+            let mut scanned = 0u64;
+            let mut taken = 0u64;
+            let mut failed = false;
+            if self.suitable_migration_target(start) {
+                let mut pfn = start;
+                while pfn < end {
+                    let p = self.mm.map[pfn as usize];
+                    scanned += 1;
+                    if p.test(pg::BUDDY) {
+                        let order = p.order();
+                        if !self.mm.__isolate_free_page(pfn, order) {
+                            failed = true;
+                            break;
+                        }
+                        self.mm.split_page(pfn, order);
+                        for q in pfn..pfn + (1 << order) {
+                            cc.freepages.push(q);
+                        }
+                        taken += 1 << order;
+                        pfn += 1 << order;
+                    } else {
+                        pfn += if p.test(pg::HEAD) { 1 << p.order() } else { 1 };
+                    }
+                }
+            }
+            cc.total_free_scanned += scanned;
+            self.mm.acc += scanned * self.mm.cost.compact_scan_page;
+            self.mm
+                .count_vm_events(Event::COMPACT_FREE_SCANNED, scanned);
+            if cc.kcompactd {
+                self.mm
+                    .count_vm_events(Event::COMPACT_DAEMON_FREE_SCANNED, scanned);
+            }
+            self.mm.count_vm_events(Event::COMPACT_ISOLATED, taken);
+            self.trace(
+                cc.tid,
+                TraceEvent::MmCompactionIsolateFreepages {
+                    start_pfn: start as u64,
+                    end_pfn: end as u64,
+                    nr_scanned: scanned,
+                    nr_taken: taken,
+                },
+            );
+            if failed {
+                break;
+            }
+            if block < PAGEBLOCK_NR_PAGES as Pfn {
+                break;
+            }
+            cc.free_pfn = block - PAGEBLOCK_NR_PAGES as Pfn;
+        }
+    }
+
+    /// Moves one page to a new frame (migrate_folio): the owner's slot, the LRU position
+    /// and the page state go to `dst`; `src` returns to the buddy lists.
+    pub fn migrate_page(&mut self, src: Pfn, dst: Pfn) {
+        debug_assert!(self.page_is_migratable(src));
+        debug_assert_eq!(self.mm.page_zone(src), self.mm.page_zone(dst));
+        let old = self.mm.map[src as usize];
+        let l = self.mm.folio_lru_list(src);
+        let nid = self.mm.pfn_to_nid(src);
+        // The page's state, list links included.
+        {
+            let d = &mut self.mm.map[dst as usize];
+            d.flags = old.flags;
+            d.ok = old.ok;
+            d.mt = old.mt;
+            d.owner = old.owner;
+            d.prev = old.prev;
+            d.next = old.next;
+        }
+        // Replace src by dst in place on its LRU list (list_replace).
+        {
+            let list = &mut self.mm.nodes[nid].lruvec.lists[l];
+            if old.prev == NIL {
+                list.head = dst;
+            } else {
+                self.mm.map[old.prev as usize].next = dst;
+            }
+            if old.next == NIL {
+                list.tail = dst;
+            } else {
+                self.mm.map[old.next as usize].prev = dst;
+            }
+        }
+        // The page table or page cache now points at the new frame (remove_migration_ptes).
+        debug_assert_eq!(self.rmap.get(old.owner), Entry::Page(src));
+        self.rmap.set(old.owner, Entry::Page(dst));
+        // The old frame is free again.
+        let zid = self.mm.page_zone(src);
+        {
+            let s = &mut self.mm.map[src as usize];
+            s.flags = 0;
+            s.ok = 0;
+            s.owner = NIL;
+            s.next = NIL;
+            s.prev = NIL;
+        }
+        let mt = self.mm.get_pageblock_migratetype(src);
+        self.mm.count_vm_events(Event::PGFREE, 1);
+        self.mm.acc += self.mm.cost.migrate_page + self.mm.cost.buddy_free;
+        self.mm.__free_one_page(zid, src, 0, mt, false);
+        self.mm.count_vm_events(Event::PGMIGRATE_SUCCESS, 1);
+    }
+
+    /// One batch of compact_zone(): isolate pages, find targets, migrate; returns Continue
+    /// or how the run ends.
+    pub fn compact_zone_iter(&mut self, cc: &mut CompactControl) -> CompactResult {
+        let ret = self.compact_finished(cc);
+        if ret != CompactResult::Continue {
+            return ret;
+        }
+        let pages = self.isolate_migratepages(cc);
+        if pages.is_empty() {
+            return CompactResult::Continue;
+        }
+        if cc.freepages.len() < pages.len() {
+            self.isolate_freepages(cc, pages.len());
+        }
+        let mut migrated = 0u64;
+        for &src in &pages {
+            let Some(dst) = cc.freepages.pop() else { break };
+            self.migrate_page(src, dst);
+            migrated += 1;
+        }
+        let failed = pages.len() as u64 - migrated;
+        cc.nr_migrated += migrated;
+        self.trace(
+            cc.tid,
+            TraceEvent::MmCompactionMigratepages {
+                nr_migrated: migrated,
+                nr_failed: failed,
+            },
+        );
+        if failed > 0 {
+            // Out of free pages before the scanners met (-ENOMEM): give up.
+            self.mm.count_vm_events(Event::PGMIGRATE_FAIL, failed);
+            if cc.free_pfn >> PAGEBLOCK_ORDER > cc.migrate_pfn >> PAGEBLOCK_ORDER {
+                return CompactResult::Contended;
+            }
+        }
+        CompactResult::Continue
+    }
+
+    /// Returns unused isolated free pages, caches the scanner positions and emits
+    /// mm_compaction_end (the end of compact_zone).
+    pub fn compact_zone_end(&mut self, cc: &mut CompactControl, ret: CompactResult) {
+        for pfn in std::mem::take(&mut cc.freepages) {
+            let zid = self.mm.page_zone(pfn);
+            let mt = self.mm.get_pageblock_migratetype(pfn);
+            self.mm.map[pfn as usize].flags = 0;
+            self.mm.acc += self.mm.cost.buddy_free;
+            self.mm.__free_one_page(zid, pfn, 0, mt, false);
+        }
+        if !matches!(ret, CompactResult::Complete | CompactResult::PartialSkipped) {
+            let zc = self.compact.zone(cc.zid);
+            zc.cached_migrate_pfn = cc.migrate_pfn;
+            zc.cached_free_pfn = cc.free_pfn;
+        }
+        let z = &self.mm.zones[cc.zid];
+        let (start, end) = (z.zone_start_pfn as u64, z.zone_end_pfn() as u64);
+        self.trace(
+            cc.tid,
+            TraceEvent::MmCompactionEnd {
+                zone_start: start,
+                migrate_pfn: cc.migrate_pfn as u64,
+                free_pfn: cc.free_pfn as u64,
+                zone_end: end,
+                sync: cc.sync,
+                status: ret as i32,
+            },
+        );
+    }
+
+    /// Compacts one zone to the end (compact_zone).
+    pub fn compact_zone(&mut self, cc: &mut CompactControl) -> CompactResult {
+        let ret = self.compaction_suit_allocation_order(
+            cc.zid,
+            cc.order,
+            cc.highest_zoneidx,
+            cc.alloc_flags,
+            cc.tid,
+        );
+        if ret != CompactResult::Continue {
+            return ret;
+        }
+        self.compact_zone_begin(cc);
+        let ret = loop {
+            let r = self.compact_zone_iter(cc);
+            if r != CompactResult::Continue {
+                break r;
+            }
+        };
+        self.compact_zone_end(cc, ret);
+        ret
+    }
+
+    /// Direct compaction of every eligible zone for an allocation (try_to_compact_pages).
+    pub fn try_to_compact_pages(
+        &mut self,
+        gfp: Gfp,
+        order: usize,
+        alloc_flags: u32,
+        ac: &super::page_alloc::AllocContext,
+        tid: TaskId,
+    ) -> CompactResult {
+        self.trace(
+            tid,
+            TraceEvent::MmCompactionTryToCompactPages {
+                order: order as i32,
+                gfp_mask: gfp.0,
+                prio: 2, // COMPACT_PRIO_ASYNC = INIT_COMPACT_PRIORITY
+            },
+        );
+        let mut rc = CompactResult::Skipped;
+        for i in 0..self.mm.zonelists[ac.zonelist].len() {
+            let zid = self.mm.zonelists[ac.zonelist][i];
+            if self.mm.zones[zid].zone_type as usize > ac.highest_zoneidx as usize
+                || self.mm.zones[zid].managed_pages == 0
+            {
+                continue;
+            }
+            if self.compaction_deferred(zid, order, tid) {
+                rc = rc.max(CompactResult::Deferred);
+                continue;
+            }
+            let mut cc = CompactControl::new(zid, order, false, tid);
+            cc.migratetype = ac.migratetype;
+            cc.highest_zoneidx = ac.highest_zoneidx as usize;
+            cc.alloc_flags = alloc_flags;
+            let status = self.compact_zone(&mut cc);
+            rc = rc.max(status);
+            if status == CompactResult::Success {
+                // Not reset here: the caller resets the deferral when it gets its page.
+                break;
+            }
+            if matches!(
+                status,
+                CompactResult::Complete | CompactResult::PartialSkipped
+            ) && cc.sync
+            {
+                self.defer_compaction(zid, order, tid);
+            }
+        }
+        rc
+    }
+
+    /// Direct compaction from the allocator's slow path and one more try at the free
+    /// lists (__alloc_pages_direct_compact).
+    pub fn __alloc_pages_direct_compact(
+        &mut self,
+        gfp: Gfp,
+        order: usize,
+        alloc_flags: u32,
+        ac: &super::page_alloc::AllocContext,
+        tid: TaskId,
+    ) -> (Option<Pfn>, CompactResult) {
+        if order == 0 || !self.mm.kcfg.compaction {
+            return (None, CompactResult::Skipped);
+        }
+        let rc = self.try_to_compact_pages(gfp, order, alloc_flags, ac, tid);
+        if rc == CompactResult::Skipped {
+            return (None, rc);
+        }
+        self.mm.count_vm_events(Event::COMPACT_STALL, 1);
+        let page = self.mm.get_page_from_freelist(order, alloc_flags, ac);
+        match page {
+            Some(p) => {
+                let zid = self.mm.page_zone(p);
+                self.compaction_defer_reset(zid, order, tid);
+                self.mm.count_vm_events(Event::COMPACT_SUCCESS, 1);
+            }
+            None => self.mm.count_vm_events(Event::COMPACT_FAIL, 1),
+        }
+        (page, rc)
+    }
+
+    /// Asks a node's kcompactd to compact for `order` (wakeup_kcompactd).
+    pub fn wakeup_kcompactd(
+        &mut self,
+        nid: usize,
+        order: usize,
+        highest_zoneidx: usize,
+        tid: TaskId,
+    ) {
+        if order == 0 || !self.mm.kcfg.compaction {
+            return;
+        }
+        let node = self.compact.node(nid);
+        if node.max_order < order {
+            node.max_order = order;
+        }
+        node.highest_zoneidx = node.highest_zoneidx.min(highest_zoneidx);
+        if !node.sleeping || node.wait == usize::MAX {
+            return;
+        }
+        if !self.kcompactd_node_suitable(nid, tid) {
+            return;
+        }
+        let node = self.compact.node(nid);
+        node.sleeping = false;
+        let wq = node.wait;
+        self.trace(
+            tid,
+            TraceEvent::MmCompactionWakeupKcompactd {
+                nid: nid as i32,
+                order: order as i32,
+                highest_zoneidx: highest_zoneidx as u32,
+            },
+        );
+        self.pending_wakeups.push(wq);
+    }
+
+    /// Whether some zone of the node needs and can use compaction (kcompactd_node_suitable).
+    fn kcompactd_node_suitable(&mut self, nid: usize, tid: TaskId) -> bool {
+        let (order, highest) = {
+            let n = self.compact.node(nid);
+            (n.max_order, n.highest_zoneidx)
+        };
+        for zt in 0..=highest.min(MAX_NR_ZONES - 1) {
+            let zid = self.mm.nodes[nid].zones[zt];
+            if !self.mm.zones[zid].populated() {
+                continue;
+            }
+            if self.compaction_suit_allocation_order(zid, order, highest, ALLOC_WMARK_MIN, tid)
+                == CompactResult::Continue
+            {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Where kcompactd is in its loop (kcompactd()).
+#[derive(Debug, Clone)]
+enum KcompactdState {
+    /// About to sleep until woken.
+    Sleep,
+    /// Compacting zone type `zt` (and the lower ones left) of the node.
+    Work {
+        order: usize,
+        highest: usize,
+        zt: usize,
+        cc: Option<Box<CompactControl>>,
+    },
+}
+
+/// A node's kcompactd kernel thread (kcompactd() and kcompactd_do_work()).
+pub struct Kcompactd {
+    nid: usize,
+    state: KcompactdState,
+}
+
+impl Kcompactd {
+    /// The kcompactd of node `nid`.
+    pub fn new(nid: usize) -> Self {
+        Kcompactd {
+            nid,
+            state: KcompactdState::Sleep,
+        }
+    }
+}
+
+impl crate::workload::Program for Kcompactd {
+    fn step(&mut self, cx: &mut crate::workload::StepCtx) -> crate::workload::StepOut {
+        use crate::workload::{Step, StepOut};
+        let k = &mut *cx.k;
+        let tid = cx.tid;
+        let nid = self.nid;
+        loop {
+            match std::mem::replace(&mut self.state, KcompactdState::Sleep) {
+                KcompactdState::Sleep => {
+                    let node = k.compact.node(nid);
+                    if node.max_order == 0 {
+                        node.sleeping = true;
+                        let wq = node.wait;
+                        k.trace(
+                            tid,
+                            TraceEvent::MmCompactionKcompactdSleep { nid: nid as i32 },
+                        );
+                        return StepOut {
+                            user_ns: 0,
+                            next: Step::Block { wq, timeout: None },
+                        };
+                    }
+                    node.sleeping = false;
+                    let (order, highest) = (node.max_order, node.highest_zoneidx);
+                    node.max_order = 0;
+                    node.highest_zoneidx = MAX_NR_ZONES - 1;
+                    k.trace(
+                        tid,
+                        TraceEvent::MmCompactionKcompactdWake {
+                            nid: nid as i32,
+                            order: order as i32,
+                            highest_zoneidx: highest as u32,
+                        },
+                    );
+                    k.mm.count_vm_events(Event::COMPACT_DAEMON_WAKE, 1);
+                    self.state = KcompactdState::Work {
+                        order,
+                        highest,
+                        zt: 0,
+                        cc: None,
+                    };
+                }
+                KcompactdState::Work {
+                    order,
+                    highest,
+                    zt,
+                    cc,
+                } => {
+                    if zt > highest.min(MAX_NR_ZONES - 1) {
+                        self.state = KcompactdState::Sleep;
+                        continue;
+                    }
+                    let zid = k.mm.nodes[nid].zones[zt];
+                    let mut cc = match cc {
+                        Some(cc) => cc,
+                        None => {
+                            if !k.mm.zones[zid].populated()
+                                || k.compaction_deferred(zid, order, tid)
+                                || k.compaction_suit_allocation_order(
+                                    zid,
+                                    order,
+                                    highest,
+                                    ALLOC_WMARK_MIN,
+                                    tid,
+                                ) != CompactResult::Continue
+                            {
+                                self.state = KcompactdState::Work {
+                                    order,
+                                    highest,
+                                    zt: zt + 1,
+                                    cc: None,
+                                };
+                                continue;
+                            }
+                            let mut cc = Box::new(CompactControl::new(zid, order, true, tid));
+                            cc.kcompactd = true;
+                            cc.highest_zoneidx = highest;
+                            k.compact_zone_begin(&mut cc);
+                            cc
+                        }
+                    };
+                    // Compact in steps of about one quantum so other tasks run in between.
+                    let ret = loop {
+                        let r = k.compact_zone_iter(&mut cc);
+                        if r != CompactResult::Continue || k.mm.acc >= cx.quantum {
+                            break r;
+                        }
+                    };
+                    if ret == CompactResult::Continue {
+                        self.state = KcompactdState::Work {
+                            order,
+                            highest,
+                            zt,
+                            cc: Some(cc),
+                        };
+                        k.mm.acc = k.mm.acc.max(1);
+                        return StepOut {
+                            user_ns: 0,
+                            next: Step::Run,
+                        };
+                    }
+                    k.compact_zone_end(&mut cc, ret);
+                    if ret == CompactResult::Success {
+                        k.compaction_defer_reset(zid, order, tid);
+                    } else if matches!(ret, CompactResult::Complete | CompactResult::PartialSkipped)
+                    {
+                        k.mm.drain_all_pages();
+                        k.defer_compaction(zid, order, tid);
+                    }
+                    self.state = KcompactdState::Work {
+                        order,
+                        highest,
+                        zt: zt + 1,
+                        cc: None,
+                    };
+                    k.mm.acc = k.mm.acc.max(1);
+                    return StepOut {
+                        user_ns: 0,
+                        next: Step::Run,
+                    };
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Transparent huge pages for anonymous memory.
+//!
+//! Models the anonymous-fault side of mm/huge_memory.c: the policies of
+//! /sys/kernel/mm/transparent_hugepage/enabled (`thp_vma_allowable_order()`
+//! for an anonymous VMA: always, madvise, never) and .../defrag
+//! (`vma_thp_gfp_mask()`: always, defer, defer+madvise, madvise, never),
+//! `do_huge_pmd_anonymous_page()` with `thp_fault_alloc` and
+//! `thp_fault_fallback`, and MADV_HUGEPAGE (`madvise` marks the whole
+//! anonymous space of a task, as thpfioscale marks its whole mapping).
+//!
+//! Simplification: a huge page is allocated as one order-9 block, zeroed and
+//! mapped at once, and then lives as 512 base pages (as if split right away,
+//! `split_page()`): reclaim, swap and compaction handle them one by one, and
+//! `nr_anon_transparent_hugepages` is not kept. A fault takes the huge path
+//! only when its whole aligned 2 MiB region is still empty.
+//!
+//! Every anonymous fault's simulated latency (CPU time in the fault plus any
+//! sleep it caused) is recorded, base and huge apart ([`ThpState`]).
+
+use super::gfp::{
+    Gfp, __GFP_DIRECT_RECLAIM, __GFP_KSWAPD_RECLAIM, __GFP_NORETRY, GFP_TRANSHUGE_LIGHT,
+};
+use super::memory::Fault;
+use super::page::Pfn;
+use super::rmap::{Entry, CHUNK_SLOTS};
+use super::vmstat::Event;
+use crate::config::{ThpDefrag, ThpEnabled};
+use crate::engine::lock::TaskId;
+use crate::kernel::{AllocResult, Kernel};
+
+/// Order of a PMD-mapped huge page (HPAGE_PMD_ORDER).
+pub const HPAGE_PMD_ORDER: usize = 9;
+/// Base pages in a huge page (HPAGE_PMD_NR).
+pub const HPAGE_PMD_NR: u64 = 1 << HPAGE_PMD_ORDER;
+
+/// Latency figures of one class of anonymous faults [ns].
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct LatStat {
+    /// Faults.
+    pub count: u64,
+    /// Sum of latencies [ns].
+    pub sum_ns: u64,
+    /// Shortest [ns].
+    pub min_ns: u64,
+    /// Longest [ns].
+    pub max_ns: u64,
+}
+
+impl LatStat {
+    /// Adds one sample.
+    pub fn add(&mut self, ns: u64) {
+        if self.count == 0 || ns < self.min_ns {
+            self.min_ns = ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.count += 1;
+        self.sum_ns += ns;
+    }
+}
+
+/// Huge-page and fault-latency bookkeeping of the whole machine.
+#[derive(Debug, Clone, Default)]
+pub struct ThpState {
+    /// Tasks whose anonymous memory is marked MADV_HUGEPAGE (VM_HUGEPAGE), by task id.
+    pub vm_hugepage: Vec<bool>,
+    /// Latency of every anonymous fault served by a base page [ns].
+    pub fault_base: LatStat,
+    /// Latency of every anonymous fault served by a huge page [ns].
+    pub fault_huge: LatStat,
+    /// Per 2 MiB region of a `thp_fault` operation: (huge?, latency [ns]), as thpfioscale records them.
+    pub regions: Vec<(bool, u64)>,
+    /// Named counters of the `signal` and `wait` operations.
+    pub signals: indexmap::IndexMap<String, u64>,
+}
+
+impl Kernel {
+    /// Marks or unmarks a task's anonymous memory MADV_HUGEPAGE (madvise → hugepage_madvise).
+    pub fn madvise_hugepage(&mut self, tid: TaskId, on: bool) {
+        let v = &mut self.thp.vm_hugepage;
+        if v.len() <= tid as usize {
+            v.resize(tid as usize + 1, false);
+        }
+        v[tid as usize] = on;
+    }
+
+    /// Whether the task's anonymous memory is MADV_HUGEPAGE (VM_HUGEPAGE).
+    pub fn task_vm_hugepage(&self, tid: TaskId) -> bool {
+        self.thp
+            .vm_hugepage
+            .get(tid as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Whether an anonymous fault of this task may use a huge page (thp_vma_allowable_order).
+    pub fn thp_allowed(&self, tid: TaskId) -> bool {
+        match self.mm.kcfg.thp_enabled {
+            ThpEnabled::Always => true,
+            ThpEnabled::Madvise => self.task_vm_hugepage(tid),
+            ThpEnabled::Never => false,
+        }
+    }
+
+    /// The gfp mask of a huge-page fault under the defrag policy (vma_thp_gfp_mask).
+    pub fn vma_thp_gfp_mask(&self, madvised: bool) -> Gfp {
+        let light = GFP_TRANSHUGE_LIGHT;
+        let transhuge = light | __GFP_DIRECT_RECLAIM;
+        match self.mm.kcfg.thp_defrag {
+            ThpDefrag::Always if madvised => transhuge,
+            ThpDefrag::Always => transhuge | __GFP_NORETRY,
+            ThpDefrag::Defer => light | __GFP_KSWAPD_RECLAIM,
+            ThpDefrag::DeferMadvise if madvised => light | __GFP_DIRECT_RECLAIM,
+            ThpDefrag::DeferMadvise => light | __GFP_KSWAPD_RECLAIM,
+            ThpDefrag::Madvise if madvised => light | __GFP_DIRECT_RECLAIM,
+            ThpDefrag::Madvise | ThpDefrag::Never => light,
+        }
+    }
+
+    /// Tries to fault a whole 2 MiB region in with one huge page (do_huge_pmd_anonymous_page);
+    /// None when the fault should fall back to a base page.
+    pub fn do_huge_pmd_anonymous_page(&mut self, tid: TaskId, index: u64) -> Option<Fault> {
+        if !self.thp_allowed(tid) {
+            return None;
+        }
+        let t = tid as usize;
+        let base = index & !(HPAGE_PMD_NR - 1);
+        let slot0 = self.tasks[t].pt.slot(base)?;
+        if (0..CHUNK_SLOTS).any(|i| self.rmap.get(slot0 + i) != Entry::None) {
+            return None;
+        }
+        let gfp = self.vma_thp_gfp_mask(self.task_vm_hugepage(tid));
+        self.mm.acc += self.mm.cost.page_fault;
+        match self.alloc_pages(gfp, HPAGE_PMD_ORDER, tid) {
+            AllocResult::Page(p) => {
+                self.map_huge_anon(tid, base, slot0, p);
+                Some(Fault::Minor)
+            }
+            AllocResult::Failed => {
+                self.mm.count_vm_events(Event::THP_FAULT_FALLBACK, 1);
+                None
+            }
+            AllocResult::Retry => Some(Fault::Retry),
+            AllocResult::Killed => Some(Fault::Killed),
+        }
+    }
+
+    /// Zeroes and maps a new huge page over a region (clear_huge_page, map_anon_folio_pmd).
+    fn map_huge_anon(&mut self, tid: TaskId, base: u64, slot0: u32, p: Pfn) {
+        self.mm.count_vm_events(Event::THP_FAULT_ALLOC, 1);
+        self.mm.count_vm_events(Event::PGFAULT, 1);
+        self.tasks[tid as usize].stats.faults += 1;
+        self.mm.split_page(p, HPAGE_PMD_ORDER);
+        self.mm.acc += HPAGE_PMD_NR * self.mm.cost.clear_page;
+        let cpu = self.tasks[tid as usize].cpu;
+        for i in 0..HPAGE_PMD_NR as u32 {
+            self.map_anon_page(tid, slot0 + i, p + i);
+            self.mm.folio_add_lru(p + i, cpu);
+        }
+        let task = &mut self.tasks[tid as usize];
+        task.vsize = task.vsize.max(base + HPAGE_PMD_NR);
+    }
+
+    /// An anonymous fault on an empty slot: a huge page if allowed and available, else a
+    /// base page; its latency is recorded (the pte_none branch of handle_pte_fault and
+    /// __handle_mm_fault's create_huge_pmd).
+    pub fn do_anonymous_fault(&mut self, tid: TaskId, index: u64, slot: u32) -> Fault {
+        let (t0, s0) = (self.mm.acc, self.sleep_after);
+        let (fault, huge) = match self.do_huge_pmd_anonymous_page(tid, index) {
+            Some(Fault::Minor) => (Fault::Minor, true),
+            Some(f) => (f, false),
+            None => (self.do_anonymous_page_at(tid, slot), false),
+        };
+        if matches!(fault, Fault::Minor | Fault::Major) {
+            let ns = (self.mm.acc - t0) + (self.sleep_after - s0);
+            if huge {
+                self.thp.fault_huge.add(ns);
+            } else {
+                self.thp.fault_base.add(ns);
+            }
+        }
+        fault
+    }
+
+    /// Adds one to a named counter (the `signal` operation).
+    pub fn signal(&mut self, name: &str) {
+        *self.thp.signals.entry(name.to_string()).or_insert(0) += 1;
+    }
+
+    /// A named counter's value (the `wait` operation).
+    pub fn signal_count(&self, name: &str) -> u64 {
+        self.thp.signals.get(name).copied().unwrap_or(0)
+    }
+}

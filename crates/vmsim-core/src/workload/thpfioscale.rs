@@ -1,0 +1,197 @@
+//! The operations of mmtests' thpfioscale (today's thpchallenge-fio).
+//!
+//! fio threads create many 64 KiB files (a dentry and an inode each: slab
+//! pressure) and write them (page-cache pressure), then read them at random
+//! (`readwrite=randread`, `file_service_type=random:16`) until the THP
+//! threads are done; the THP threads fault anonymous memory 2 MiB region by
+//! region, with or without MADV_HUGEPAGE, and record each region's latency
+//! from its first touch to the end of writing the whole region, and whether
+//! it got a huge page (thpfioscale.c uses `mincore()` on page 64 of the
+//! region for that). The `signal`/`wait` operations order the phases.
+
+use super::{Step, StepCtx, StepOut};
+use crate::config::{Advice, Op};
+use crate::engine::rng::Stream;
+use crate::kernel::AllocResult;
+use crate::mm::huge_memory::HPAGE_PMD_NR;
+use crate::mm::memory::Fault;
+use crate::mm::page::PAGE_SIZE;
+use crate::mm::slab::builtin_cache;
+
+/// Reads from one file before fio picks another (`file_service_type=random:16`).
+pub const FIO_FILE_SERVICE_IOS: u64 = 16;
+/// How often `wait` looks at its counter [ns].
+pub const WAIT_POLL_NS: u64 = 1_000_000;
+
+/// Progress of the thpfioscale operations of one task.
+#[derive(Debug, Clone, Default)]
+pub struct ThpOpState {
+    /// First page index of the current `thp_fault` operation.
+    pub base: u64,
+    /// Start of the current region [ns], if one is open.
+    region_start: Option<u64>,
+    /// Whether the current region's first fault got a huge page.
+    region_huge: bool,
+    /// Inodes this task created with `fio_write`.
+    files: Vec<u32>,
+    /// Pages of each of those files.
+    file_pages: u64,
+    /// Current file of the reader and reads left on it.
+    read_file: usize,
+    reads_left_on_file: u64,
+    /// Pages dirtied since balance_dirty_pages last ran.
+    dirtied: u64,
+}
+
+impl ThpOpState {
+    /// Runs one piece of a thpfioscale operation; Some(out) ends the step.
+    pub fn step(
+        &mut self,
+        op: &Op,
+        cx: &mut StepCtx,
+        left: &mut u64,
+        user: &mut u64,
+        rng: &mut Stream,
+    ) -> Option<StepOut> {
+        let tid = cx.tid;
+        let run = |user: u64| StepOut {
+            user_ns: user,
+            next: Step::Run,
+        };
+        match op {
+            Op::Madvise { advice } => {
+                cx.k.madvise_hugepage(tid, *advice == Advice::Hugepage);
+                *left = 0;
+                None
+            }
+            Op::Signal { name } => {
+                cx.k.signal(name);
+                *left = 0;
+                None
+            }
+            Op::Wait { name, count } => {
+                if cx.k.signal_count(name) >= *count {
+                    *left = 0;
+                    return None;
+                }
+                Some(StepOut {
+                    user_ns: *user,
+                    next: Step::Sleep(WAIT_POLL_NS),
+                })
+            }
+            Op::ThpFault { size } => {
+                let n = size.0.div_ceil(PAGE_SIZE);
+                let i = n - *left;
+                let index = self.base + i;
+                let now = cx.now + *user + cx.k.mm.acc;
+                if self.region_start.is_none() {
+                    self.region_start = Some(now);
+                    self.region_huge = false;
+                }
+                let huge_before = cx.k.thp.fault_huge.count;
+                match cx.k.handle_mm_fault(tid, index) {
+                    Fault::Access | Fault::Minor | Fault::Major => {
+                        if cx.k.thp.fault_huge.count > huge_before {
+                            self.region_huge = true;
+                        }
+                        *user += cx.k.mm.cost.touch_page;
+                        *left -= 1;
+                        if (index + 1).is_multiple_of(HPAGE_PMD_NR) || *left == 0 {
+                            let end = cx.now + *user + cx.k.mm.acc + cx.k.sleep_after;
+                            let start = self.region_start.take().unwrap_or(end);
+                            cx.k.thp.regions.push((self.region_huge, end - start));
+                        }
+                        if cx.k.sleep_after > 0 {
+                            return Some(run(*user));
+                        }
+                        None
+                    }
+                    Fault::Retry => Some(run(*user)),
+                    Fault::Failed | Fault::Killed => Some(StepOut {
+                        user_ns: *user,
+                        next: Step::Exit,
+                    }),
+                }
+            }
+            Op::FioWrite { files, file_size } => {
+                let ppf = file_size.0.div_ceil(PAGE_SIZE);
+                let total = files * ppf;
+                let i = total - *left;
+                let f = i / ppf;
+                let page = i % ppf;
+                if f as usize >= self.files.len() {
+                    // create_on_open: a new file, with its dentry and inode.
+                    for cache in ["dentry", "xfs_inode"] {
+                        let c = builtin_cache(cache).unwrap_or(0);
+                        match cx.k.kmem_cache_alloc(c, tid) {
+                            AllocResult::Page(_) | AllocResult::Failed => {}
+                            AllocResult::Retry => return Some(run(*user)),
+                            AllocResult::Killed => {
+                                return Some(StepOut {
+                                    user_ns: *user,
+                                    next: Step::Exit,
+                                })
+                            }
+                        }
+                    }
+                    let pid = cx.k.tasks[tid as usize].pid;
+                    let name = format!("thpfilescale/{pid}/workfile.{f}");
+                    let ino = cx.k.lookup_or_create(&name);
+                    self.files.push(ino);
+                    self.file_pages = ppf;
+                }
+                let ino = self.files[f as usize];
+                match cx.k.file_write_page(tid, ino, page) {
+                    AllocResult::Page(_) => {
+                        *user += cx.k.mm.cost.touch_page;
+                        *left -= 1;
+                        self.dirtied += 1;
+                        if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
+                            || *left == 0
+                        {
+                            cx.k.balance_dirty_pages(tid, self.dirtied);
+                            self.dirtied = 0;
+                            if cx.k.sleep_after > 0 {
+                                return Some(run(*user));
+                            }
+                        }
+                        None
+                    }
+                    AllocResult::Retry => Some(run(*user)),
+                    AllocResult::Failed | AllocResult::Killed => Some(StepOut {
+                        user_ns: *user,
+                        next: Step::Exit,
+                    }),
+                }
+            }
+            Op::FioRead { until, count } => {
+                if self.files.is_empty() || cx.k.signal_count(until) >= *count {
+                    *left = 0;
+                    return None;
+                }
+                if self.reads_left_on_file == 0 {
+                    self.read_file = rng.below(self.files.len() as u64) as usize;
+                    self.reads_left_on_file = FIO_FILE_SERVICE_IOS;
+                }
+                let ino = self.files[self.read_file];
+                let page = rng.below(self.file_pages.max(1));
+                match cx.k.file_read_page(tid, ino, page) {
+                    AllocResult::Page(_) => {
+                        *user += cx.k.mm.cost.touch_page;
+                        self.reads_left_on_file -= 1;
+                        if cx.k.sleep_after > 0 {
+                            return Some(run(*user));
+                        }
+                        None
+                    }
+                    AllocResult::Retry => Some(run(*user)),
+                    AllocResult::Failed | AllocResult::Killed => Some(StepOut {
+                        user_ns: *user,
+                        next: Step::Exit,
+                    }),
+                }
+            }
+            _ => None,
+        }
+    }
+}
