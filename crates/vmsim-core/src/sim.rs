@@ -201,6 +201,8 @@ pub struct TimeSeries {
     pub watermarks: Vec<[u64; 3]>,
     /// Pageblocks holding allocations of more than one mobility.
     pub mixed_pageblocks: Vec<u64>,
+    /// Sum of the zones' watermark boosts [pages].
+    pub watermark_boost: Vec<u64>,
 }
 
 /// Everything a run reports.
@@ -234,6 +236,8 @@ pub struct RunResult {
     pub proc: IndexMap<&'static str, String>,
     /// Every pageblock's type and contents at the end.
     pub pageblocks: Vec<PageblockMap>,
+    /// Anonymous fault latencies, base and huge apart, and thpfioscale's regions.
+    pub thp: crate::mm::huge_memory::ThpReport,
 }
 
 /// Items recorded in the time series.
@@ -252,6 +256,15 @@ const SERIES: &[&str] = &[
     "allocstall_normal",
     "slabs_scanned",
     "oom_kill",
+    "pageoutrun",
+    "pgscan_kswapd",
+    "pgsteal_kswapd",
+    "compact_stall",
+    "compact_migrate_scanned",
+    "compact_daemon_wake",
+    "compact_daemon_migrate_scanned",
+    "thp_fault_alloc",
+    "thp_fault_fallback",
 ];
 
 fn ns_to_s(ns: u64) -> f64 {
@@ -300,6 +313,7 @@ impl Mm {
         let mut b = [0u64; NR_PAGE_ORDERS];
         let mut pb = [0u64; MIGRATE_TYPES];
         let mut wm = [0u64; 3];
+        let mut boost = 0u64;
         for z in self.zones.iter().filter(|z| z.populated()) {
             for (o, area) in z.free_area.iter().enumerate() {
                 b[o] += area.nr_free;
@@ -310,7 +324,9 @@ impl Mm {
             wm[0] += z.wmark_pages(Wmark::Min);
             wm[1] += z.wmark_pages(Wmark::Low);
             wm[2] += z.wmark_pages(Wmark::High);
+            boost += z.watermark_boost;
         }
+        ts.watermark_boost.push(boost);
         ts.buddyinfo.push(b);
         ts.pageblocks.push(pb);
         ts.watermarks.push(wm);
@@ -539,5 +555,6 @@ fn result(
         timeseries: ts,
         proc,
         pageblocks: mm.pageblock_map(),
+        thp: k.thp.report(),
     }
 }

@@ -191,3 +191,35 @@ impl Kernel {
         self.thp.signals.get(name).copied().unwrap_or(0)
     }
 }
+
+/// What a run reports of anonymous faults (part of the run result).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ThpReport {
+    /// Every anonymous fault served by a base page.
+    pub fault_base: LatStat,
+    /// Every anonymous fault served by a huge page.
+    pub fault_huge: LatStat,
+    /// Latency of each 2 MiB region of `thp_fault` that got base pages [µs].
+    pub region_base_us: Vec<f64>,
+    /// Latency of each 2 MiB region of `thp_fault` that got a huge page [µs].
+    pub region_huge_us: Vec<f64>,
+}
+
+impl ThpState {
+    /// The run-result view.
+    pub fn report(&self) -> ThpReport {
+        let us = |huge: bool| {
+            self.regions
+                .iter()
+                .filter(|r| r.0 == huge)
+                .map(|r| r.1 as f64 / 1000.0)
+                .collect()
+        };
+        ThpReport {
+            fault_base: self.fault_base,
+            fault_huge: self.fault_huge,
+            region_base_us: us(false),
+            region_huge_us: us(true),
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! Compaction, watermark boosting and THP faults: the rules the kernel keeps.
+//!
+//! - compaction conserves pages, keeps every page-table and page-cache
+//!   reference valid, and never moves an unmovable page;
+//! - a watermark boost never exceeds its cap and is gone when kswapd is done;
+//! - kswapd reclaiming only for a boost neither swaps nor writes;
+//! - a THP fault with no free order-9 block falls back to a base page cleanly.
+
+use vmsim_core::config::Scenario;
+use vmsim_core::engine::Engine;
+use vmsim_core::kernel::{AllocResult, Kernel};
+use vmsim_core::mm::compaction::{CompactControl, CompactResult};
+use vmsim_core::mm::gfp::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
+use vmsim_core::mm::huge_memory::HPAGE_PMD_NR;
+use vmsim_core::mm::memory::Fault;
+use vmsim_core::mm::mmzone::{Wmark, ZoneType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use vmsim_core::mm::page::{pg, PageKind, Pfn};
+use vmsim_core::mm::rmap::{Entry, Owner};
+use vmsim_core::mm::vmstat::Event;
+
+const MS: u64 = 1_000_000;
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn boot(kernel: &str) -> Kernel {
+    let sc = scenario(&format!(
+        "[machine]\nmemory = \"256MiB\"\ncpus = 2\nreserved = \"8MiB\"\n[kernel]\n{kernel}\n"
+    ));
+    Kernel::boot(&sc.machine, &sc.kernel, &sc.cost)
+}
+
+fn task(k: &mut Kernel) -> u32 {
+    let tid = k.alloc_task_struct("t", 0, false);
+    assert!(k.copy_process(tid, 0));
+    tid
+}
+
+/// The DMA32 zone (the only big zone of a 256 MiB machine).
+fn dma32(k: &Kernel) -> usize {
+    k.mm.nodes[0].zones[ZoneType::Dma32 as usize]
+}
+
+/// Every resident anonymous page of the task is where its slot says, and back.
+fn check_task_mappings(k: &Kernel, tid: u32) -> u64 {
+    let mut n = 0;
+    for index in 0..k.tasks[tid as usize].vsize {
+        let Some(slot) = k.tasks[tid as usize].pt.slot(index) else {
+            continue;
+        };
+        if let Entry::Page(p) = k.rmap.get(slot) {
+            let page = &k.mm.map[p as usize];
+            assert_eq!(
+                page.kind(),
+                PageKind::Anon,
+                "slot {slot} maps a non-anon frame"
+            );
+            assert_eq!(
+                page.owner, slot,
+                "frame {p} does not point back to its slot"
+            );
+            assert!(page.test(pg::HEAD) && page.test(pg::LRU));
+            assert_eq!(
+                k.rmap.owner(slot).0,
+                Owner::Task {
+                    tid,
+                    index: (index >> 9) as u32
+                }
+            );
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Fills a zone with movable anon pages and unmovable pages, then frees half the anon
+/// pages at random: free memory, but no free pageblock.
+fn fragmented() -> (Kernel, u32, Vec<Pfn>) {
+    let mut k = boot("watermark_boost_factor = 0");
+    let tid = task(&mut k);
+    let mut unmovable = Vec::new();
+    let mut index = 0u64;
+    // Anon faults until the zone is near its watermarks, one unmovable page every 64.
+    loop {
+        let z = &k.mm.zones[dma32(&k)];
+        if z.free_pages() < (z.wmark_pages(Wmark::High) * 4) as i64 {
+            break;
+        }
+        assert_eq!(k.handle_mm_fault(tid, index), Fault::Minor);
+        index += 1;
+        if index.is_multiple_of(64) {
+            match k.alloc_pages(GFP_KERNEL, 0, tid) {
+                AllocResult::Page(p) => unmovable.push(p),
+                other => panic!("unmovable allocation failed: {other:?}"),
+            }
+        }
+    }
+    // Unmap every other page of each pair of 8 (munmap of scattered ranges).
+    let cpu = 0;
+    for i in 0..index {
+        if (i / 8) % 2 == 1 {
+            let slot = k.tasks[tid as usize].pt.slot(i).unwrap();
+            k.zap_slot(tid, slot, cpu);
+        }
+    }
+    k.mm.drain_all_pages();
+    // Hold on to the whole free blocks left, so only compaction can make new ones.
+    take_free_pageblocks(&mut k);
+    (k, tid, unmovable)
+}
+
+/// Takes every free block of pageblock order or more off the free lists (left allocated).
+fn take_free_pageblocks(k: &mut Kernel) {
+    for zid in 0..k.mm.zones.len() {
+        for order in PAGEBLOCK_ORDER..k.mm.zones[zid].free_area.len() {
+            while k.mm.zones[zid].free_area[order].nr_free > 0 {
+                let mt = (0..5)
+                    .find(|&m| k.mm.zones[zid].free_area[order].nr_free_mt[m] > 0)
+                    .unwrap();
+                let head = k.mm.zones[zid].free_area[order].free_list[mt].head;
+                assert!(k.mm.__isolate_free_page(head, order));
+            }
+        }
+        assert_eq!(free_blocks_at_least(k, zid, PAGEBLOCK_ORDER), 0);
+    }
+}
+
+fn free_blocks_at_least(k: &Kernel, zid: usize, order: usize) -> u64 {
+    k.mm.zones[zid].free_area[order..]
+        .iter()
+        .map(|a| a.nr_free)
+        .sum()
+}
+
+#[test]
+fn compaction_conserves_pages_and_never_moves_unmovable_ones() {
+    let (mut k, tid, unmovable) = fragmented();
+    let zid = dma32(&k);
+    let rss = k.tasks[tid as usize].rss;
+    let free_before = k.mm.nr_free_pages();
+    let blocks_before = free_blocks_at_least(&k, zid, PAGEBLOCK_ORDER);
+    k.mm.check_invariants().unwrap();
+    assert_eq!(check_task_mappings(&k, tid), rss);
+
+    let mut cc = CompactControl::new(zid, PAGEBLOCK_ORDER, true, tid);
+    let ret = k.compact_zone(&mut cc);
+    assert!(
+        matches!(ret, CompactResult::Success | CompactResult::Complete),
+        "{ret:?}"
+    );
+    assert!(cc.nr_migrated > 0, "nothing was migrated");
+
+    // Conservation: free lists, pcp lists and allocated blocks add up; per-node counters agree.
+    k.mm.check_invariants().unwrap();
+    k.check_accounting().unwrap();
+    assert_eq!(k.mm.nr_free_pages(), free_before, "free pages changed");
+    assert_eq!(k.tasks[tid as usize].rss, rss);
+    // Every page-table reference is valid and points at a page that points back.
+    assert_eq!(check_task_mappings(&k, tid), rss);
+    // Unmovable pages stayed where they were, still allocated and not anon.
+    for &p in &unmovable {
+        let page = &k.mm.map[p as usize];
+        assert!(
+            page.test(pg::HEAD) && !page.test(pg::BUDDY),
+            "unmovable {p} was freed"
+        );
+        assert_ne!(page.kind(), PageKind::Anon);
+    }
+    // And compaction did its job: more free pageblocks than before.
+    assert!(free_blocks_at_least(&k, zid, PAGEBLOCK_ORDER) > blocks_before);
+    assert!(k.mm.events[Event::PGMIGRATE_SUCCESS as usize] == cc.nr_migrated);
+    assert!(k.mm.events[Event::COMPACT_MIGRATE_SCANNED as usize] > 0);
+    assert!(k.mm.events[Event::COMPACT_FREE_SCANNED as usize] > 0);
+}
+
+#[test]
+fn compaction_moves_page_cache_with_its_index() {
+    let mut k = boot("watermark_boost_factor = 0");
+    let tid = task(&mut k);
+    let ino = k.lookup_or_create("f");
+    for i in 0..4096 {
+        assert!(matches!(
+            k.file_write_page(tid, ino, i),
+            AllocResult::Page(_)
+        ));
+    }
+    // Clean them as writeback would, so compaction may move them.
+    for i in 0..4096 {
+        let slot = k.inodes[ino as usize].pages.slot(i).unwrap();
+        if let Entry::Page(p) = k.rmap.get(slot) {
+            k.mm.map[p as usize].flags &= !pg::DIRTY;
+        }
+    }
+    let before: Vec<Pfn> = (0..4096)
+        .map(
+            |i| match k.rmap.get(k.inodes[ino as usize].pages.slot(i).unwrap()) {
+                Entry::Page(p) => p,
+                e => panic!("{e:?}"),
+            },
+        )
+        .collect();
+    let zid = k.mm.page_zone(before[0]);
+    // Make the low part of the zone the migration source: migrate pfns below the free scanner.
+    let mut cc = CompactControl::new(zid, PAGEBLOCK_ORDER + 1, true, tid);
+    let _ = k.compact_zone(&mut cc);
+    k.mm.check_invariants().unwrap();
+    k.check_accounting().unwrap();
+    let mut moved = 0;
+    for (i, &old) in before.iter().enumerate() {
+        let slot = k.inodes[ino as usize].pages.slot(i as u64).unwrap();
+        let Entry::Page(p) = k.rmap.get(slot) else {
+            panic!("page {i} lost")
+        };
+        let page = &k.mm.map[p as usize];
+        assert_eq!(page.kind(), PageKind::File);
+        assert_eq!(page.owner, slot);
+        assert_eq!(k.rmap.owner(slot).1, i as u64, "page-cache index changed");
+        moved += (p != old) as u64;
+    }
+    assert_eq!(moved, cc.nr_migrated);
+}
+
+/// A task that allocates unmovable pages a pageblock's worth at a time after filling
+/// memory with movable page cache: every claim of a movable block boosts the watermarks.
+const BOOST: &str = r#"
+duration = "20s"
+[machine]
+memory = "1GiB"
+cpus = 2
+swap = "512MiB"
+[kernel]
+watermark_boost_factor = 15000
+[[task]]
+name = "anon"
+program = [ { op = "touch", size = "600MiB" }, { op = "sleep", time = "15s" } ]
+[[task]]
+name = "writer"
+program = [ { op = "write", file = "f", size = "300MiB" }, { op = "sleep", time = "15s" } ]
+[[task]]
+name = "kernel"
+start = "6s"
+program = [
+  { op = "slab", cache = "dentry", objects = 200000 },
+  { op = "alloc", order = 0, count = 30000, type = "unmovable" },
+  { op = "sleep", time = "5s" },
+]
+"#;
+
+#[test]
+fn boost_stays_under_its_cap_and_is_gone_when_kswapd_is_done() {
+    let sc = scenario(BOOST);
+    let mut eng: Engine = vmsim_core::sim::build(&sc);
+    let caps: Vec<u64> = eng
+        .kernel
+        .mm
+        .zones
+        .iter()
+        .map(|z| (z.watermark[Wmark::High as usize] * 15000 / 10000).max(PAGEBLOCK_NR_PAGES))
+        .collect();
+    let mut max_boost = 0u64;
+    let mut t = 0;
+    while t < 12_000 * MS {
+        t += 5 * MS;
+        eng.run_until(t);
+        for (z, cap) in eng.kernel.mm.zones.iter().zip(&caps) {
+            assert!(
+                z.watermark_boost <= *cap,
+                "zone {} boost {} over its cap {cap}",
+                z.zone_type.name(),
+                z.watermark_boost
+            );
+            max_boost = max_boost.max(z.watermark_boost);
+        }
+    }
+    assert!(max_boost > 0, "no fallback boosted the watermarks");
+    assert!(eng.kernel.mm.events[Event::PAGEOUTRUN as usize] > 0);
+    // Long after the last fallback, kswapd has reclaimed the boost and taken it away.
+    for z in &eng.kernel.mm.zones {
+        assert_eq!(
+            z.watermark_boost,
+            0,
+            "zone {} still boosted",
+            z.zone_type.name()
+        );
+    }
+    eng.kernel.check_accounting().unwrap();
+}
+
+#[test]
+fn kswapd_reclaiming_only_for_a_boost_neither_swaps_nor_writes() {
+    let sc = scenario(BOOST);
+    let mut eng: Engine = vmsim_core::sim::build(&sc);
+    let mut boosted = false;
+    let mut t = 0;
+    while t < 12_000 * MS {
+        t += 5 * MS;
+        eng.run_until(t);
+        boosted |= eng.kernel.mm.zones.iter().any(|z| z.watermark_boost > 0);
+    }
+    let e = |ev: Event| eng.kernel.mm.events[ev as usize];
+    assert!(boosted);
+    assert!(
+        e(Event::PGSTEAL_KSWAPD) > 0,
+        "kswapd reclaimed nothing for the boost"
+    );
+    assert_eq!(e(Event::PSWPOUT), 0, "kswapd swapped for a boost");
+    let nr_vmscan_write =
+        eng.kernel.mm.nodes[0].vm_stat[vmsim_core::mm::vmstat::NodeStat::NR_VMSCAN_WRITE as usize];
+    assert_eq!(nr_vmscan_write, 0, "reclaim wrote pages for a boost");
+}
+
+#[test]
+fn thp_fault_falls_back_when_no_pageblock_is_free() {
+    let mut k =
+        boot("thp_enabled = \"always\"\nthp_defrag = \"never\"\nwatermark_boost_factor = 0");
+    let tid = task(&mut k);
+    // Take every free page, then give back all but the first page of each pageblock.
+    let mut held = Vec::new();
+    while let AllocResult::Page(p) = k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid) {
+        held.push(p);
+        if k.mm.nr_free_pages() < 2048 {
+            break;
+        }
+    }
+    k.mm.drain_all_pages();
+    for &p in &held {
+        if !(p as u64).is_multiple_of(PAGEBLOCK_NR_PAGES) {
+            k.mm.free_pages(p, 0, 0);
+        }
+    }
+    k.mm.drain_all_pages();
+    // The small DMA zone still has whole free blocks: take them too.
+    take_free_pageblocks(&mut k);
+    let free = k.mm.nr_free_pages();
+
+    assert_eq!(k.handle_mm_fault(tid, 0), Fault::Minor);
+    let e = |ev: Event| k.mm.events[ev as usize];
+    assert_eq!(e(Event::THP_FAULT_FALLBACK), 1);
+    assert_eq!(e(Event::THP_FAULT_ALLOC), 0);
+    assert_eq!(k.tasks[tid as usize].rss, 1, "one base page mapped");
+    assert_eq!(k.thp.fault_base.count, 1);
+    assert_eq!(k.thp.fault_huge.count, 0);
+    assert!(k.mm.nr_free_pages() < free);
+    k.mm.check_invariants().unwrap();
+    assert_eq!(check_task_mappings(&k, tid), 1);
+}
+
+#[test]
+fn thp_fault_maps_a_whole_region_when_a_block_is_free() {
+    let mut k = boot("thp_enabled = \"always\"\nwatermark_boost_factor = 0");
+    let tid = task(&mut k);
+    assert_eq!(k.handle_mm_fault(tid, 5), Fault::Minor);
+    assert_eq!(k.mm.events[Event::THP_FAULT_ALLOC as usize], 1);
+    assert_eq!(k.tasks[tid as usize].rss, HPAGE_PMD_NR);
+    assert_eq!(k.thp.fault_huge.count, 1);
+    let first = match k.rmap.get(k.tasks[tid as usize].pt.slot(0).unwrap()) {
+        Entry::Page(p) => p,
+        e => panic!("{e:?}"),
+    };
+    assert_eq!(
+        first as u64 % PAGEBLOCK_NR_PAGES,
+        0,
+        "huge page not aligned"
+    );
+    for i in 0..HPAGE_PMD_NR {
+        let slot = k.tasks[tid as usize].pt.slot(i).unwrap();
+        assert_eq!(k.rmap.get(slot), Entry::Page(first + i as Pfn));
+    }
+    // The rest of the region is already there: touching it faults no more.
+    assert_eq!(k.handle_mm_fault(tid, 511), Fault::Access);
+    k.mm.check_invariants().unwrap();
+    k.check_accounting().unwrap();
+    assert_eq!(check_task_mappings(&k, tid), HPAGE_PMD_NR);
+}
+
+#[test]
+fn madvise_policy_decides_who_gets_huge_pages() {
+    let mut k = boot("thp_enabled = \"madvise\"\nwatermark_boost_factor = 0");
+    let plain = task(&mut k);
+    let advised = task(&mut k);
+    k.madvise_hugepage(advised, true);
+    assert_eq!(k.handle_mm_fault(plain, 0), Fault::Minor);
+    assert_eq!(k.handle_mm_fault(advised, 0), Fault::Minor);
+    assert_eq!(k.tasks[plain as usize].rss, 1);
+    assert_eq!(k.tasks[advised as usize].rss, HPAGE_PMD_NR);
+}
