@@ -55,3 +55,58 @@ def timeseries_figure(results: list[dict[str, Any]]):
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+def _per_interval(values: list[int]) -> list[int]:
+    """Differences of a cumulative counter between samples (0 for the first)."""
+    return [0] + [b - a for a, b in zip(values, values[1:], strict=False)]
+
+
+def boost_figure(results: list[dict[str, Any]]):
+    """Free pages against the three watermarks and their boost (top), and what kswapd and
+    kcompactd did in each sampling interval (bottom); several runs side by side."""
+    plt = _pyplot()
+    n = len(results)
+    fig, axes = plt.subplots(2, n, figsize=(6.5 * n, 7), squeeze=False, sharex="col")
+    for col, r in enumerate(results):
+        ts = r["timeseries"]
+        t = ts["time_seconds"]
+        v = ts["vmstat"]
+        ax = axes[0][col]
+        ax.plot(t, v["nr_free_pages"], label="nr_free_pages", color="black", linewidth=0.8)
+        wm = ts["watermarks"]
+        boost = ts["watermark_boost"]
+        for i, (name, colour) in enumerate(
+            [("min", "#d62728"), ("low", "#ff7f0e"), ("high", "#2ca02c")]
+        ):
+            ax.plot(t, [w[i] for w in wm], label=f"{name} (with boost)", color=colour)
+        high = [w[2] for w in wm]
+        ax.fill_between(
+            t,
+            [h - b for h, b in zip(high, boost, strict=False)],
+            high,
+            color="#2ca02c",
+            alpha=0.25,
+            label="watermark_boost",
+        )
+        ax.set_ylabel("pages")
+        ax.set_title(f"{r['scenario']} — kernel {r['kernel']}")
+        ax.legend(fontsize=8, loc="upper right")
+        ax = axes[1][col]
+        ax.plot(
+            t, _per_interval(v["pgsteal_kswapd"]), label="kswapd: pages reclaimed", color="#1f77b4"
+        )
+        ax.plot(
+            t,
+            _per_interval(v["compact_daemon_migrate_scanned"]),
+            label="kcompactd: pages scanned",
+            color="#9467bd",
+        )
+        ax.set_ylabel("pages per interval")
+        ax.set_xlabel("simulated time [s]")
+        ax.legend(fontsize=8, loc="upper right")
+    top = max(max(a.get_ylim()[1] for a in axes[0]), 1)
+    for a in axes[0]:
+        a.set_ylim(0, top)
+    fig.tight_layout()
+    return fig

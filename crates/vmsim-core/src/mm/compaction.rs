@@ -858,6 +858,47 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// Whether reclaim for a costly order should go on so compaction has room to work
+    /// (should_continue_reclaim in mm/vmscan.c, with in_reclaim_compaction()).
+    pub fn should_continue_reclaim(
+        &mut self,
+        nid: usize,
+        nr_reclaimed: u64,
+        sc: &super::vmscan::ScanControl,
+    ) -> bool {
+        use super::mmzone::lru;
+        let in_reclaim_compaction = self.mm.kcfg.compaction
+            && !self.mm.kcfg.lumpy_reclaim
+            && sc.order > 0
+            && (sc.order > PAGE_ALLOC_COSTLY_ORDER
+                || sc.priority < super::vmscan::DEF_PRIORITY - 2);
+        if !in_reclaim_compaction || nr_reclaimed == 0 {
+            return false;
+        }
+        for zt in 0..=sc.reclaim_idx.min(MAX_NR_ZONES - 1) {
+            let zid = self.mm.nodes[nid].zones[zt];
+            if !self.mm.zones[zid].populated() {
+                continue;
+            }
+            let min = self.mm.zones[zid].wmark_pages(Wmark::Min);
+            let hz = ZoneType::ALL[sc.reclaim_idx.min(MAX_NR_ZONES - 1)];
+            if self.mm.zone_watermark_ok(zid, sc.order, min, hz, 0)
+                || self.mm.compaction_suitable(zid, sc.order, sc.reclaim_idx)
+            {
+                return false;
+            }
+        }
+        let pages_for_compaction = 2u64 << sc.order;
+        let lv = &self.mm.nodes[nid].lruvec;
+        let mut inactive = lv.nr[lru::INACTIVE_FILE];
+        if self.can_reclaim_anon_pages() {
+            inactive += lv.nr[lru::INACTIVE_ANON];
+        }
+        inactive > pages_for_compaction
+    }
+}
+
 /// Where kcompactd is in its loop (kcompactd()).
 #[derive(Debug, Clone)]
 enum KcompactdState {

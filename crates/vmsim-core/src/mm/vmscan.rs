@@ -780,11 +780,18 @@ impl Kernel {
         sc.lumpy = self.mm.kcfg.lumpy_reclaim
             && (sc.order > super::mmzone::PAGE_ALLOC_COSTLY_ORDER
                 || sc.order > 0 && sc.priority < DEF_PRIORITY - 2);
-        self.prepare_scan_control(nid, sc);
-        self.shrink_lruvec(nid, sc);
-        let cpu = sc.cpu;
-        if sc.may_shrinkslab {
-            sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
+        loop {
+            let before = sc.nr_reclaimed;
+            self.prepare_scan_control(nid, sc);
+            self.shrink_lruvec(nid, sc);
+            let cpu = sc.cpu;
+            if sc.may_shrinkslab {
+                sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
+            }
+            // Reclaim for compaction: go on until compaction can run (should_continue_reclaim).
+            if !self.should_continue_reclaim(nid, sc.nr_reclaimed - before, sc) {
+                break;
+            }
         }
         if sc.kswapd {
             let node = &mut self.mm.nodes[nid];

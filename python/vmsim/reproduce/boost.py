@@ -1,0 +1,502 @@
+"""Seed 004: watermark boosting against external fragmentation, on thpfioscale.
+
+Mel Gorman's "mm: reclaim small amounts of memory when an external
+fragmentation event occurs" (5.0) compared ``lowzone-v5r8`` (no boost) with
+``boost-v5r8`` (``vm.watermark_boost_factor = 15000``) on mmtests'
+thpfioscale: four fio threads write and then randomly read many 64 KiB files
+(page cache and dentry/inode slab pressure) while 1 (1-socket Skylake) or 5
+(2-socket Haswell) threads fault anonymous memory that wants huge pages, with
+the default advice or MADV_HUGEPAGE. It reports the external-fragmentation
+events below pageblock order, the fault latency of base and huge regions and
+the share of huge regions.
+
+vmsim runs today's kernel with the boost off (``lowzone``) and on
+(``boost``); THP ``enabled = always``, ``defrag = madvise`` as in the seed's
+kernels. The machines' memory sizes are not in the posting: the 1-socket
+machine is modelled with 8 CPUs and 8 GiB, the 2-socket one with 48 CPUs and
+2 × 8 GiB (``--scale`` shrinks memory and the workload together).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from vmsim import api
+from vmsim.api import ScenarioError
+from vmsim.compare import amean, is_significant, pdiff, pndiff
+from vmsim.reproduce.common import (
+    Progress,
+    ReproduceError,
+    check_args,
+    check_output_dir,
+    fmt_bytes,
+    human_bytes,
+    write_output_dir,
+)
+
+NAME = "boost"
+TITLE = (
+    'seed 004: Mel Gorman, "mm: reclaim small amounts of memory when an external '
+    'fragmentation event occurs" (2018-11-23)'
+)
+KERNELS = ("lowzone", "boost")
+PLOT_FILE = "boost-timeseries.png"
+PLOT_CONFIG = "1socket-madvhugepage"
+BOOST_FACTOR = {"lowzone": 0, "boost": 15000}
+SEED_LABELS = {"lowzone": "lowzone-v5r8", "boost": "boost-v5r8"}
+
+HPAGE = 2 << 20
+FIO_FILE_SIZE = 64 << 10
+FIO_THREADS = 4
+
+# The seed's four configurations: machine and advice.
+CONFIGS: dict[str, dict[str, Any]] = {
+    "1socket-default": {
+        "title": "1-socket Skylake, thpfioscale (no special madvise), 4 fio threads, 1 THP thread",
+        "nodes": 1,
+        "cpus": 8,
+        "memory": 8 << 30,
+        "thp_threads": 1,
+        "madvise": False,
+    },
+    "1socket-madvhugepage": {
+        "title": "1-socket Skylake, thpfioscale-madvhugepage (MADV_HUGEPAGE), 4 fio, 1 THP thread",
+        "nodes": 1,
+        "cpus": 8,
+        "memory": 8 << 30,
+        "thp_threads": 1,
+        "madvise": True,
+    },
+    "2socket-default": {
+        "title": "2-socket Haswell, thpfioscale (no special madvise), 4 fio threads, 5 THP threads",
+        "nodes": 2,
+        "cpus": 48,
+        "memory": 16 << 30,
+        "thp_threads": 5,
+        "madvise": False,
+    },
+    "2socket-madvhugepage": {
+        "title": "2-socket Haswell, thpfioscale-madvhugepage (MADV_HUGEPAGE), 4 fio, 5 THP threads",
+        "nodes": 2,
+        "cpus": 48,
+        "memory": 16 << 30,
+        "thp_threads": 5,
+        "madvise": True,
+    },
+}
+
+# The seed's figures (lowzone-v5r8 → boost-v5r8), and its extfrag counts:
+# vanilla 4.20-rc3, +this patch alone, +patches 1-4.
+SEED: dict[str, dict[str, Any]] = {
+    "1socket-default": {
+        "extfrag": {"vanilla": 804694, "patch": 408912, "patch1-4": 18421},
+        "lowzone": {"fault_base_amean_us": 653.58, "fault_huge_amean_us": 0.00, "huge_pct": 0.00},
+        "boost": {"fault_base_amean_us": 652.71, "fault_huge_amean_us": 178.93, "huge_pct": 5.12},
+        "significant": {"fault_huge_amean_us"},
+    },
+    "1socket-madvhugepage": {
+        "extfrag": {"vanilla": 291392, "patch": 191187, "patch1-4": 13464},
+        "lowzone": {
+            "fault_base_min_us": 912.00,
+            "fault_huge_min_us": 127.00,
+            "fault_base_amean_us": 1467.55,
+            "fault_huge_amean_us": 1127.11,
+            "huge_pct": 77.64,
+        },
+        "boost": {
+            "fault_base_min_us": 905.00,
+            "fault_huge_min_us": 135.00,
+            "fault_base_amean_us": 1481.67,
+            "fault_huge_amean_us": 1063.88,
+            "huge_pct": 83.46,
+        },
+        "significant": {"fault_huge_amean_us"},
+    },
+    "2socket-default": {
+        "extfrag": {"vanilla": 215698, "patch": 200210, "patch1-4": 14263},
+        "lowzone": {
+            "fault_base_amean_us": 1346.45,
+            "fault_huge_amean_us": 3418.60,
+            "huge_pct": 0.78,
+        },
+        "boost": {"fault_base_amean_us": 1306.87, "fault_huge_amean_us": 1348.94, "huge_pct": 7.91},
+        "significant": set(),
+    },
+    "2socket-madvhugepage": {
+        "extfrag": {"vanilla": 166352, "patch": 147463, "patch1-4": 11095},
+        "lowzone": {
+            "fault_base_amean_us": 6217.43,
+            "fault_huge_amean_us": 3163.33,
+            "huge_pct": 95.14,
+        },
+        "boost": {
+            "fault_base_amean_us": 7419.67,
+            "fault_huge_amean_us": 3263.80,
+            "huge_pct": 87.98,
+        },
+        "significant": {"fault_base_amean_us"},
+    },
+}
+
+METRICS = (
+    "extfrag_events_below_pageblock",
+    "fault_base_amean_us",
+    "fault_huge_amean_us",
+    "huge_pct",
+)
+
+
+def plan(config: str, scale: float) -> dict[str, Any]:
+    """Sizes of one configuration at ``scale`` (mmtests' thpfioscale config arithmetic)."""
+    c = CONFIGS[config]
+    per_node = max(64 << 20, int(c["memory"] * scale) // c["nodes"] // HPAGE * HPAGE)
+    memory = per_node * c["nodes"]
+    fio_size = memory * 3 // 2
+    files_per_thread = max(1, fio_size // FIO_FILE_SIZE // FIO_THREADS)
+    threads = c["thp_threads"]
+    thp_size = per_node * 3 // 4
+    thread_size = max(HPAGE, thp_size // threads // HPAGE * HPAGE)
+    # Each thread faults half its share (thpfioscale.c: nr_hpages = size/threads/2MiB/2).
+    fault_size = max(HPAGE, thread_size // 2 // HPAGE * HPAGE)
+    return {
+        "config": config,
+        "nodes": c["nodes"],
+        "cpus": c["cpus"],
+        "memory": memory,
+        "fio_files_per_thread": files_per_thread,
+        "thp_threads": threads,
+        "thp_fault_size": fault_size,
+        "madvise": c["madvise"],
+        "warmup_ms": 1000,
+    }
+
+
+def build_scenario(config: str, kernel: str, seed: int, scale: float) -> dict[str, Any]:
+    """The scenario of one run: a config's machine and workload on one kernel."""
+    p = plan(config, scale)
+    thp_prog: list[dict[str, Any]] = [
+        {"op": "wait", "name": "fio_written", "count": FIO_THREADS},
+        {"op": "sleep", "time": f"{p['warmup_ms']}ms"},
+    ]
+    if p["madvise"]:
+        thp_prog.append({"op": "madvise", "advice": "hugepage"})
+    thp_prog += [
+        {"op": "thp_fault", "size": fmt_bytes(p["thp_fault_size"])},
+        {"op": "signal", "name": "thp_done"},
+    ]
+    return {
+        "name": f"thpfioscale-{config}",
+        "seed": seed,
+        "duration": "3600s",
+        "machine": {
+            "memory": fmt_bytes(p["memory"]),
+            "cpus": p["cpus"],
+            "nodes": p["nodes"],
+        },
+        "kernel": {
+            "name": kernel,
+            "watermark_boost_factor": BOOST_FACTOR[kernel],
+            "thp_enabled": "always",
+            "thp_defrag": "madvise",
+        },
+        "sampling": {"interval": "100ms"},
+        "task": [
+            {
+                "name": "fio",
+                "count": FIO_THREADS,
+                "program": [
+                    {
+                        "op": "fio_write",
+                        "files": p["fio_files_per_thread"],
+                        "file_size": fmt_bytes(FIO_FILE_SIZE),
+                    },
+                    {"op": "signal", "name": "fio_written"},
+                    {"op": "fio_read", "until": "thp_done", "count": p["thp_threads"]},
+                ],
+            },
+            {"name": "thpfioscale", "count": p["thp_threads"], "program": thp_prog},
+        ],
+    }
+
+
+def _run(scenario: dict[str, Any], what: str, scale: float) -> api.Result:
+    try:
+        return api.run(scenario)
+    except ScenarioError as e:
+        raise ReproduceError(f"boost {what} at --scale {scale}: {e}") from None
+
+
+def run_samples(r: api.Result) -> dict[str, Any]:
+    """What one run contributes: extfrag events and the region latencies [µs]."""
+    d = r.data
+    return {
+        "extfrag_events_below_pageblock": d["fragmentation"]["extfrag_fragmenting"],
+        "base_us": list(d["thp"]["region_base_us"]),
+        "huge_us": list(d["thp"]["region_huge_us"]),
+        "completed": d["summary"]["completed"],
+    }
+
+
+def metrics(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Means over runs of a kernel, as mmtests summarises thpfioscale: latencies over all
+    fault samples (a lone 0 when a class has none), huge share over all faults."""
+    base = [x for r in runs for x in r["base_us"]]
+    huge = [x for r in runs for x in r["huge_us"]]
+    n = len(base) + len(huge)
+    return {
+        "extfrag_events_below_pageblock": amean(
+            [float(r["extfrag_events_below_pageblock"]) for r in runs]
+        ),
+        "fault_base_min_us": min(base) if base else 0.0,
+        "fault_huge_min_us": min(huge) if huge else 0.0,
+        "fault_base_amean_us": amean(base) if base else 0.0,
+        "fault_huge_amean_us": amean(huge) if huge else 0.0,
+        "huge_pct": 100.0 * len(huge) / n if n else -1.0,
+    }
+
+
+def reproduce(
+    runs: int = 3,
+    scale: float = 1.0,
+    *,
+    output_dir: Path | None = None,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Runs both kernels on the four configurations ``runs`` times each."""
+    check_args(runs, scale)
+    check_output_dir(output_dir)
+    seeds = list(range(1, runs + 1))
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    configs: dict[str, dict[str, dict[str, float]]] = {}
+    plans: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    pictured: list[dict[str, Any]] = []
+    total = len(CONFIGS) * len(KERNELS) * runs
+    with Progress(total, "reproduce boost", enabled=progress) as bar:
+        for config in CONFIGS:
+            plans[config] = plan(config, scale)
+            samples[config] = {}
+            configs[config] = {}
+            for k in KERNELS:
+                per_run = []
+                for seed in seeds:
+                    bar.describe(f"{config} {k} run {seed}/{runs}")
+                    r = _run(build_scenario(config, k, seed, scale), f"{config} {k}", scale)
+                    s = run_samples(r)
+                    if config == PLOT_CONFIG and seed == seeds[0]:
+                        pictured.append(r.data)
+                    if not s["completed"]:
+                        notes.append(f"{config} {k} run {seed}: did not finish in 3600 s")
+                    per_run.append(s)
+                    bar.advance()
+                samples[config][k] = per_run
+                configs[config][k] = metrics(per_run)
+    result: dict[str, Any] = {
+        "experiment": NAME,
+        "title": TITLE,
+        "runs": runs,
+        "scale": scale,
+        "seeds": seeds,
+        "plans": plans,
+        "configs": configs,
+        "significant": {
+            c: {
+                m: _significant(samples[c], m)
+                for m in ("fault_base_amean_us", "fault_huge_amean_us")
+            }
+            for c in CONFIGS
+        },
+        "seed": {c: {k: v for k, v in SEED[c].items() if k != "significant"} for c in CONFIGS},
+        "agreement": agreement(configs),
+        "notes": notes,
+        "plot": str((output_dir if output_dir is not None else Path(".")) / PLOT_FILE),
+    }
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    from vmsim import plots
+
+    plots.save_atomic(plots.boost_figure(pictured), result["plot"])
+    if output_dir is not None:
+        write_output_dir(
+            output_dir,
+            {
+                "result.json": json.dumps(result, indent=1) + "\n",
+                "report.txt": render_text(result),
+            },
+        )
+    return result
+
+
+def _significant(per_kernel: dict[str, list[dict[str, Any]]], metric: str) -> bool:
+    key = "base_us" if metric == "fault_base_amean_us" else "huge_us"
+    base = [x for r in per_kernel["lowzone"] for x in r[key]] or [0.0]
+    new = [x for r in per_kernel["boost"] for x in r[key]] or [0.0]
+    return is_significant(new, base, "lower")
+
+
+# ---------------------------------------------------------------------------
+# Direction
+# ---------------------------------------------------------------------------
+
+
+def _reduction(low: float, boost: float) -> float:
+    return 100.0 * (low - boost) / low if low > 0 else 0.0
+
+
+def agreement(configs: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """Per configuration: does boosting cut extfrag events (the seed: by roughly half or
+    more with patches 1-4), and does the huge-page share move as in the seed?"""
+    out: dict[str, Any] = {}
+    for c, kern in configs.items():
+        low, boost = kern["lowzone"], kern["boost"]
+        red = _reduction(
+            low["extfrag_events_below_pageblock"], boost["extfrag_events_below_pageblock"]
+        )
+        seed_dir = SEED[c]["boost"]["huge_pct"] - SEED[c]["lowzone"]["huge_pct"]
+        ours = boost["huge_pct"] - low["huge_pct"]
+        out[c] = {
+            "extfrag_reduction_pct": red,
+            "extfrag_direction": red > 0,
+            "extfrag_size": red >= 40.0,
+            "huge_pct_change": ours,
+            "huge_pct_direction": (ours > 0) == (seed_dir > 0) if ours != 0 else False,
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Text
+# ---------------------------------------------------------------------------
+
+
+def _mm_row(stat: str, op: str, low: float, boost: float, kind: str, signif: bool) -> str:
+    """One mmtests compare row: ``Amean     fault-base-1      653.58 (   0.00%) ...``."""
+    pct = pndiff(boost, low) if kind == "lower" else pdiff(boost, low)
+    cell = f"*{pct:6.2f}%*" if signif else f"({pct:6.2f}%)"
+    label = f"{stat:<9} {op}"
+    return f"{label:<24}{low:>12.2f} (  0.00%){boost:>12.2f} {cell}"
+
+
+def _change(reduction: float) -> str:
+    """``(49% reduction)`` or ``(294% more)``."""
+    if reduction >= 0:
+        return f"({reduction:.0f}% reduction)"
+    return f"({-reduction:.0f}% more)"
+
+
+def _config_block(result: dict[str, Any], c: str) -> list[str]:
+    kern = result["configs"][c]
+    low, boost = kern["lowzone"], kern["boost"]
+    seed = SEED[c]
+    n = CONFIGS[c]["thp_threads"]
+    sig = result["significant"][c]
+    p = result["plans"][c]
+    a = result["agreement"][c]
+    out = [
+        "",
+        CONFIGS[c]["title"],
+        "-" * len(CONFIGS[c]["title"]),
+        f"machine: {p['nodes']} node(s), {p['cpus']} CPUs, {human_bytes(p['memory'])}; "
+        f"fio {FIO_THREADS} x {p['fio_files_per_thread']} files of 64 KiB; "
+        f"{n} THP thread(s) x {human_bytes(p['thp_fault_size'])}",
+        "",
+        "extfrag events < order 9      vmsim              seed (4.20-rc3)",
+        f"  lowzone            {low['extfrag_events_below_pageblock']:>14.0f}"
+        f"     vanilla        {seed['extfrag']['vanilla']:>8d}",
+        f"  boost              {boost['extfrag_events_below_pageblock']:>14.0f}"
+        f"     +patch         {seed['extfrag']['patch']:>8d}"
+        f" ({_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch']):.0f}% reduction)",
+        f"  {_change(a['extfrag_reduction_pct']):<32}     +patch1-4      "
+        f"{seed['extfrag']['patch1-4']:>8d}"
+        f" ({_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch1-4']):.0f}% reduction)",
+        "",
+        "thpfioscale Fault Latencies (vmsim)",
+        f"{'':<24}{'lowzone':>12}{'':>10}{'boost':>12}",
+    ]
+    rows = [
+        ("Min", f"fault-base-{n}", "fault_base_min_us", False),
+        ("Min", f"fault-huge-{n}", "fault_huge_min_us", False),
+        ("Amean", f"fault-base-{n}", "fault_base_amean_us", sig["fault_base_amean_us"]),
+        ("Amean", f"fault-huge-{n}", "fault_huge_amean_us", sig["fault_huge_amean_us"]),
+    ]
+    for stat, op, key, s in rows:
+        out.append(_mm_row(stat, op, low[key], boost[key], "lower", s))
+    out += [
+        "",
+        f"{'':<24}{'lowzone':>12}{'':>10}{'boost':>12}",
+        _mm_row("Percentage", f"huge-{n}", low["huge_pct"], boost["huge_pct"], "higher", False),
+        "",
+        "the seed's                  lowzone-v5r8            boost-v5r8",
+    ]
+    for stat, op, key, _ in rows:
+        if key in seed["lowzone"]:
+            out.append(
+                _mm_row(
+                    stat,
+                    op,
+                    seed["lowzone"][key],
+                    seed["boost"][key],
+                    "lower",
+                    key in seed["significant"],
+                )
+            )
+    out.append(
+        _mm_row(
+            "Percentage",
+            f"huge-{n}",
+            seed["lowzone"]["huge_pct"],
+            seed["boost"]["huge_pct"],
+            "higher",
+            False,
+        )
+    )
+    yes = {True: "agrees", False: "disagrees"}
+    out += [
+        "",
+        f"direction: extfrag events {yes[a['extfrag_direction']]} "
+        f"(vmsim {_change(a['extfrag_reduction_pct'])[1:-1]} with boost; the seed: roughly "
+        f"half or more{', matched' if a['extfrag_size'] else ', not matched'});",
+        f"           huge share {yes[a['huge_pct_direction']]} "
+        f"(vmsim {a['huge_pct_change']:+.2f} points, seed "
+        f"{seed['boost']['huge_pct'] - seed['lowzone']['huge_pct']:+.2f})",
+    ]
+    return out
+
+
+def render_text(result: dict[str, Any]) -> str:
+    """The seed's tables, vmsim's figures first and the seed's beside them."""
+    out = [
+        TITLE,
+        f"vmsim: lowzone (watermark_boost_factor = 0) against boost (15000); "
+        f"{result['runs']} run(s) each, --scale {result['scale']:g}",
+        "Latencies are per 2 MiB region in µs (first touch to the end of writing it, as",
+        "thpfioscale.c times them); * marks a significant difference of the means.",
+    ]
+    for c in CONFIGS:
+        out += _config_block(result, c)
+    if result["notes"]:
+        out += ["", "Notes"] + [f"  {n}" for n in result["notes"]]
+    out += [
+        "",
+        f"Free pages, watermarks with the boost, kswapd and kcompactd over the "
+        f"{PLOT_CONFIG} run: {result['plot']}",
+        "See docs/reproduce-boost.md.",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def main(runs: int = 3, scale: float = 1.0, as_json: bool = False) -> int:
+    """Runs the reproduction and prints the report (or JSON); returns the exit code."""
+    try:
+        result = reproduce(runs, scale)
+    except ReproduceError as e:
+        print(f"vmsim: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result) if as_json else render_text(result), end="" if not as_json else "\n")
+    return 0
+
+
+__all__ = ["CONFIGS", "KERNELS", "METRICS", "build_scenario", "reproduce", "render_text"]
