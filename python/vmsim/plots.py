@@ -105,8 +105,12 @@ def boost_figure(results: list[dict[str, Any]]):
         ax.set_ylabel("pages per interval")
         ax.set_xlabel("simulated time [s]")
         ax.legend(fontsize=8, loc="upper right")
-    top = max(max(a.get_ylim()[1] for a in axes[0]), 1)
+    # Free memory starts far above the marks: show the band where the marks and the boost are.
+    top = max(max(w[2] for w in r["timeseries"]["watermarks"]) for r in results) * 4
     for a in axes[0]:
-        a.set_ylim(0, top)
+        a.set_ylim(0, max(top, 1))
+    bottom = max(max(a.get_ylim()[1] for a in axes[1]), 1)
+    for a in axes[1]:
+        a.set_ylim(0, bottom)
     fig.tight_layout()
     return fig
