@@ -81,3 +81,14 @@ def test_cli_errors_are_one_line(cli):
     p = cli("reproduce", "boost", "--scale", "0")
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "--scale" in p.stderr
+
+
+def test_runs_are_deterministic_and_sampling_does_not_change_them():
+    sc = boost.build_scenario("1socket-madvhugepage", "boost", 1, SCALE)
+    a = boost._run(sc, "a", SCALE)
+    b = boost._run(sc, "b", SCALE)
+    assert a.json_text == b.json_text
+    fine = boost.build_scenario("1socket-madvhugepage", "boost", 1, SCALE, sampling="100ms")
+    c = boost._run(fine, "c", SCALE)
+    assert boost.run_samples(c) == boost.run_samples(a)
+    assert len(c.timeseries["time_seconds"]) > len(a.timeseries["time_seconds"])

@@ -174,8 +174,11 @@ def plan(config: str, scale: float) -> dict[str, Any]:
     }
 
 
-def build_scenario(config: str, kernel: str, seed: int, scale: float) -> dict[str, Any]:
-    """The scenario of one run: a config's machine and workload on one kernel."""
+def build_scenario(
+    config: str, kernel: str, seed: int, scale: float, *, sampling: str = "1s"
+) -> dict[str, Any]:
+    """The scenario of one run: a config's machine and workload on one kernel (sampling
+    has no effect on the run, only on its time series)."""
     p = plan(config, scale)
     thp_prog: list[dict[str, Any]] = [
         {"op": "wait", "name": "fio_written", "count": FIO_THREADS},
@@ -202,7 +205,7 @@ def build_scenario(config: str, kernel: str, seed: int, scale: float) -> dict[st
             "thp_enabled": "always",
             "thp_defrag": "madvise",
         },
-        "sampling": {"interval": "100ms"},
+        "sampling": {"interval": sampling},
         "task": [
             {
                 "name": "fio",
@@ -284,9 +287,13 @@ def reproduce(
                 per_run = []
                 for seed in seeds:
                     bar.describe(f"{config} {k} run {seed}/{runs}")
-                    r = _run(build_scenario(config, k, seed, scale), f"{config} {k}", scale)
+                    pictured_run = config == PLOT_CONFIG and seed == seeds[0]
+                    sc = build_scenario(
+                        config, k, seed, scale, sampling="100ms" if pictured_run else "1s"
+                    )
+                    r = _run(sc, f"{config} {k}", scale)
                     s = run_samples(r)
-                    if config == PLOT_CONFIG and seed == seeds[0]:
+                    if pictured_run:
                         pictured.append(r.data)
                     if not s["completed"]:
                         notes.append(f"{config} {k} run {seed}: did not finish in 3600 s")
