@@ -410,15 +410,15 @@ def _config_block(result: dict[str, Any], c: str) -> list[str]:
         f"fio {FIO_THREADS} x {p['fio_files_per_thread']} files of 64 KiB; "
         f"{n} THP thread(s) x {human_bytes(p['thp_fault_size'])}",
         "",
-        "extfrag events < order 9      vmsim              seed (4.20-rc3)",
-        f"  lowzone            {low['extfrag_events_below_pageblock']:>14.0f}"
-        f"     vanilla        {seed['extfrag']['vanilla']:>8d}",
-        f"  boost              {boost['extfrag_events_below_pageblock']:>14.0f}"
-        f"     +patch         {seed['extfrag']['patch']:>8d}"
-        f" ({_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch']):.0f}% reduction)",
-        f"  {_change(a['extfrag_reduction_pct']):<32}     +patch1-4      "
-        f"{seed['extfrag']['patch1-4']:>8d}"
-        f" ({_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch1-4']):.0f}% reduction)",
+        "extfrag events < order 9        vmsim                               seed",
+        f"  lowzone     {low['extfrag_events_below_pageblock']:>10.1f}"
+        f"{'':<26}4.20-rc3     {seed['extfrag']['vanilla']:>8d}",
+        f"  boost       {boost['extfrag_events_below_pageblock']:>10.1f} "
+        f"{_change(a['extfrag_reduction_pct']):<25}"
+        f"+patch       {seed['extfrag']['patch']:>8d} "
+        f"{_change(_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch']))}",
+        f"  {'':<50}+patch1-4    {seed['extfrag']['patch1-4']:>8d} "
+        f"{_change(_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch1-4']))}",
         "",
         "thpfioscale Fault Latencies (vmsim)",
         f"{'':<24}{'lowzone':>12}{'':>10}{'boost':>12}",
