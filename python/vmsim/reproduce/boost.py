@@ -417,7 +417,7 @@ def _config_block(result: dict[str, Any], c: str) -> list[str]:
         f"{_change(a['extfrag_reduction_pct']):<25}"
         f"+patch       {seed['extfrag']['patch']:>8d} "
         f"{_change(_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch']))}",
-        f"  {'':<50}+patch1-4    {seed['extfrag']['patch1-4']:>8d} "
+        f"  {'':<48}+patch1-4    {seed['extfrag']['patch1-4']:>8d} "
         f"{_change(_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch1-4']))}",
         "",
         "thpfioscale Fault Latencies (vmsim)",
