@@ -44,7 +44,7 @@ TITLE = (
 )
 KERNELS = ("lowzone", "boost")
 PLOT_FILE = "boost-timeseries.png"
-PLOT_CONFIG = "1socket-madvhugepage"
+PLOT_CONFIG = "2socket-madvhugepage"
 BOOST_FACTOR = {"lowzone": 0, "boost": 15000}
 SEED_LABELS = {"lowzone": "lowzone-v5r8", "boost": "boost-v5r8"}
 
