@@ -385,3 +385,58 @@ fn madvise_policy_decides_who_gets_huge_pages() {
     assert_eq!(k.tasks[plain as usize].rss, 1);
     assert_eq!(k.tasks[advised as usize].rss, HPAGE_PMD_NR);
 }
+
+/// thpfioscale in small: fio page cache and slab, then MADV_HUGEPAGE faults. Compaction,
+/// kcompactd and boosting all run; at the end every counter and list still adds up.
+const THPFIOSCALE: &str = r#"
+duration = "600s"
+[machine]
+memory = "256MiB"
+cpus = 4
+[kernel]
+thp_enabled = "always"
+[[task]]
+name = "fio"
+count = 2
+program = [
+  { op = "fio_write", files = 3072, file_size = "64KiB" },
+  { op = "signal", name = "written" },
+  { op = "fio_read", until = "thp_done" },
+]
+[[task]]
+name = "thp"
+program = [
+  { op = "wait", name = "written", count = 2 },
+  { op = "madvise", advice = "hugepage" },
+  { op = "thp_fault", size = "96MiB" },
+  { op = "signal", name = "thp_done" },
+]
+"#;
+
+#[test]
+fn thpfioscale_runs_to_the_end_with_consistent_state() {
+    let sc = scenario(THPFIOSCALE);
+    let mut eng: Engine = vmsim_core::sim::build(&sc);
+    let mut t = 0;
+    while eng.live_user_tasks > 0 && t < 600_000 * MS {
+        t += 1_000 * MS;
+        eng.run_until(t);
+        eng.kernel.mm.check_invariants().unwrap();
+    }
+    assert_eq!(
+        eng.live_user_tasks, 0,
+        "the readers stop when the THP thread is done"
+    );
+    eng.kernel.check_accounting().unwrap();
+    let k = &eng.kernel;
+    let regions = k.thp.regions.len() as u64;
+    assert_eq!(regions, 96 / 2, "one record per 2 MiB region");
+    let huge = k.thp.regions.iter().filter(|r| r.0).count() as u64;
+    assert_eq!(huge, k.mm.events[Event::THP_FAULT_ALLOC as usize]);
+    assert_eq!(k.thp.fault_huge.count, huge);
+    assert!(
+        k.mm.events[Event::COMPACT_STALL as usize] > 0,
+        "no direct compaction"
+    );
+    assert!(k.thp.regions.iter().all(|r| r.1 > 0));
+}
