@@ -507,3 +507,14 @@ def main(runs: int = 3, scale: float = 1.0, as_json: bool = False) -> int:
 
 
 __all__ = ["CONFIGS", "KERNELS", "METRICS", "build_scenario", "reproduce", "render_text"]
+
+
+if __name__ == "__main__":
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m vmsim.reproduce.boost")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--scale", type=float, default=1.0)
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args()
+    sys.exit(main(a.runs, a.scale, a.json))
