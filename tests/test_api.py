@@ -430,7 +430,9 @@ def test_free_page_accounting_property(procfmt, scenario):
     assert vm["nr_free_pages"] == procfmt.buddyinfo_free_pages(r.proc["buddyinfo"])
     assert vm["nr_free_pages"] == sum(z["free"] for z in r.data["zones"])
     pgalloc = sum(v for k, v in vm.items() if k.startswith("pgalloc_"))
-    assert vm["pgfree"] <= pgalloc
+    # Compaction frees each page it migrates away (pgfree) into a target it took
+    # off the free lists without an allocation (no pgalloc), as the kernel counts.
+    assert vm["pgfree"] <= pgalloc + vm["pgmigrate_success"]
     assert all(v >= 0 for v in vm.values())
     assert len(r.data["cpus"]) == scenario["machine"]["cpus"]
     assert r.summary["elapsed_seconds"] <= 1.0
