@@ -11,9 +11,10 @@
 //! (`try_to_compact_pages()`, called from the allocator's slow path) and the
 //! per-node kcompactd thread with `wakeup_kcompactd()`.
 //!
-//! Simplifications: no skip bits (`PB_compact_skip`) and no fast search of
-//! the free lists (`fast_find_migrateblock`, `fast_isolate_freepages`); the
-//! scanners are linear. Pages under writeback, dirty pages and swap-cache
+//! Simplifications: no skip bits (`PB_compact_skip`); the migrate scanner is
+//! linear (no `fast_find_migrateblock`); the free scanner first searches the
+//! movable free lists (`fast_isolate_freepages`, without its search-order
+//! memory or `fast_isolate_around`), then scans linearly. Pages under writeback, dirty pages and swap-cache
 //! pages are not migrated (async compaction's rule, applied to every mode).
 //! Migration is immediate: a page is copied to its target, the owner's slot
 //! (page table or page cache, [`super::rmap`]) and its place on the LRU move
@@ -515,9 +516,72 @@ impl Kernel {
         self.mm.get_pageblock_migratetype(pfn) == MigrateType::Movable
     }
 
+    /// Takes free pages straight off the MIGRATE_MOVABLE free lists, below the wanted
+    /// order and in the upper half of the range left between the scanners
+    /// (fast_isolate_freepages, without its search-order memory).
+    fn fast_isolate_freepages(&mut self, cc: &mut CompactControl, want: usize) {
+        if cc.order == 0 || cc.free_pfn <= cc.migrate_pfn {
+            return;
+        }
+        let distance = cc.free_pfn - cc.migrate_pfn;
+        let min_pfn = pageblock_start(cc.free_pfn - (distance >> 1));
+        let above = pageblock_start(cc.migrate_pfn) + PAGEBLOCK_NR_PAGES as Pfn;
+        let min_pfn = min_pfn.max(above);
+        let mut scanned = 0u64;
+        let mut taken = 0u64;
+        'orders: for order in (0..cc.order.min(PAGEBLOCK_ORDER)).rev() {
+            // Look at a limited number of entries from the tail, as the kernel does.
+            let limit = (PAGEBLOCK_NR_PAGES >> 4) as usize;
+            let mut found = Vec::new();
+            let mut pfn = self.mm.zones[cc.zid].free_area[order].free_list
+                [MigrateType::Movable as usize]
+                .tail;
+            let mut seen = 0usize;
+            while pfn != NIL && seen < limit {
+                seen += 1;
+                if pfn >= min_pfn && self.suitable_migration_target(pfn) {
+                    found.push(pfn);
+                }
+                pfn = self.mm.map[pfn as usize].prev;
+            }
+            scanned += seen as u64;
+            for p in found {
+                if !self.mm.__isolate_free_page(p, order) {
+                    break 'orders;
+                }
+                self.mm.split_page(p, order);
+                cc.freepages.extend(p..p + (1 << order));
+                taken += 1 << order;
+                if cc.freepages.len() >= want {
+                    break 'orders;
+                }
+            }
+        }
+        cc.total_free_scanned += scanned;
+        self.mm.acc += scanned * self.mm.cost.compact_scan_page;
+        self.mm
+            .count_vm_events(Event::COMPACT_FREE_SCANNED, scanned);
+        if cc.kcompactd {
+            self.mm
+                .count_vm_events(Event::COMPACT_DAEMON_FREE_SCANNED, scanned);
+        }
+        self.mm.count_vm_events(Event::COMPACT_ISOLATED, taken);
+        self.trace(
+            cc.tid,
+            TraceEvent::MmCompactionFastIsolateFreepages {
+                start_pfn: min_pfn as u64,
+                end_pfn: cc.free_pfn as u64,
+                nr_scanned: scanned,
+                nr_taken: taken,
+            },
+        );
+    }
+
     /// Moves the free scanner down pageblock by pageblock, isolating free pages until
-    /// it holds `want` (isolate_freepages / isolate_freepages_block).
+    /// it holds `want` (isolate_freepages / isolate_freepages_block), after a fast
+    /// search of the free lists.
     fn isolate_freepages(&mut self, cc: &mut CompactControl, want: usize) {
+        self.fast_isolate_freepages(cc, want);
         let low = pageblock_start(cc.migrate_pfn) + PAGEBLOCK_NR_PAGES as Pfn;
         let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
         while cc.freepages.len() < want && cc.free_pfn >= low {
