@@ -27,6 +27,31 @@ pub struct BenchResult {
     pub reclaim_pages_scanned_per_sec: f64,
     /// Order-0 alloc+free throughput with mobility grouping ÷ without, measured side by side.
     pub grouping_cost_ratio: f64,
+    /// Wall seconds of seed 000's full-size reproduction: hackbench 120 process 1000,
+    /// reclaim_throttle off and limit, 3 runs each, one after another on one core.
+    pub throttle_repro_wall_seconds: f64,
+}
+
+/// The scenario of `vmsim reproduce throttle` at full size (its template).
+pub const THROTTLE_SCENARIO: &str =
+    include_str!("../../../python/vmsim/reproduce/scenarios/throttle.toml");
+
+/// Wall seconds to run [`THROTTLE_SCENARIO`] with both kernels of seed 000, seeds 1..=3.
+pub fn throttle_repro_wall_seconds() -> f64 {
+    let base = Scenario::from_toml(THROTTLE_SCENARIO).expect("the throttle template parses");
+    let t0 = Instant::now();
+    for mode in [
+        crate::config::ReclaimThrottle::Off,
+        crate::config::ReclaimThrottle::Limit,
+    ] {
+        for seed in 1..=3 {
+            let mut sc = base.clone();
+            sc.kernel.reclaim_throttle = mode;
+            sc.seed = seed;
+            crate::sim::run(&sc, &mut |_, _| {});
+        }
+    }
+    t0.elapsed().as_secs_f64()
 }
 
 /// The reclaim benchmark: three tasks cycling through more anonymous memory than RAM, with swap.
@@ -202,5 +227,6 @@ pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> Benc
         sim_seconds_per_wall_second: sim_speed(),
         reclaim_pages_scanned_per_sec: reclaim_speed(),
         grouping_cost_ratio: grouping_cost_ratio(min_seconds),
+        throttle_repro_wall_seconds: throttle_repro_wall_seconds(),
     }
 }

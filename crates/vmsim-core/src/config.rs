@@ -94,6 +94,8 @@ section! {
         reclaim_throttle: ReclaimThrottle = ReclaimThrottle::Modern, "[policy]";
         /// Direct reclaimers allowed at once under reclaim_throttle = "limit"; 0 means RECLAIM_LIMIT = 2 × nodes with memory.
         reclaim_limit: u64 = 0, "[tasks]";
+        /// How a reclaim pass sizes its scan of each LRU list: modern (get_scan_count with swappiness and the proportional cut-off; active anon only deactivated when the inactive list is low) or classic (2.6.2x shrink_zone: every list, active ones included, scanned by (size >> priority) + 1 carried over in zone->nr_scan_*, with no cut-off).
+        reclaim_scan: ReclaimScan = ReclaimScan::Modern, "[policy]";
         /// Lumpy reclaim (2.6.23–3.x): for high orders, reclaim also takes the LRU neighbours of each page in its aligned block.
         lumpy_reclaim: bool = false, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
@@ -122,6 +124,16 @@ pub enum ReclaimThrottle {
     Limit,
     /// Today: no count limit; reclaim_throttle() and too_many_isolated() slow reclaimers down.
     Modern,
+}
+
+/// How a reclaim pass decides how much of each LRU list to scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReclaimScan {
+    /// Today's shrink_lruvec/get_scan_count.
+    Modern,
+    /// 2.6.2x shrink_zone: active and inactive lists scanned at every priority, no early exit.
+    Classic,
 }
 
 /// Who writes back dirty file pages that reclaim finds (seed 001's kernels and today's).
@@ -182,6 +194,12 @@ section! {
         submit_bio: u64 = 2000, "[ns]";
         /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter).
         copy_page: u64 = 300, "[ns]";
+        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader).
+        unix_sendmsg: u64 = 2000, "[ns]";
+        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free).
+        unix_recvmsg: u64 = 1500, "[ns]";
+        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper).
+        msg_user: u64 = 150, "[ns]";
     }
 }
 
@@ -372,6 +390,61 @@ pub struct Scenario {
     /// The workload.
     #[serde(default, rename = "task")]
     pub tasks: Vec<TaskSpec>,
+    /// hackbench runs (`[[hackbench]]`).
+    #[serde(default)]
+    pub hackbench: Vec<HackbenchSpec>,
+}
+
+/// `hackbench GROUPS process LOOPS` (hackbench.c): groups of `fds` senders and
+/// `fds` receivers exchanging `datasize`-byte messages over AF_UNIX stream sockets.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HackbenchSpec {
+    /// Command name of the parent and its workers.
+    #[serde(default = "hackbench_name")]
+    pub name: String,
+    /// Number of groups (hackbench's first argument).
+    pub groups: u64,
+    /// Senders and receivers per group (hackbench's `-f`, 20).
+    #[serde(default = "hackbench_fds")]
+    pub fds: u64,
+    /// Rounds each sender writes to every receiver (hackbench's `-l`, 100).
+    #[serde(default = "hackbench_loops")]
+    pub loops: u64,
+    /// Message size [bytes] (DATASIZE, 100).
+    #[serde(default = "hackbench_datasize")]
+    pub datasize: Bytes,
+    /// Anonymous memory each worker faults in before it reports ready [bytes].
+    #[serde(default)]
+    pub worker_memory: Bytes,
+    /// Part of that memory each worker re-touches at every step (its stack and data) [bytes].
+    #[serde(default = "hackbench_wss")]
+    pub worker_wss: Bytes,
+    /// Socket send buffer, sk_sndbuf (net.core.wmem_default) [bytes].
+    #[serde(default = "hackbench_sndbuf")]
+    pub sndbuf: Bytes,
+    /// When the parent starts.
+    #[serde(default)]
+    pub start: Nanos,
+}
+
+fn hackbench_name() -> String {
+    "hackbench".to_string()
+}
+fn hackbench_fds() -> u64 {
+    20
+}
+fn hackbench_loops() -> u64 {
+    100
+}
+fn hackbench_datasize() -> Bytes {
+    Bytes(100)
+}
+fn hackbench_wss() -> Bytes {
+    Bytes(16 << 10)
+}
+fn hackbench_sndbuf() -> Bytes {
+    Bytes(212_992)
 }
 
 fn default_name() -> String {
@@ -551,6 +624,32 @@ impl Scenario {
                     _ => {}
                 }
             }
+        }
+        for (i, h) in self.hackbench.iter().enumerate() {
+            let at = format!("hackbench[{i}] '{}'", h.name);
+            if h.name.is_empty() || h.name.len() > 15 || h.name.contains(char::is_whitespace) {
+                return inv(format!(
+                    "{at}: name must be 1..15 characters without spaces (TASK_COMM_LEN)"
+                ));
+            }
+            if h.groups == 0 || h.fds == 0 || h.loops == 0 {
+                return inv(format!("{at}: groups, fds and loops must be >= 1"));
+            }
+            if h.datasize.0 == 0 || h.datasize.0 > 65536 {
+                return inv(format!("{at}: datasize must be 1B..64KiB"));
+            }
+            if h.worker_memory.0 > m.memory.0 {
+                return inv(format!(
+                    "{at}: worker_memory {} is larger than the machine's memory",
+                    h.worker_memory
+                ));
+            }
+            if h.sndbuf.0 < 2048 {
+                return inv(format!(
+                    "{at}: sndbuf must be at least 2KiB (SOCK_MIN_SNDBUF)"
+                ));
+            }
+            total_tasks += 1 + 2 * h.groups.saturating_mul(h.fds);
         }
         if total_tasks > 1_000_000 {
             return inv(format!(

@@ -234,6 +234,8 @@ pub struct RunResult {
     pub proc: IndexMap<&'static str, String>,
     /// Every pageblock's type and contents at the end.
     pub pageblocks: Vec<PageblockMap>,
+    /// Figures the workload reported itself, e.g. `hackbench_seconds` (hackbench's "Time:") [s].
+    pub workload: std::collections::BTreeMap<String, f64>,
 }
 
 /// Items recorded in the time series.
@@ -335,6 +337,7 @@ pub fn build(sc: &Scenario) -> Engine {
             Box::new(crate::mm::page_writeback::Flusher::new()),
         );
     }
+    eng.kernel.reclaim_wq = eng.new_waitqueue();
     if sc.kernel.kswapd {
         for nid in 0..eng.kernel.mm.nodes.len() {
             let wq = eng.new_waitqueue();
@@ -350,6 +353,9 @@ pub fn build(sc: &Scenario) -> Engine {
         }
     }
     let mut next_cpu = 0usize;
+    for h in &sc.hackbench {
+        spawn_hackbench(&mut eng, h, ncpu);
+    }
     let mut tid = 0u64;
     for spec in &sc.tasks {
         let ops = Arc::new(spec.program.clone());
@@ -368,6 +374,68 @@ pub fn build(sc: &Scenario) -> Engine {
         }
     }
     eng
+}
+
+/// Registers hackbench's parent, its workers (started when the parent forks them) and
+/// their sockets.
+fn spawn_hackbench(eng: &mut Engine, h: &crate::config::HackbenchSpec, ncpu: usize) {
+    use crate::workload::hackbench::{Parent, Role, Shared, Worker};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let truesize = crate::net::af_unix::skb_truesize(h.datasize.0);
+    let workers = 2 * h.groups * h.fds;
+    let shared = Rc::new(RefCell::new(Shared {
+        total: workers,
+        running: workers,
+        parent_wq: eng.new_waitqueue(),
+        start_wq: eng.new_waitqueue(),
+        ..Default::default()
+    }));
+    let parent_cpu = 0;
+    let mut children = Vec::with_capacity(workers as usize);
+    let mut cpu = 0usize;
+    for _ in 0..h.groups {
+        let mut socks = Vec::with_capacity(h.fds as usize);
+        for _ in 0..h.fds {
+            let (r, w) = (eng.new_waitqueue(), eng.new_waitqueue());
+            let s = eng.kernel.sockets.len();
+            eng.kernel
+                .sockets
+                .push(crate::net::af_unix::UnixSock::new(h.sndbuf.0, r, w));
+            socks.push(s);
+            let prog = Worker::new(
+                Rc::clone(&shared),
+                Role::Receiver { sock: s },
+                h.worker_memory.0,
+                h.worker_wss.0,
+                truesize,
+                h.fds * h.loops,
+            );
+            children.push(eng.spawn_deferred(&h.name, cpu % ncpu, Box::new(prog)));
+            cpu += 1;
+        }
+        for _ in 0..h.fds {
+            let prog = Worker::new(
+                Rc::clone(&shared),
+                Role::Sender {
+                    socks: socks.clone(),
+                },
+                h.worker_memory.0,
+                h.worker_wss.0,
+                truesize,
+                h.fds * h.loops,
+            );
+            children.push(eng.spawn_deferred(&h.name, cpu % ncpu, Box::new(prog)));
+            cpu += 1;
+        }
+    }
+    eng.spawn(
+        &h.name,
+        parent_cpu,
+        h.start.0,
+        false,
+        Box::new(Parent::new(shared, children)),
+    );
 }
 
 /// Runs a scenario to the end; `progress(now, end)` is called after each sample.
@@ -524,5 +592,6 @@ fn result(
         timeseries: ts,
         proc,
         pageblocks: mm.pageblock_map(),
+        workload: k.metrics.clone(),
     }
 }

@@ -515,6 +515,11 @@ impl Kernel {
                     self.mm.map[pfn as usize].flags |= pg::RECLAIM;
                     stat.nr_writeback += 1;
                 }
+                if self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic {
+                    // 2.6.2x: "if (PageWriteback(page)) goto keep_locked;"
+                    ret.push(pfn);
+                    continue;
+                }
                 activate = true;
             }
             let references = if activate {
@@ -559,8 +564,10 @@ impl Kernel {
                 } else if references == FolioRef::ReclaimClean
                     || !may_enter_fs && !may_io
                     || !sc.may_writepage
-                    || !self.may_write_to_queue(sc)
                 {
+                    // No may_write_to_queue() here: swap's backing_dev_info (swap_backing_dev_info)
+                    // is never marked congested, so reclaim always writes anon pages and
+                    // sleeps in the block layer when the disk has no free request.
                     ret.push(pfn);
                     continue;
                 } else {
@@ -694,6 +701,10 @@ impl Kernel {
 
     /// Scans a node's LRU lists at the current priority (shrink_lruvec).
     fn shrink_lruvec(&mut self, nid: usize, sc: &mut ScanControl) {
+        if self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic {
+            self.shrink_zone_classic(nid, sc);
+            return;
+        }
         let mut nr = self.get_scan_count(nid, sc);
         let nr_to_reclaim = sc.nr_to_reclaim;
         let start = sc.nr_reclaimed;
@@ -708,6 +719,9 @@ impl Kernel {
                 nr[l] -= n;
                 reclaimed += self.shrink_list(l, n, nid, sc);
             }
+            if self.must_wait_for_io() {
+                break;
+            }
             if reclaimed < nr_to_reclaim || sc.priority == DEF_PRIORITY && !sc.kswapd {
                 continue;
             }
@@ -718,6 +732,45 @@ impl Kernel {
         if self.can_reclaim_anon_pages() && self.inactive_is_low(nid, lru::INACTIVE_ANON) {
             self.shrink_active_list(SWAP_CLUSTER_MAX, nid, sc, lru::ACTIVE_ANON);
         }
+    }
+
+    /// The 2.6.2x shrink_zone(): every list gets (size >> priority) + 1 added to its carried
+    /// scan count; a list whose count reaches SWAP_CLUSTER_MAX is scanned in full, in batches,
+    /// active lists through shrink_active_list — with no stop once enough is reclaimed.
+    fn shrink_zone_classic(&mut self, nid: usize, sc: &mut ScanControl) {
+        let anon_ok = sc.may_swap && self.can_reclaim_anon_pages();
+        let mut nr = [0u64; lru::NR_LRU_LISTS];
+        for (l, slot) in nr.iter_mut().enumerate().take(lru::UNEVICTABLE) {
+            if !lru::is_file_lru(l) && !anon_ok {
+                continue;
+            }
+            let size = self.mm.lruvec_lru_size(nid, l, sc.reclaim_idx);
+            let carry = &mut self.mm.nodes[nid].lruvec.nr_scan[l];
+            *carry += (size >> sc.priority) + 1;
+            if *carry >= SWAP_CLUSTER_MAX {
+                *slot = std::mem::take(carry);
+            }
+        }
+        let mut reclaimed = 0;
+        while nr[..lru::UNEVICTABLE].iter().any(|&n| n > 0) {
+            #[allow(clippy::needless_range_loop)] // the shrinkers borrow self mutably
+            for l in 0..lru::UNEVICTABLE {
+                if nr[l] == 0 {
+                    continue;
+                }
+                let n = nr[l].min(SWAP_CLUSTER_MAX);
+                nr[l] -= n;
+                if lru::is_active_lru(l) {
+                    self.shrink_active_list(n, nid, sc, l);
+                } else {
+                    reclaimed += self.shrink_inactive_list(n, nid, sc, l);
+                }
+            }
+            if self.must_wait_for_io() {
+                break;
+            }
+        }
+        sc.nr_reclaimed += reclaimed;
     }
 
     /// Dispatches one list to the active or inactive shrinker (shrink_list).
@@ -871,24 +924,37 @@ impl Kernel {
     }
 
     /// Direct reclaim from the allocator's slow path (try_to_free_pages →
-    /// do_try_to_free_pages): the priority loop over the zonelist's nodes; returns pages reclaimed.
-    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> u64 {
+    /// do_try_to_free_pages): the priority loop over the zonelist's nodes; returns pages
+    /// reclaimed, or None when the task naps in congestion_wait between priorities (the
+    /// seed-era kernels): it sleeps for real and resumes the loop where it left off at its
+    /// next allocation attempt, while other tasks run and its writes complete.
+    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> Option<u64> {
         let cpu = self.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(gfp, order, SWAP_CLUSTER_MAX, tid, cpu);
-        self.trace(
-            tid,
-            TraceEvent::MmVmscanDirectReclaimBegin {
-                order: order as i32,
-                gfp_flags: gfp.0,
-                may_writepage: 1,
-            },
-        );
-        let stall = [
-            Event::ALLOCSTALL_DMA,
-            Event::ALLOCSTALL_DMA32,
-            Event::ALLOCSTALL_NORMAL,
-        ][sc.reclaim_idx];
-        self.mm.count_vm_events(stall, 1);
+        match self.tasks[tid as usize].reclaim.take() {
+            Some(r) => {
+                sc.priority = r.priority;
+                sc.nr_reclaimed = r.nr_reclaimed;
+                sc.may_writepage = r.may_writepage;
+            }
+            None => {
+                self.trace(
+                    tid,
+                    TraceEvent::MmVmscanDirectReclaimBegin {
+                        order: order as i32,
+                        gfp_flags: gfp.0,
+                        may_writepage: 1,
+                    },
+                );
+                let stall = [
+                    Event::ALLOCSTALL_DMA,
+                    Event::ALLOCSTALL_DMA32,
+                    Event::ALLOCSTALL_NORMAL,
+                ][sc.reclaim_idx];
+                self.mm.count_vm_events(stall, 1);
+            }
+        }
+        let seed_era = self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern;
         let nid0 = self.mm.cpu_to_node[cpu];
         let nodes: Vec<usize> = (0..self.mm.nodes.len())
             .map(|k| (nid0 + k) % self.mm.nodes.len())
@@ -898,16 +964,26 @@ impl Kernel {
             // shrink_zones(): each node of the zonelist once.
             for &nid in &nodes {
                 self.shrink_node(nid, &mut sc);
-                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || self.must_wait_for_io() {
                     break;
                 }
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim {
                 break;
             }
-            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern
-                && sc.nr_scanned > SWAP_CLUSTER_MAX * 3 / 2
-            {
+            if self.must_wait_for_io() && sc.priority > 0 {
+                // The pass's writes found the disk without a free request: the reclaimer
+                // sleeps in get_request_wait and carries on with the next priority after it.
+                self.tasks[tid as usize].reclaim = Some(crate::kernel::ReclaimResume {
+                    priority: sc.priority - 1,
+                    nr_reclaimed: sc.nr_reclaimed,
+                    may_writepage: true,
+                    gfp,
+                    order,
+                });
+                return None;
+            }
+            if seed_era && sc.nr_scanned > SWAP_CLUSTER_MAX * 3 / 2 {
                 // 2.6.35: "Try to write back as many pages as we just scanned".
                 self.wakeup_flusher_threads(
                     sc.nr_scanned,
@@ -919,14 +995,22 @@ impl Kernel {
             if sc.priority < DEF_PRIORITY - 2 {
                 sc.may_writepage = true;
             }
-            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern
-                && sc.priority < DEF_PRIORITY - 2
-                && sc.nr_scanned > 0
-            {
+            let nap = seed_era && sc.priority < DEF_PRIORITY - 2 && sc.nr_scanned > 0;
+            sc.priority -= 1;
+            if nap {
                 // 2.6.35: "Take a nap, wait for some writeback to complete".
                 self.congestion_wait(self.mm.kcfg.hz / 10);
+                if sc.priority >= 0 && self.sleep_after > 0 {
+                    self.tasks[tid as usize].reclaim = Some(crate::kernel::ReclaimResume {
+                        priority: sc.priority,
+                        nr_reclaimed: sc.nr_reclaimed,
+                        may_writepage: sc.may_writepage,
+                        gfp,
+                        order,
+                    });
+                    return None;
+                }
             }
-            sc.priority -= 1;
             if sc.priority < 0 {
                 break;
             }
@@ -939,13 +1023,51 @@ impl Kernel {
         );
         if sc.nr_reclaimed > 0 {
             self.mm.nodes.iter_mut().for_each(|n| n.kswapd_failures = 0);
+        } else if seed_era && !self.all_unreclaimable() {
+            // 2.6.2x/2.6.3x: "top priority shrink_zones still had more to do? don't OOM,
+            // then" — progress unless every zone is all_unreclaimable.
+            return Some(1);
         }
-        sc.nr_reclaimed
+        Some(sc.nr_reclaimed)
+    }
+
+    /// Whether every node is all_unreclaimable as the 2.6.2x kernels kept it: kswapd gave up
+    /// on it (MAX_RECLAIM_RETRIES failed runs) and no page has been freed since
+    /// (free_pages_bulk cleared the flag on every free).
+    fn all_unreclaimable(&self) -> bool {
+        let pgfree = self.mm.events[Event::PGFREE as usize];
+        self.mm
+            .nodes
+            .iter()
+            .all(|n| n.kswapd_failures >= MAX_RECLAIM_RETRIES && n.pgfree_at_failure == pgfree)
+    }
+
+    /// Whether the current task queued a write the disk had no request for: it sleeps in
+    /// get_request_wait and scans nothing more until it wakes.
+    fn must_wait_for_io(&self) -> bool {
+        self.sleep_after > 0 && !self.no_throttle
+    }
+
+    /// Direct reclaimers allowed at once under `reclaim_throttle = limit`: `reclaim_limit`,
+    /// or RECLAIM_LIMIT = 2 × num_highmem_nodes() (nodes with memory).
+    pub fn reclaim_limit(&self) -> u64 {
+        match self.mm.kcfg.reclaim_limit {
+            0 => {
+                2 * self
+                    .mm
+                    .nodes
+                    .iter()
+                    .filter(|n| n.zones.iter().any(|&z| self.mm.zones[z].managed_pages > 0))
+                    .count() as u64
+            }
+            l => l,
+        }
     }
 
     /// Direct reclaim behind the parallel-reclaimer gate of `kernel.reclaim_throttle`
-    /// (seed 000's try_to_free_pages wrapper). None: the task must wait (it sleeps until
-    /// the first reclaimer in progress finishes, the wake_up_all of the patch) and retry.
+    /// (seed 000's try_to_free_pages_throttled). None: the task must sleep and retry —
+    /// on the gate's wait queue until a reclaimer finishes (wait_event on
+    /// reclaim_throttle_waitq), or in a nap inside reclaim.
     pub fn try_to_free_pages_gated(
         &mut self,
         gfp: Gfp,
@@ -955,55 +1077,60 @@ impl Kernel {
     ) -> Option<u64> {
         use crate::config::ReclaimThrottle;
         let now = self.mm.clock() + self.sleep_after;
-        self.reclaimers.retain(|&end| end > now);
-        let mode = self.mm.kcfg.reclaim_throttle;
-        if mode == ReclaimThrottle::Limit && !self.no_throttle {
-            let limit = match self.mm.kcfg.reclaim_limit {
-                0 => {
-                    2 * self
-                        .mm
-                        .nodes
-                        .iter()
-                        .filter(|n| n.zones.iter().any(|&z| self.mm.zones[z].managed_pages > 0))
-                        .count() as u64
+        let gated = self.mm.kcfg.reclaim_throttle == ReclaimThrottle::Limit;
+        if self.tasks[tid as usize].reclaim.is_none() {
+            if gated && !self.no_throttle {
+                if self.nr_reclaimers >= self.reclaim_limit() {
+                    // wait_event(reclaim_throttle_waitq, atomic_add_unless(&nr_reclaimers, 1, RECLAIM_LIMIT))
+                    self.tasks[tid as usize].throttled_since.get_or_insert(now);
+                    self.reclaim_throttled += 1;
+                    if self.reclaim_wq == usize::MAX {
+                        // No engine behind this kernel (unit tests): poll once a tick.
+                        self.sleep_after += 1_000_000_000 / self.mm.kcfg.hz;
+                    } else {
+                        self.block_on = Some(self.reclaim_wq);
+                    }
+                    return None;
                 }
-                l => l,
-            };
-            if self.reclaimers.len() as u64 >= limit {
-                // wait_event(reclaim_throttle_waitq, atomic_add_unless(&nr_reclaimers, 1, RECLAIM_LIMIT))
-                let first_end = self.reclaimers.iter().copied().min().unwrap_or(now);
-                self.tasks[tid as usize].throttled_since.get_or_insert(now);
-                self.sleep_after += first_end.saturating_sub(now).max(1);
-                self.reclaim_throttled += 1;
-                return None;
-            }
-            if let Some(since) = self.tasks[tid as usize].throttled_since.take() {
-                if now.saturating_sub(since) > 1_000_000_000 {
-                    // Waited over 1 s: memory may be back; skip reclaim if some zone has 4 × high free.
-                    for i in 0..self.mm.zonelists[ac.zonelist].len() {
-                        let zid = self.mm.zonelists[ac.zonelist][i];
-                        let mark = 4 * self.mm.zones[zid].watermark[Wmark::High as usize];
-                        if self
-                            .mm
-                            .zone_watermark_ok(zid, order, mark, ac.highest_zoneidx, 0)
-                        {
-                            self.reclaim_skipped += 1;
-                            return Some(1);
+                if let Some(since) = self.tasks[tid as usize].throttled_since.take() {
+                    if now.saturating_sub(since) > 1_000_000_000 {
+                        // Waited over 1 s: skip reclaim if some zone has 4 × high free.
+                        for i in 0..self.mm.zonelists[ac.zonelist].len() {
+                            let zid = self.mm.zonelists[ac.zonelist][i];
+                            let mark = 4 * self.mm.zones[zid].watermark[Wmark::High as usize];
+                            if self
+                                .mm
+                                .zone_watermark_ok(zid, order, mark, ac.highest_zoneidx, 0)
+                            {
+                                self.reclaim_skipped += 1;
+                                return Some(1);
+                            }
                         }
                     }
                 }
             }
+            self.nr_reclaimers += 1;
+            self.max_parallel_reclaimers = self.max_parallel_reclaimers.max(self.nr_reclaimers);
+            self.tasks[tid as usize].reclaim_start = now;
         }
-        let t0 = now;
-        let nr = self.try_to_free_pages(gfp, order, tid);
-        let t1 = self.mm.clock() + self.sleep_after;
-        self.reclaimers.retain(|&end| end > t0);
-        self.reclaimers.push(t1.max(t0 + 1));
-        self.max_parallel_reclaimers = self
-            .max_parallel_reclaimers
-            .max(self.reclaimers.len() as u64);
-        self.max_try_to_free_pages_ns = self.max_try_to_free_pages_ns.max(t1 - t0);
+        let nr = self.try_to_free_pages(gfp, order, tid)?;
+        self.reclaim_done(tid);
         Some(nr)
+    }
+
+    /// A direct reclaimer leaves: the count drops and, under the limit, every waiter is
+    /// woken (atomic_dec(&nr_reclaimers); wake_up_all(&reclaim_throttle_waitq)).
+    pub fn reclaim_done(&mut self, tid: TaskId) {
+        let t1 = self.mm.clock() + self.sleep_after;
+        let t0 = self.tasks[tid as usize].reclaim_start;
+        self.tasks[tid as usize].reclaim = None;
+        self.nr_reclaimers -= 1;
+        self.max_try_to_free_pages_ns = self.max_try_to_free_pages_ns.max(t1.saturating_sub(t0));
+        if self.mm.kcfg.reclaim_throttle == crate::config::ReclaimThrottle::Limit
+            && self.reclaim_wq != usize::MAX
+        {
+            self.pending_wakeups.push(self.reclaim_wq);
+        }
     }
 
     /// Pages reclaim could free in a zone's node: its LRU pages (zone_reclaimable_pages).
@@ -1136,17 +1263,6 @@ impl Kernel {
             sc.priority -= 1;
         }
         sc.priority < 1
-    }
-
-    /// Whether reclaim may queue a write now (may_write_to_queue): kswapd always may
-    /// (PF_SWAPWRITE); a direct reclaimer not while the disk is write-congested.
-    /// A writer already waiting for a request slot is asleep in get_request_wait and
-    /// writes nothing more in this pass.
-    fn may_write_to_queue(&self, sc: &ScanControl) -> bool {
-        if !self.pending_reqs.is_empty() {
-            return false;
-        }
-        sc.kswapd || !self.disk.bdi_write_congested(self.mm.clock())
     }
 
     /// Frees a clean, unmapped page that reclaim isolated (__remove_mapping + free).
@@ -1361,6 +1477,8 @@ impl crate::workload::Program for Kswapd {
                             && !k.pgdat_balanced(self.nid, self.sc.order, highest_zoneidx)
                         {
                             k.mm.nodes[self.nid].kswapd_failures += 1;
+                            k.mm.nodes[self.nid].pgfree_at_failure =
+                                k.mm.events[Event::PGFREE as usize];
                         }
                         self.reclaim_order = self.sc.order.min(alloc_order);
                         self.highest_zoneidx = highest_zoneidx;

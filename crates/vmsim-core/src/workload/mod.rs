@@ -16,6 +16,8 @@ use crate::mm::page::PAGE_SIZE;
 use crate::mm::slab::builtin_cache;
 use std::sync::Arc;
 
+pub mod hackbench;
+
 /// What a task does after a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
