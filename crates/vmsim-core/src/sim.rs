@@ -234,6 +234,9 @@ pub struct RunResult {
     pub proc: IndexMap<&'static str, String>,
     /// Every pageblock's type and contents at the end.
     pub pageblocks: Vec<PageblockMap>,
+    /// Memory cgroups, when the scenario declares any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcg: Option<crate::mm::memcontrol::MemcgReport>,
 }
 
 /// Items recorded in the time series.
@@ -349,6 +352,7 @@ pub fn build(sc: &Scenario) -> Engine {
             );
         }
     }
+    eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
     let mut next_cpu = 0usize;
     let mut tid = 0u64;
     for spec in &sc.tasks {
@@ -356,13 +360,17 @@ pub fn build(sc: &Scenario) -> Engine {
         for _ in 0..spec.count {
             let rng = Stream::new(sc.seed, streams::TASK_STREAM_BASE + tid);
             let prog = OpProgram::new(spec, Arc::clone(&ops), rng);
-            eng.spawn(
+            let t = eng.spawn(
                 &spec.name,
                 next_cpu % ncpu,
                 spec.start.0,
                 false,
                 Box::new(prog),
             );
+            if let Some(cg) = &spec.cgroup {
+                let id = eng.kernel.mm.memcg.paths[cg.as_str()];
+                eng.kernel.attach_task_memcg(t, id);
+            }
             next_cpu += 1;
             tid += 1;
         }
@@ -524,5 +532,6 @@ fn result(
         timeseries: ts,
         proc,
         pageblocks: mm.pageblock_map(),
+        memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
     }
 }
