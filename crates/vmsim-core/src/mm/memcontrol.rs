@@ -972,6 +972,23 @@ impl Kernel {
             .commit_uncharge(id, page.kind() == PageKind::File, nid);
     }
 
+    /// Recounts every group's charges from the frame table and checks the hierarchy's
+    /// counters against them (expensive): usage = own pages + children's usage, no
+    /// usage over its limit, children_in_excess = a recount.
+    pub fn check_memcg(&self) -> Result<(), String> {
+        let m = &self.mm.memcg;
+        if !m.enabled() {
+            return Ok(());
+        }
+        let mut local = vec![0u64; m.groups.len()];
+        for page in &self.mm.map {
+            if is_charged_kind(page.kind()) && page.owner != NIL {
+                local[m.folio_memcg(page.kind(), page.owner) as usize] += 1;
+            }
+        }
+        m.check_invariants(&local)
+    }
+
     /// Counts a page fault of a task in its group (count_memcg_events PGFAULT).
     #[inline]
     pub fn count_memcg_pgfault(&mut self, tid: TaskId) {
