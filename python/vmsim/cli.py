@@ -279,6 +279,7 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         "sim_seconds_per_wall_second": ("", None),
         "reclaim_pages_scanned_per_sec": (">=", 10e6),
         "grouping_cost_ratio": ("", None),
+        "memcg_iter_groups_per_sec": (">=", 20e6),
     }
     for k, v in data.items():
         op, target = targets.get(k, ("", None))
