@@ -121,3 +121,41 @@ def test_bad_arguments_are_refused():
         sl.reproduce(0, SCALE)
     with pytest.raises(ReproduceError):
         sl.reproduce(1, 0.0)
+
+
+TINY_CGROUPS = """
+duration = "30s"
+[machine]
+memory = "64MiB"
+cpus = 1
+[[cgroup]]
+path = "A"
+soft_limit_in_bytes = 0
+[[task]]
+name = "dd"
+cgroup = "A"
+program = [ { op = "write", file = "f", size = "96MiB" } ]
+"""
+
+
+def test_run_prints_a_groups_memory_stat(cli, tmp_path):
+    sc = tmp_path / "cg.toml"
+    sc.write_text(TINY_CGROUPS, encoding="utf-8")
+    proc = cli("run", sc, "--memcg-stat", "A", "--memcg-stat", "/")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "==> /sys/fs/cgroup/memory/A/memory.stat <==" in out
+    assert "==> /sys/fs/cgroup/memory/memory.stat <==" in out
+    stat = dict(
+        line.split(" ", 1)
+        for line in out.split("==> /sys/fs/cgroup/memory/A/memory.stat <==")[1]
+        .split("==>")[0]
+        .strip()
+        .splitlines()
+    )
+    assert int(stat["pgpgin"]) == 96 * 256
+    assert int(stat["total_pgsteal"]) > 0
+    assert int(stat["hierarchical_memory_limit"]) == 9223372036854771712
+    bad = cli("run", sc, "--memcg-stat", "nowhere")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().count("\n") == 0 and "nowhere" in bad.stderr

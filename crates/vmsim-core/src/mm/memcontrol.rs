@@ -47,7 +47,7 @@ pub const ROOT_MEM_CGROUP: u32 = 0;
 /// "No group": the end of a sibling or child list.
 pub const NO_MEMCG: u32 = u32::MAX;
 /// The limit of a group without one (PAGE_COUNTER_MAX) [pages].
-pub const PAGE_COUNTER_MAX: u64 = u64::MAX / 8;
+pub const PAGE_COUNTER_MAX: u64 = i64::MAX as u64 / PAGE_SIZE;
 /// Page events between soft-limit tree / children_in_excess updates (SOFTLIMIT_EVENTS_TARGET, 3.11).
 pub const SOFTLIMIT_EVENTS_TARGET: u64 = 1024;
 /// Rounds of one subtree in soft-limit reclaim before giving up (MEM_CGROUP_MAX_RECLAIM_LOOPS).
