@@ -443,8 +443,45 @@ pub struct Scenario {
     #[serde(default, rename = "task")]
     pub tasks: Vec<TaskSpec>,
     /// Memory cgroups, parents first.
-    #[serde(default, rename = "cgroup", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "cgroup",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "cgroup_tables"
+    )]
     pub cgroups: Vec<CgroupSpec>,
+}
+
+/// Reads `[[cgroup]]` tables; a single `[cgroup]` table is an error naming the right form.
+fn cgroup_tables<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<CgroupSpec>, D::Error> {
+    struct Tables;
+    impl<'de> serde::de::Visitor<'de> for Tables {
+        type Value = Vec<CgroupSpec>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("[[cgroup]] tables, one per group")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some(c) = seq.next_element()? {
+                v.push(c);
+            }
+            Ok(v)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            _: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            Err(serde::de::Error::custom(
+                "cgroup: write each group as a [[cgroup]] table, not [cgroup]",
+            ))
+        }
+    }
+    d.deserialize_any(Tables)
 }
 
 fn default_name() -> String {

@@ -308,6 +308,7 @@ fn bad_cgroup_tables_are_one_line_errors() {
             "'nowhere' is not declared",
         ),
         ("[kernel]\nsoft_limit_reclaim = \"fast\"\n", "fast"),
+        ("[cgroup]\npath = \"A\"\n", "[[cgroup]]"),
     ];
     for (text, needle) in bad {
         let e = Scenario::from_toml(text).expect_err(text).to_string();
