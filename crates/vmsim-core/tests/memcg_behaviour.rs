@@ -316,3 +316,40 @@ fn bad_cgroup_tables_are_one_line_errors() {
         assert!(!e.contains('\n'), "one line: {e}");
     }
 }
+
+#[test]
+fn memory_min_and_low_protect_a_group_from_global_reclaim() {
+    let groups = |prot: &str| {
+        format!(
+            r#"
+[[cgroup]]
+path = "P"
+{prot}
+[[cgroup]]
+path = "Q"
+[[task]]
+name = "keeper"
+cgroup = "P"
+program = [ {{ op = "write", file = "p", size = "60MiB" }}, {{ op = "sleep", time = "30s" }} ]
+[[task]]
+name = "streamer"
+cgroup = "Q"
+start = "1s"
+program = [ {{ op = "write", file = "q", size = "400MiB" }} ]
+"#
+        )
+    };
+    // Unprotected, P's older cache is reclaimed with Q's.
+    let r = run_checked(&scenario("256MiB", "0", "", &groups("")));
+    assert!(stat(&r, "P", "total_pgsteal") > 0);
+    for prot in ["min = \"64MiB\"", "low = \"64MiB\""] {
+        let r = run_checked(&scenario("256MiB", "0", "", &groups(prot)));
+        assert_eq!(stat(&r, "P", "total_pgsteal"), 0, "{prot}");
+        assert!(stat(&r, "Q", "total_pgsteal") > 0, "{prot}");
+        assert_eq!(
+            r.memcg.as_ref().unwrap().groups["P"].usage_in_bytes,
+            60 << 20,
+            "{prot}"
+        );
+    }
+}
