@@ -1343,6 +1343,27 @@ mod tests {
         assert!(m.check_invariants(&vec![0; m.groups.len()]).is_ok());
     }
 
+    #[test]
+    fn the_soft_limit_tree_hands_out_the_largest_excess_first() {
+        let mut m = tree(6);
+        for (g, soft, usage) in [(3u32, 10u64, 50u64), (5, 0, 20), (7, 100, 90), (4, 5, 200)] {
+            m.set_soft_limit(g, soft);
+            m.page_counter_try_charge(g, usage).unwrap();
+            m.mem_cgroup_update_soft_limit(g, 0);
+        }
+        // Group 7 is under its soft limit; 1 (the parent of all) has no soft limit.
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(4)); // excess 195
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(3)); // 40
+        m.reinsert_exceeded(4, 0);
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(4));
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(5)); // 20
+        assert_eq!(m.pop_largest_soft_limit_node(0), None);
+        // A group whose excess went away meanwhile is dropped, not handed out.
+        m.reinsert_exceeded(5, 0);
+        m.page_counter_uncharge(5, 20);
+        assert_eq!(m.pop_largest_soft_limit_node(0), None);
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
