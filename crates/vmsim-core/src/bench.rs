@@ -30,6 +30,9 @@ pub struct BenchResult {
     /// Wall seconds of seed 000's full-size reproduction: hackbench 120 process 1000,
     /// reclaim_throttle off and limit, 3 runs each, one after another on one core.
     pub throttle_repro_wall_seconds: f64,
+    /// Memory cgroups visited per wall second by global reclaim's hierarchy walk
+    /// (shrink_node_memcgs over 100,000 empty groups in a binary tree), one core.
+    pub memcg_iter_groups_per_sec: f64,
 }
 
 /// The scenario of `vmsim reproduce throttle` at full size (its template).
@@ -218,6 +221,31 @@ pub fn sim_speed() -> f64 {
     r.summary.elapsed_seconds / t0.elapsed().as_secs_f64()
 }
 
+/// Groups visited per wall second by shrink_node_memcgs over a binary tree of
+/// 100,000 empty groups (the walk every soft_limit_reclaim kernel does).
+pub fn memcg_iter_groups_per_sec(min_seconds: f64) -> f64 {
+    let sc = Scenario::from_toml(
+        "[machine]\nmemory=\"128MiB\"\ncpus=1\n[[cgroup]]\npath=\"bunch\"\n\
+         generate = { shape = \"binary\", groups = 100000 }\n",
+    )
+    .expect("built-in bench scenario");
+    let mut k = crate::kernel::Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+    k.mm.memcg.create_from_specs(&sc.cgroups);
+    let tid = k.alloc_task_struct("bench", 0, true);
+    let t0 = Instant::now();
+    loop {
+        for _ in 0..10 {
+            let mut s = crate::mm::vmscan::ScanControl::new(GFP_KERNEL, 0, 32, tid, 0);
+            k.shrink_node_memcgs(0, &mut s);
+        }
+        k.mm.acc = 0;
+        let dt = t0.elapsed().as_secs_f64();
+        if dt >= min_seconds {
+            return k.mm.memcg.walk.groups_visited as f64 / dt;
+        }
+    }
+}
+
 /// Runs every benchmark.
 pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> BenchResult {
     BenchResult {
@@ -228,5 +256,6 @@ pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> Benc
         reclaim_pages_scanned_per_sec: reclaim_speed(),
         grouping_cost_ratio: grouping_cost_ratio(min_seconds),
         throttle_repro_wall_seconds: throttle_repro_wall_seconds(),
+        memcg_iter_groups_per_sec: memcg_iter_groups_per_sec(min_seconds),
     }
 }

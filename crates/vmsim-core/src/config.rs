@@ -110,7 +110,23 @@ section! {
         dirty_expire_centisecs: u64 = 3000, "[1/100 s]";
         /// vm.dirty_writeback_centisecs: interval of the flusher's periodic writeback.
         dirty_writeback_centisecs: u64 = 500, "[1/100 s]";
+        /// Soft-limit reclaim of memory cgroups (seed 002): base (the soft-limit tree, largest excess reclaimed first at priority 0 from kswapd and direct reclaim; 3.11 and today's cgroup v1), rework (soft limit folded into the hierarchy walk of shrink_node, eligibility climbing to the root per group), reworkoptim (rework plus children_in_excess skipping subtrees).
+        soft_limit_reclaim: SoftLimitReclaim = SoftLimitReclaim::Base, "[policy]";
     }
+}
+
+/// How global reclaim honours memory.soft_limit_in_bytes (seed 002's three kernels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SoftLimitReclaim {
+    /// 3.11 (and mm/memcontrol-v1.c today): the per-node soft-limit tree; kswapd and direct
+    /// reclaim first reclaim the group with the largest excess at priority 0.
+    Base,
+    /// The reworked series before seed 002: a filtered walk of the whole hierarchy in
+    /// shrink_node, then an unfiltered one if the first scanned nothing.
+    Rework,
+    /// Seed 002 applied: rework plus children_in_excess, skipping subtrees with no group in excess.
+    Reworkoptim,
 }
 
 /// How many tasks may be in direct reclaim at once (seed 000's kernels and today's).
@@ -200,6 +216,14 @@ section! {
         unix_recvmsg: u64 = 1500, "[ns]";
         /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper).
         msg_user: u64 = 150, "[ns]";
+        /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup).
+        memcg_iter: u64 = 100, "[ns]";
+        /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty).
+        memcg_shrink_lruvec: u64 = 200, "[ns]";
+        /// One level of the soft-limit eligibility climb (res_counter_soft_limit_excess under the counter's spinlock).
+        memcg_soft_check: u64 = 40, "[ns]";
+        /// Charging or uncharging one page at one level of the hierarchy (page_counter_try_charge).
+        memcg_charge: u64 = 20, "[ns]";
     }
 }
 
@@ -354,6 +378,52 @@ pub struct TaskSpec {
     pub repeat: u64,
     /// The operations, in order.
     pub program: Vec<Op>,
+    /// Memory cgroup the tasks run in (a `[[cgroup]]` path); the root when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+}
+
+/// Shapes of generated empty hierarchies below a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupShape {
+    /// Two children per group, filled breadth first (seed 002's "bunch").
+    Binary,
+    /// All groups children of the declaring one.
+    Flat,
+}
+
+/// Empty groups generated below a declared group.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupGenerate {
+    /// Tree shape.
+    pub shape: CgroupShape,
+    /// Number of groups [count].
+    pub groups: u64,
+}
+
+/// One memory cgroup (a directory of the memory controller), v1 file names.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupSpec {
+    /// Path below the root, `/`-separated; the parent must be declared before.
+    pub path: String,
+    /// memory.limit_in_bytes (memory.max in v2): the hard limit; none when absent.
+    #[serde(default)]
+    pub limit_in_bytes: Option<Bytes>,
+    /// memory.soft_limit_in_bytes; none when absent.
+    #[serde(default)]
+    pub soft_limit_in_bytes: Option<Bytes>,
+    /// memory.min (v2): usage protected from reclaim.
+    #[serde(default)]
+    pub min: Option<Bytes>,
+    /// memory.low (v2): usage protected unless nothing else can be reclaimed.
+    #[serde(default)]
+    pub low: Option<Bytes>,
+    /// Empty groups to create below this one.
+    #[serde(default)]
+    pub generate: Option<CgroupGenerate>,
 }
 
 /// A whole scenario as read from TOML.
@@ -393,6 +463,46 @@ pub struct Scenario {
     /// hackbench runs (`[[hackbench]]`).
     #[serde(default)]
     pub hackbench: Vec<HackbenchSpec>,
+    /// Memory cgroups, parents first.
+    #[serde(
+        default,
+        rename = "cgroup",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "cgroup_tables"
+    )]
+    pub cgroups: Vec<CgroupSpec>,
+}
+
+/// Reads `[[cgroup]]` tables; a single `[cgroup]` table is an error naming the right form.
+fn cgroup_tables<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<CgroupSpec>, D::Error> {
+    struct Tables;
+    impl<'de> serde::de::Visitor<'de> for Tables {
+        type Value = Vec<CgroupSpec>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("[[cgroup]] tables, one per group")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some(c) = seq.next_element()? {
+                v.push(c);
+            }
+            Ok(v)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            _: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            Err(serde::de::Error::custom(
+                "cgroup: write each group as a [[cgroup]] table, not [cgroup]",
+            ))
+        }
+    }
+    d.deserialize_any(Tables)
 }
 
 /// `hackbench GROUPS process LOOPS` (hackbench.c): groups of `fds` senders and
@@ -651,10 +761,54 @@ impl Scenario {
             }
             total_tasks += 1 + 2 * h.groups.saturating_mul(h.fds);
         }
+        self.validate_cgroups()?;
         if total_tasks > 1_000_000 {
             return inv(format!(
                 "{total_tasks} tasks is too many (at most 1,000,000)"
             ));
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// Checks the `[[cgroup]]` entries and the tasks' `cgroup` keys.
+    fn validate_cgroups(&self) -> Result<()> {
+        let inv = |m: String| Err(Error::Invalid(m));
+        let mut known: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let mut total = 0u64;
+        for c in &self.cgroups {
+            let p = c.path.as_str();
+            if p.is_empty() || p.starts_with('/') || p.ends_with('/') || p.contains("//") {
+                return inv(format!(
+                    "cgroup path '{p}' must be relative, like \"A\" or \"bunch/x\""
+                ));
+            }
+            if known.contains(p) {
+                return inv(format!("cgroup '{p}' is declared twice"));
+            }
+            if let Some((parent, _)) = p.rsplit_once('/') {
+                if !known.contains(parent) {
+                    return inv(format!(
+                        "cgroup '{p}': its parent '{parent}' must be declared before it"
+                    ));
+                }
+            }
+            known.insert(p);
+            total += 1 + c.generate.as_ref().map_or(0, |g| g.groups);
+        }
+        if total > 1_000_000 {
+            return inv(format!("{total} cgroups is too many (at most 1,000,000)"));
+        }
+        for t in &self.tasks {
+            if let Some(cg) = &t.cgroup {
+                if !known.contains(cg.as_str()) {
+                    return inv(format!(
+                        "task '{}': cgroup '{cg}' is not declared in a [[cgroup]] table",
+                        t.name
+                    ));
+                }
+            }
         }
         Ok(())
     }

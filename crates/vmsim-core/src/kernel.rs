@@ -450,6 +450,7 @@ impl Kernel {
     /// Checks that per-node counters agree with what tasks hold (expensive).
     pub fn check_accounting(&self) -> Result<(), String> {
         self.mm.check_invariants()?;
+        self.check_memcg()?;
         let anon: u64 = self.tasks.iter().map(|t| t.rss).sum();
         let pt: u64 = self.tasks.iter().map(|t| t.pgtables.len() as u64).sum();
         let node_sum = |item: NodeStat| -> i64 {

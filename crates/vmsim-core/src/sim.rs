@@ -236,6 +236,9 @@ pub struct RunResult {
     pub pageblocks: Vec<PageblockMap>,
     /// Figures the workload reported itself, e.g. `hackbench_seconds` (hackbench's "Time:") [s].
     pub workload: std::collections::BTreeMap<String, f64>,
+    /// Memory cgroups, when the scenario declares any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcg: Option<crate::mm::memcontrol::MemcgReport>,
 }
 
 /// Items recorded in the time series.
@@ -352,6 +355,7 @@ pub fn build(sc: &Scenario) -> Engine {
             );
         }
     }
+    eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
     let mut next_cpu = 0usize;
     for h in &sc.hackbench {
         spawn_hackbench(&mut eng, h, ncpu);
@@ -362,13 +366,17 @@ pub fn build(sc: &Scenario) -> Engine {
         for _ in 0..spec.count {
             let rng = Stream::new(sc.seed, streams::TASK_STREAM_BASE + tid);
             let prog = OpProgram::new(spec, Arc::clone(&ops), rng);
-            eng.spawn(
+            let t = eng.spawn(
                 &spec.name,
                 next_cpu % ncpu,
                 spec.start.0,
                 false,
                 Box::new(prog),
             );
+            if let Some(cg) = &spec.cgroup {
+                let id = eng.kernel.mm.memcg.paths[cg.as_str()];
+                eng.kernel.attach_task_memcg(t, id);
+            }
             next_cpu += 1;
             tid += 1;
         }
@@ -593,5 +601,6 @@ fn result(
         proc,
         pageblocks: mm.pageblock_map(),
         workload: k.metrics.clone(),
+        memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
     }
 }

@@ -196,6 +196,7 @@ impl Mm {
             now: 0,
             acc: 0,
             lru_batch: vec![0; nr_cpus],
+            memcg: super::memcontrol::MemcgState::new(nr_nodes),
         };
 
         // memblock: firmware pages at the bottom of DMA, the kernel image at

@@ -115,6 +115,8 @@ pub struct ScanControl {
     pub tid: TaskId,
     /// Its CPU.
     pub cpu: usize,
+    /// The group whose subtree is reclaimed; the root for global reclaim (target_mem_cgroup).
+    pub target_mem_cgroup: u32,
 }
 
 impl ScanControl {
@@ -142,6 +144,7 @@ impl ScanControl {
             lumpy: false,
             tid,
             cpu,
+            target_mem_cgroup: super::memcontrol::ROOT_MEM_CGROUP,
         }
     }
 }
@@ -210,7 +213,7 @@ impl Kernel {
 
     /// Whether the inactive list is small against the active one (inactive_is_low).
     fn inactive_is_low(&self, nid: usize, inactive_lru: usize) -> bool {
-        let lv = &self.mm.nodes[nid].lruvec;
+        let lv = self.mm.scan_lruvec(nid);
         let inactive = lv.nr[inactive_lru];
         let active = lv.nr[inactive_lru + 1];
         let gb = (inactive + active) >> (30 - 12);
@@ -286,7 +289,7 @@ impl Kernel {
 
     /// Records what reclaiming a list cost, for the anon/file balance (lru_note_cost).
     fn lru_note_cost(&mut self, nid: usize, file: bool, nr_io: u64, nr_rotated: u64) {
-        let lv = &mut self.mm.nodes[nid].lruvec;
+        let lv = self.mm.scan_lruvec_mut(nid);
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         if file {
             lv.file_cost += cost;
@@ -315,7 +318,7 @@ impl Kernel {
         let mut nr_skipped = [0u64; MAX_NR_ZONES];
         let (mut contig_taken, mut contig_dirty, mut contig_failed) = (0u64, 0u64, 0u64);
         while scan < nr_to_scan {
-            let pfn = self.mm.nodes[nid].lruvec.lists[l].tail;
+            let pfn = self.mm.scan_lruvec(nid).lists[l].tail;
             if pfn == NIL {
                 break;
             }
@@ -374,7 +377,7 @@ impl Kernel {
         }
         let hold = (scan + skipped.len() as u64) * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
-        self.mm.acc += hold + self.mm.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+        self.mm.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
         self.trace(
             sc.tid,
             TraceEvent::MmVmscanLruIsolate {
@@ -405,7 +408,7 @@ impl Kernel {
         }
         let hold = pages.len() as u64 * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
-        self.mm.acc += hold + self.mm.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+        self.mm.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
         pages.len() as u64
     }
 
@@ -700,7 +703,7 @@ impl Kernel {
     }
 
     /// Scans a node's LRU lists at the current priority (shrink_lruvec).
-    fn shrink_lruvec(&mut self, nid: usize, sc: &mut ScanControl) {
+    pub(crate) fn shrink_lruvec(&mut self, nid: usize, sc: &mut ScanControl) {
         if self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic {
             self.shrink_zone_classic(nid, sc);
             return;
@@ -745,7 +748,7 @@ impl Kernel {
                 continue;
             }
             let size = self.mm.lruvec_lru_size(nid, l, sc.reclaim_idx);
-            let carry = &mut self.mm.nodes[nid].lruvec.nr_scan[l];
+            let carry = &mut self.mm.scan_lruvec_mut(nid).nr_scan[l];
             *carry += (size >> sc.priority) + 1;
             if *carry >= SWAP_CLUSTER_MAX {
                 *slot = std::mem::take(carry);
@@ -790,9 +793,9 @@ impl Kernel {
     }
 
     /// Sets the per-pass scan balance hints (prepare_scan_control).
-    fn prepare_scan_control(&mut self, nid: usize, sc: &mut ScanControl) {
-        sc.anon_cost = self.mm.nodes[nid].lruvec.anon_cost;
-        sc.file_cost = self.mm.nodes[nid].lruvec.file_cost;
+    pub(crate) fn prepare_scan_control(&mut self, nid: usize, sc: &mut ScanControl) {
+        sc.anon_cost = self.mm.scan_lruvec(nid).anon_cost;
+        sc.file_cost = self.mm.scan_lruvec(nid).file_cost;
         sc.may_deactivate = 0;
         if self.inactive_is_low(nid, lru::INACTIVE_ANON) {
             sc.may_deactivate |= DEACTIVATE_ANON;
@@ -800,7 +803,7 @@ impl Kernel {
         if self.inactive_is_low(nid, lru::INACTIVE_FILE) {
             sc.may_deactivate |= DEACTIVATE_FILE;
         }
-        let lv = &self.mm.nodes[nid].lruvec;
+        let lv = self.mm.scan_lruvec(nid);
         let file = lv.nr[lru::INACTIVE_FILE];
         sc.cache_trim_mode = file >> sc.priority > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
         let free: i64 = self.mm.nodes[nid]
@@ -830,8 +833,12 @@ impl Kernel {
         sc.lumpy = self.mm.kcfg.lumpy_reclaim
             && (sc.order > super::mmzone::PAGE_ALLOC_COSTLY_ORDER
                 || sc.order > 0 && sc.priority < DEF_PRIORITY - 2);
-        self.prepare_scan_control(nid, sc);
-        self.shrink_lruvec(nid, sc);
+        if self.mm.memcg.enabled() {
+            self.shrink_node_memcgs(nid, sc);
+        } else {
+            self.prepare_scan_control(nid, sc);
+            self.shrink_lruvec(nid, sc);
+        }
         let cpu = sc.cpu;
         sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
         if sc.kswapd {
@@ -963,6 +970,7 @@ impl Kernel {
             sc.nr_scanned = 0;
             // shrink_zones(): each node of the zonelist once.
             for &nid in &nodes {
+                self.mem_cgroup_soft_limit_reclaim(nid, &mut sc);
                 self.shrink_node(nid, &mut sc);
                 if sc.nr_reclaimed >= sc.nr_to_reclaim || self.must_wait_for_io() {
                     break;
@@ -1253,7 +1261,12 @@ impl Kernel {
                 sc.nr_to_reclaim += z.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);
             }
         }
-        self.shrink_node(nid, sc);
+        // kswapd_shrink_zone() skips a node the soft-limit reclaim balanced (base).
+        if !(self.mem_cgroup_soft_limit_reclaim(nid, sc) > 0
+            && self.pgdat_balanced(nid, sc.order, highest_zoneidx))
+        {
+            self.shrink_node(nid, sc);
+        }
         if sc.order > 0 && sc.nr_reclaimed >= 2 << sc.order {
             sc.order = 0;
         }
