@@ -535,9 +535,11 @@ fn a_working_set_touched_again_is_activated_and_stays_resident() {
     let ws = 32 << 8;
     let (idle_rss, idle_act) = hot_rss_under_streaming(false);
     let (busy_rss, busy_act) = hot_rss_under_streaming(true);
-    // pgactivate also counts pages reclaim finds under writeback (activate_locked), which
-    // dominate both runs since reclaim always writes swap; residency is the test.
-    assert!(busy_act > 0 && idle_act > 0, "nothing was activated");
+    assert!(busy_act > 0, "referenced inactive pages were not activated");
+    assert!(
+        busy_act > idle_act,
+        "re-touching activated nothing more ({busy_act} vs {idle_act})"
+    );
     assert!(
         busy_rss * 10 >= ws * 8,
         "a re-touched working set kept only {busy_rss} of {ws} pages"

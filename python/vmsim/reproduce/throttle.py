@@ -101,15 +101,20 @@ def build_scenario(kernel: str, limit: int, scale: float) -> tuple[dict[str, Any
     """The scenario of one run: the template with the kernel's switch and the sizes
     scaled by ``scale``; also returns the plan (sizes actually used)."""
     sc = copy.deepcopy(load_template(TEMPLATE))
-    m = sc["machine"]
-    nodes = int(m["nodes"])
-    mem = int(parse_size(m["memory"]) * scale) // (4096 * nodes) * 4096 * nodes
-    mem = max(mem, MIN_NODE_MEMORY * nodes)
-    swap = max(int(parse_size(m["swap"]) * scale) // 4096 * 4096, 4096)
-    m["memory"] = fmt_bytes(mem)
-    m["swap"] = fmt_bytes(swap)
     hb = sc["hackbench"][0]
     hb["groups"] = max(1, round(SEED_GROUPS * scale))
+    # Memory follows the groups actually run, so every scale has the seed's ratio of
+    # workers to RAM and swap; the boot-time reservation shrinks with it.
+    eff = hb["groups"] / SEED_GROUPS
+    m = sc["machine"]
+    nodes = int(m["nodes"])
+    mem = int(parse_size(m["memory"]) * eff) // (4096 * nodes) * 4096 * nodes
+    mem = max(mem, MIN_NODE_MEMORY * nodes)
+    swap = max(int(parse_size(m["swap"]) * eff) // 4096 * 4096, 4096)
+    reserved = max(int(parse_size(m.get("reserved", "32MiB")) * eff) // 4096 * 4096, 1 << 20)
+    m["memory"] = fmt_bytes(mem)
+    m["swap"] = fmt_bytes(swap)
+    m["reserved"] = fmt_bytes(reserved)
     k = sc.setdefault("kernel", {})
     k["name"] = kernel if kernel in KERNELS else f"limit-{limit}"
     k["reclaim_throttle"] = "off" if limit == 0 else "limit"

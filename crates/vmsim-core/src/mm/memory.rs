@@ -403,11 +403,14 @@ impl Kernel {
             }
         }
         self.pending_reqs.push_back(req);
+        // get_request_wait(): the submitter sleeps until its own request gets a slot,
+        // after the requests queued before it — one completion each.
         let retry_at = self.disk.next_completion_at().unwrap_or(now);
-        self.sleep_after = self.sleep_after.max(retry_at.saturating_sub(now));
-        retry_at
-            + self.disk.config().service_time(req.op, req.pages, false)
-                * self.pending_reqs.len() as u64
+        let service = self.disk.config().service_time(req.op, req.pages, false);
+        let queued = (self.pending_reqs.len() as u64).saturating_sub(1);
+        let slot_at = retry_at + service * queued;
+        self.sleep_after = self.sleep_after.max(slot_at.saturating_sub(now));
+        slot_at + service
     }
 
     /// Makes the current task sleep until `t` after its step (io_schedule).
