@@ -116,6 +116,14 @@ def _summary_text(r: api.Result) -> str:
         f"fragmentation: {s['extfrag_events']} extfrag events; mixed pageblocks "
         f"{s['mixed_pageblocks_max']} at most, {s['mixed_pageblocks']} at the end",
     ]
+    if s["max_parallel_reclaimers"]:
+        lines.append(
+            f"direct reclaim: {s['max_parallel_reclaimers']} tasks at most at once, longest "
+            f"try_to_free_pages {s['max_try_to_free_pages_ms']:.1f} ms, "
+            f"{s['reclaim_throttled']} waits at the reclaimer limit"
+        )
+    for name, value in r.data.get("workload", {}).items():
+        lines.append(f"workload: {name} {value:.3f}")
     return "\n".join(lines) + "\n"
 
 
