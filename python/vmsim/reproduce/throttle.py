@@ -361,11 +361,19 @@ def draw_sweep(sweep: dict[str, dict[str, float | None]], path: Path) -> None:
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), constrained_layout=True)
     for ax, (key, title) in zip(axes.flat, panels, strict=True):
         ys = [math.nan if sweep[k][key] is None else sweep[k][key] for k in sweep]
-        ax.plot(xs, ys, marker="o", color="tab:blue")
+        ax.plot(xs, ys, marker="o", color="tab:blue", label="vmsim")
+        # The seed measured two points: unlimited (before) and the limit of 4 (after).
+        seed_x = [list(sweep).index(k) for k in ("4", "0") if k in sweep]
+        seed_y = [SEED["kernels"][k][key] for k in ("limit", "off")][: len(seed_x)]
+        ax.plot(seed_x, seed_y, "s", color="tab:orange", label="seed")
+        ax.legend(loc="upper left")
         ax.set_xticks(xs, labels)
         ax.set_xlabel("direct reclaimers allowed at once (reclaim_limit)")
         ax.set_title(title)
-        ax.set_ylim(bottom=0)
+        if key == "max_try_to_free_pages_ms":
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
     fig.suptitle("vmsim: hackbench 120 process 1000 against the reclaimer limit (seed 000)")
     tmp = path.with_name(f".{path.name}.tmp.png")
