@@ -116,6 +116,14 @@ def _summary_text(r: api.Result) -> str:
         f"fragmentation: {s['extfrag_events']} extfrag events; mixed pageblocks "
         f"{s['mixed_pageblocks_max']} at most, {s['mixed_pageblocks']} at the end",
     ]
+    if s["max_parallel_reclaimers"]:
+        lines.append(
+            f"direct reclaim: {s['max_parallel_reclaimers']} tasks at most at once, longest "
+            f"try_to_free_pages {s['max_try_to_free_pages_ms']:.1f} ms, "
+            f"{s['reclaim_throttled']} waits at the reclaimer limit"
+        )
+    for name, value in r.data.get("workload", {}).items():
+        lines.append(f"workload: {name} {value:.3f}")
     return "\n".join(lines) + "\n"
 
 
@@ -159,6 +167,13 @@ def main_group() -> None:
 )
 @click.option("--vmstat", "full_vmstat", is_flag=True, help="Print all of /proc/vmstat.")
 @click.option(
+    "--memcg-stat",
+    "memcg_stat",
+    multiple=True,
+    metavar="PATH",
+    help="Print memory.stat of a declared memory cgroup ('/' for the root; repeatable).",
+)
+@click.option(
     "--trace",
     "trace",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -180,6 +195,7 @@ def run_cmd(
     plot: Path | None,
     pbmap_path: Path | None,
     full_vmstat: bool,
+    memcg_stat: tuple[str, ...],
     trace: Path | None,
     trace_format: str,
 ) -> None:
@@ -243,6 +259,14 @@ def run_cmd(
     else:
         out += ["==> /proc/vmstat: counters changed during the run <=="]
         out += [f"{k} {v}" for k, v in r.data["vmstat_delta"].items()]
+    groups = (r.data.get("memcg") or {}).get("groups", {})
+    for path in memcg_stat:
+        if path not in groups:
+            known = ", ".join(groups) or "none: the scenario declares no [[cgroup]]"
+            raise UserError(f"--memcg-stat {path}: no such memory cgroup (known: {known})")
+        shown = "" if path == "/" else path + "/"
+        out += [f"==> /sys/fs/cgroup/memory/{shown}memory.stat <=="]
+        out += [f"{k} {v}" for k, v in groups[path]["stat"].items()]
     click.echo("\n".join(out).rstrip("\n"))
 
 
@@ -279,6 +303,8 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         "sim_seconds_per_wall_second": ("", None),
         "reclaim_pages_scanned_per_sec": (">=", 10e6),
         "grouping_cost_ratio": ("", None),
+        "throttle_repro_wall_seconds": ("<=", 60),
+        "memcg_iter_groups_per_sec": (">=", 20e6),
     }
     for k, v in data.items():
         op, target = targets.get(k, ("", None))

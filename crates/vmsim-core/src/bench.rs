@@ -27,6 +27,34 @@ pub struct BenchResult {
     pub reclaim_pages_scanned_per_sec: f64,
     /// Order-0 alloc+free throughput with mobility grouping ÷ without, measured side by side.
     pub grouping_cost_ratio: f64,
+    /// Wall seconds of seed 000's full-size reproduction: hackbench 120 process 1000,
+    /// reclaim_throttle off and limit, 3 runs each, one after another on one core.
+    pub throttle_repro_wall_seconds: f64,
+    /// Memory cgroups visited per wall second by global reclaim's hierarchy walk
+    /// (shrink_node_memcgs over 100,000 empty groups in a binary tree), one core.
+    pub memcg_iter_groups_per_sec: f64,
+}
+
+/// The scenario of `vmsim reproduce throttle` at full size (its template).
+pub const THROTTLE_SCENARIO: &str =
+    include_str!("../../../python/vmsim/reproduce/scenarios/throttle.toml");
+
+/// Wall seconds to run [`THROTTLE_SCENARIO`] with both kernels of seed 000, seeds 1..=3.
+pub fn throttle_repro_wall_seconds() -> f64 {
+    let base = Scenario::from_toml(THROTTLE_SCENARIO).expect("the throttle template parses");
+    let t0 = Instant::now();
+    for mode in [
+        crate::config::ReclaimThrottle::Off,
+        crate::config::ReclaimThrottle::Limit,
+    ] {
+        for seed in 1..=3 {
+            let mut sc = base.clone();
+            sc.kernel.reclaim_throttle = mode;
+            sc.seed = seed;
+            crate::sim::run(&sc, &mut |_, _| {});
+        }
+    }
+    t0.elapsed().as_secs_f64()
 }
 
 /// The reclaim benchmark: three tasks cycling through more anonymous memory than RAM, with swap.
@@ -193,6 +221,31 @@ pub fn sim_speed() -> f64 {
     r.summary.elapsed_seconds / t0.elapsed().as_secs_f64()
 }
 
+/// Groups visited per wall second by shrink_node_memcgs over a binary tree of
+/// 100,000 empty groups (the walk every soft_limit_reclaim kernel does).
+pub fn memcg_iter_groups_per_sec(min_seconds: f64) -> f64 {
+    let sc = Scenario::from_toml(
+        "[machine]\nmemory=\"128MiB\"\ncpus=1\n[[cgroup]]\npath=\"bunch\"\n\
+         generate = { shape = \"binary\", groups = 100000 }\n",
+    )
+    .expect("built-in bench scenario");
+    let mut k = crate::kernel::Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+    k.mm.memcg.create_from_specs(&sc.cgroups);
+    let tid = k.alloc_task_struct("bench", 0, true);
+    let t0 = Instant::now();
+    loop {
+        for _ in 0..10 {
+            let mut s = crate::mm::vmscan::ScanControl::new(GFP_KERNEL, 0, 32, tid, 0);
+            k.shrink_node_memcgs(0, &mut s);
+        }
+        k.mm.acc = 0;
+        let dt = t0.elapsed().as_secs_f64();
+        if dt >= min_seconds {
+            return k.mm.memcg.walk.groups_visited as f64 / dt;
+        }
+    }
+}
+
 /// Runs every benchmark.
 pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> BenchResult {
     BenchResult {
@@ -202,5 +255,7 @@ pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> Benc
         sim_seconds_per_wall_second: sim_speed(),
         reclaim_pages_scanned_per_sec: reclaim_speed(),
         grouping_cost_ratio: grouping_cost_ratio(min_seconds),
+        throttle_repro_wall_seconds: throttle_repro_wall_seconds(),
+        memcg_iter_groups_per_sec: memcg_iter_groups_per_sec(min_seconds),
     }
 }

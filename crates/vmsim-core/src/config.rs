@@ -94,6 +94,8 @@ section! {
         reclaim_throttle: ReclaimThrottle = ReclaimThrottle::Modern, "[policy]";
         /// Direct reclaimers allowed at once under reclaim_throttle = "limit"; 0 means RECLAIM_LIMIT = 2 × nodes with memory.
         reclaim_limit: u64 = 0, "[tasks]";
+        /// How a reclaim pass sizes its scan of each LRU list: modern (get_scan_count with swappiness and the proportional cut-off; active anon only deactivated when the inactive list is low) or classic (2.6.2x shrink_zone: every list, active ones included, scanned by (size >> priority) + 1 carried over in zone->nr_scan_*, with no cut-off).
+        reclaim_scan: ReclaimScan = ReclaimScan::Modern, "[policy]";
         /// Lumpy reclaim (2.6.23–3.x): for high orders, reclaim also takes the LRU neighbours of each page in its aligned block.
         lumpy_reclaim: bool = false, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
@@ -120,6 +122,8 @@ section! {
         thp_enabled: ThpEnabled = ThpEnabled::Madvise, "[policy]";
         /// /sys/kernel/mm/transparent_hugepage/defrag: always, defer, defer+madvise, madvise or never.
         thp_defrag: ThpDefrag = ThpDefrag::Madvise, "[policy]";
+        /// Soft-limit reclaim of memory cgroups (seed 002): base (the soft-limit tree, largest excess reclaimed first at priority 0 from kswapd and direct reclaim; 3.11 and today's cgroup v1), rework (soft limit folded into the hierarchy walk of shrink_node, eligibility climbing to the root per group), reworkoptim (rework plus children_in_excess skipping subtrees).
+        soft_limit_reclaim: SoftLimitReclaim = SoftLimitReclaim::Base, "[policy]";
     }
 }
 
@@ -155,6 +159,20 @@ pub enum ThpDefrag {
     Never,
 }
 
+/// How global reclaim honours memory.soft_limit_in_bytes (seed 002's three kernels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SoftLimitReclaim {
+    /// 3.11 (and mm/memcontrol-v1.c today): the per-node soft-limit tree; kswapd and direct
+    /// reclaim first reclaim the group with the largest excess at priority 0.
+    Base,
+    /// The reworked series before seed 002: a filtered walk of the whole hierarchy in
+    /// shrink_node, then an unfiltered one if the first scanned nothing.
+    Rework,
+    /// Seed 002 applied: rework plus children_in_excess, skipping subtrees with no group in excess.
+    Reworkoptim,
+}
+
 /// How many tasks may be in direct reclaim at once (seed 000's kernels and today's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -166,6 +184,16 @@ pub enum ReclaimThrottle {
     Limit,
     /// Today: no count limit; reclaim_throttle() and too_many_isolated() slow reclaimers down.
     Modern,
+}
+
+/// How a reclaim pass decides how much of each LRU list to scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReclaimScan {
+    /// Today's shrink_lruvec/get_scan_count.
+    Modern,
+    /// 2.6.2x shrink_zone: active and inactive lists scanned at every priority, no early exit.
+    Classic,
 }
 
 /// Who writes back dirty file pages that reclaim finds (seed 001's kernels and today's).
@@ -230,6 +258,20 @@ section! {
         migrate_page: u64 = 1500, "[ns]";
         /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block).
         compact_scan_page: u64 = 8, "[ns]";
+        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader).
+        unix_sendmsg: u64 = 2000, "[ns]";
+        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free).
+        unix_recvmsg: u64 = 1500, "[ns]";
+        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper).
+        msg_user: u64 = 150, "[ns]";
+        /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup).
+        memcg_iter: u64 = 100, "[ns]";
+        /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty).
+        memcg_shrink_lruvec: u64 = 200, "[ns]";
+        /// One level of the soft-limit eligibility climb (res_counter_soft_limit_excess under the counter's spinlock).
+        memcg_soft_check: u64 = 40, "[ns]";
+        /// Charging or uncharging one page at one level of the hierarchy (page_counter_try_charge).
+        memcg_charge: u64 = 20, "[ns]";
     }
 }
 
@@ -434,6 +476,52 @@ pub struct TaskSpec {
     pub repeat: u64,
     /// The operations, in order.
     pub program: Vec<Op>,
+    /// Memory cgroup the tasks run in (a `[[cgroup]]` path); the root when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+}
+
+/// Shapes of generated empty hierarchies below a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupShape {
+    /// Two children per group, filled breadth first (seed 002's "bunch").
+    Binary,
+    /// All groups children of the declaring one.
+    Flat,
+}
+
+/// Empty groups generated below a declared group.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupGenerate {
+    /// Tree shape.
+    pub shape: CgroupShape,
+    /// Number of groups [count].
+    pub groups: u64,
+}
+
+/// One memory cgroup (a directory of the memory controller), v1 file names.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupSpec {
+    /// Path below the root, `/`-separated; the parent must be declared before.
+    pub path: String,
+    /// memory.limit_in_bytes (memory.max in v2): the hard limit; none when absent.
+    #[serde(default)]
+    pub limit_in_bytes: Option<Bytes>,
+    /// memory.soft_limit_in_bytes; none when absent.
+    #[serde(default)]
+    pub soft_limit_in_bytes: Option<Bytes>,
+    /// memory.min (v2): usage protected from reclaim.
+    #[serde(default)]
+    pub min: Option<Bytes>,
+    /// memory.low (v2): usage protected unless nothing else can be reclaimed.
+    #[serde(default)]
+    pub low: Option<Bytes>,
+    /// Empty groups to create below this one.
+    #[serde(default)]
+    pub generate: Option<CgroupGenerate>,
 }
 
 /// A whole scenario as read from TOML.
@@ -470,6 +558,101 @@ pub struct Scenario {
     /// The workload.
     #[serde(default, rename = "task")]
     pub tasks: Vec<TaskSpec>,
+    /// hackbench runs (`[[hackbench]]`).
+    #[serde(default)]
+    pub hackbench: Vec<HackbenchSpec>,
+    /// Memory cgroups, parents first.
+    #[serde(
+        default,
+        rename = "cgroup",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "cgroup_tables"
+    )]
+    pub cgroups: Vec<CgroupSpec>,
+}
+
+/// Reads `[[cgroup]]` tables; a single `[cgroup]` table is an error naming the right form.
+fn cgroup_tables<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<CgroupSpec>, D::Error> {
+    struct Tables;
+    impl<'de> serde::de::Visitor<'de> for Tables {
+        type Value = Vec<CgroupSpec>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("[[cgroup]] tables, one per group")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some(c) = seq.next_element()? {
+                v.push(c);
+            }
+            Ok(v)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            _: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            Err(serde::de::Error::custom(
+                "cgroup: write each group as a [[cgroup]] table, not [cgroup]",
+            ))
+        }
+    }
+    d.deserialize_any(Tables)
+}
+
+/// `hackbench GROUPS process LOOPS` (hackbench.c): groups of `fds` senders and
+/// `fds` receivers exchanging `datasize`-byte messages over AF_UNIX stream sockets.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HackbenchSpec {
+    /// Command name of the parent and its workers.
+    #[serde(default = "hackbench_name")]
+    pub name: String,
+    /// Number of groups (hackbench's first argument).
+    pub groups: u64,
+    /// Senders and receivers per group (hackbench's `-f`, 20).
+    #[serde(default = "hackbench_fds")]
+    pub fds: u64,
+    /// Rounds each sender writes to every receiver (hackbench's `-l`, 100).
+    #[serde(default = "hackbench_loops")]
+    pub loops: u64,
+    /// Message size [bytes] (DATASIZE, 100).
+    #[serde(default = "hackbench_datasize")]
+    pub datasize: Bytes,
+    /// Anonymous memory each worker faults in before it reports ready [bytes].
+    #[serde(default)]
+    pub worker_memory: Bytes,
+    /// Part of that memory each worker re-touches at every step (its stack and data) [bytes].
+    #[serde(default = "hackbench_wss")]
+    pub worker_wss: Bytes,
+    /// Socket send buffer, sk_sndbuf (net.core.wmem_default) [bytes].
+    #[serde(default = "hackbench_sndbuf")]
+    pub sndbuf: Bytes,
+    /// When the parent starts.
+    #[serde(default)]
+    pub start: Nanos,
+}
+
+fn hackbench_name() -> String {
+    "hackbench".to_string()
+}
+fn hackbench_fds() -> u64 {
+    20
+}
+fn hackbench_loops() -> u64 {
+    100
+}
+fn hackbench_datasize() -> Bytes {
+    Bytes(100)
+}
+fn hackbench_wss() -> Bytes {
+    Bytes(16 << 10)
+}
+fn hackbench_sndbuf() -> Bytes {
+    Bytes(212_992)
 }
 
 fn default_name() -> String {
@@ -671,10 +854,80 @@ impl Scenario {
                 }
             }
         }
+        for (i, h) in self.hackbench.iter().enumerate() {
+            let at = format!("hackbench[{i}] '{}'", h.name);
+            if h.name.is_empty() || h.name.len() > 15 || h.name.contains(char::is_whitespace) {
+                return inv(format!(
+                    "{at}: name must be 1..15 characters without spaces (TASK_COMM_LEN)"
+                ));
+            }
+            if h.groups == 0 || h.fds == 0 || h.loops == 0 {
+                return inv(format!("{at}: groups, fds and loops must be >= 1"));
+            }
+            if h.datasize.0 == 0 || h.datasize.0 > 65536 {
+                return inv(format!("{at}: datasize must be 1B..64KiB"));
+            }
+            if h.worker_memory.0 > m.memory.0 {
+                return inv(format!(
+                    "{at}: worker_memory {} is larger than the machine's memory",
+                    h.worker_memory
+                ));
+            }
+            if h.sndbuf.0 < 2048 {
+                return inv(format!(
+                    "{at}: sndbuf must be at least 2KiB (SOCK_MIN_SNDBUF)"
+                ));
+            }
+            total_tasks += 1 + 2 * h.groups.saturating_mul(h.fds);
+        }
+        self.validate_cgroups()?;
         if total_tasks > 1_000_000 {
             return inv(format!(
                 "{total_tasks} tasks is too many (at most 1,000,000)"
             ));
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// Checks the `[[cgroup]]` entries and the tasks' `cgroup` keys.
+    fn validate_cgroups(&self) -> Result<()> {
+        let inv = |m: String| Err(Error::Invalid(m));
+        let mut known: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let mut total = 0u64;
+        for c in &self.cgroups {
+            let p = c.path.as_str();
+            if p.is_empty() || p.starts_with('/') || p.ends_with('/') || p.contains("//") {
+                return inv(format!(
+                    "cgroup path '{p}' must be relative, like \"A\" or \"bunch/x\""
+                ));
+            }
+            if known.contains(p) {
+                return inv(format!("cgroup '{p}' is declared twice"));
+            }
+            if let Some((parent, _)) = p.rsplit_once('/') {
+                if !known.contains(parent) {
+                    return inv(format!(
+                        "cgroup '{p}': its parent '{parent}' must be declared before it"
+                    ));
+                }
+            }
+            known.insert(p);
+            total += 1 + c.generate.as_ref().map_or(0, |g| g.groups);
+        }
+        if total > 1_000_000 {
+            return inv(format!("{total} cgroups is too many (at most 1,000,000)"));
+        }
+        for t in &self.tasks {
+            if let Some(cg) = &t.cgroup {
+                if !known.contains(cg.as_str()) {
+                    return inv(format!(
+                        "task '{}': cgroup '{cg}' is not declared in a [[cgroup]] table",
+                        t.name
+                    ));
+                }
+            }
         }
         Ok(())
     }

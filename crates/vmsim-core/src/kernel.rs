@@ -46,6 +46,21 @@ pub struct TaskStats {
     pub exit_ns: u64,
 }
 
+/// Where a direct reclaimer that went to sleep inside try_to_free_pages resumes.
+#[derive(Debug, Clone, Copy)]
+pub struct ReclaimResume {
+    /// The next priority to scan at.
+    pub priority: i32,
+    /// Pages reclaimed so far.
+    pub nr_reclaimed: u64,
+    /// Whether it may write pages by now.
+    pub may_writepage: bool,
+    /// The allocation's gfp mask.
+    pub gfp: Gfp,
+    /// The allocation's order.
+    pub order: usize,
+}
+
 /// One task's memory and identity (task_struct + mm_struct, reduced).
 #[derive(Debug, Clone)]
 pub struct TaskStruct {
@@ -81,6 +96,10 @@ pub struct TaskStruct {
     pub no_progress_loops: u32,
     /// When the task first found the direct-reclaimer limit reached, while it waits.
     pub throttled_since: Option<u64>,
+    /// A direct reclaim this task is inside of and sleeping in.
+    pub reclaim: Option<ReclaimResume>,
+    /// When its current direct reclaim began [ns].
+    pub reclaim_start: u64,
     /// Statistics.
     pub stats: TaskStats,
 }
@@ -143,8 +162,12 @@ pub struct Kernel {
     pub no_throttle: bool,
     /// Lumpy isolation counts of the last isolate_lru_folios: (taken, dirty, failed).
     pub lumpy_stats: (u64, u64, u64),
-    /// End times of the direct reclaims in progress (the nr_reclaimers count).
-    pub reclaimers: Vec<u64>,
+    /// Tasks inside direct reclaim, napping ones included (nr_reclaimers).
+    pub nr_reclaimers: u64,
+    /// The wait queue of tasks held at the reclaimer limit (reclaim_throttle_waitq).
+    pub reclaim_wq: usize,
+    /// A wait queue the current task must sleep on after its step (set by kernel code that waits).
+    pub block_on: Option<usize>,
     /// Most direct reclaimers in progress at once.
     pub max_parallel_reclaimers: u64,
     /// Longest single try_to_free_pages, including its naps [ns].
@@ -157,6 +180,12 @@ pub struct Kernel {
     pub compact: crate::mm::compaction::CompactState,
     /// Huge-page faults, fault latencies and MADV_HUGEPAGE marks.
     pub thp: crate::mm::huge_memory::ThpState,
+    /// AF_UNIX sockets, by id.
+    pub sockets: Vec<crate::net::af_unix::UnixSock>,
+    /// Registered tasks the current step forked: the engine starts them when the step ends.
+    pub pending_starts: Vec<TaskId>,
+    /// Figures a workload reports itself (hackbench's "Time:"), by name.
+    pub metrics: std::collections::BTreeMap<String, f64>,
 }
 
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
@@ -206,13 +235,18 @@ impl Kernel {
             tracer: None,
             no_throttle: false,
             lumpy_stats: (0, 0, 0),
-            reclaimers: Vec::new(),
+            nr_reclaimers: 0,
+            reclaim_wq: usize::MAX,
+            block_on: None,
             max_parallel_reclaimers: 0,
             max_try_to_free_pages_ns: 0,
             reclaim_throttled: 0,
             reclaim_skipped: 0,
             compact: Default::default(),
             thp: Default::default(),
+            sockets: Vec::new(),
+            pending_starts: Vec::new(),
+            metrics: Default::default(),
         }
     }
 
@@ -252,6 +286,8 @@ impl Kernel {
             kstack: Vec::new(),
             no_progress_loops: 0,
             throttled_since: None,
+            reclaim: None,
+            reclaim_start: 0,
             stats: TaskStats::default(),
         });
         tid
@@ -287,6 +323,46 @@ impl Kernel {
         true
     }
 
+    /// Fork by a running task (copy_process in the parent's context): the child's kernel
+    /// stack is allocated as the parent, which may reclaim, be throttled (Retry: call again,
+    /// the pages already allocated are kept) or fail. On success the child is alive and
+    /// waits for the engine to start it (`pending_starts`).
+    pub fn copy_process_from(&mut self, parent: TaskId, child: TaskId, now: u64) -> AllocResult {
+        let c = child as usize;
+        if self.tasks[c].kstack.is_empty() {
+            self.mm.acc += self.mm.cost.fork;
+        }
+        while (self.tasks[c].kstack.len() as u32) < self.mm.kcfg.kernel_stack_pages {
+            match self.alloc_pages(GFP_KERNEL, 0, parent) {
+                AllocResult::Page(p) => {
+                    self.mm.map[p as usize].set_kind(PageKind::KStack);
+                    self.mm.map[p as usize].owner = child;
+                    self.tasks[c].kstack.push(p);
+                    let nid = self.mm.pfn_to_nid(p);
+                    self.mm
+                        .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, 4);
+                }
+                other => return other,
+            }
+        }
+        self.tasks[c].alive = true;
+        self.tasks[c].stats.start_ns = now;
+        self.pending_starts.push(child);
+        AllocResult::Page(crate::mm::page::NIL)
+    }
+
+    /// Continues a direct reclaim the task went to sleep in, before it does anything else;
+    /// true if it must sleep again.
+    pub fn resume_direct_reclaim(&mut self, tid: TaskId) -> bool {
+        let Some(r) = self.tasks[tid as usize].reclaim else {
+            return false;
+        };
+        if self.try_to_free_pages(r.gfp, r.order, tid).is_some() {
+            self.reclaim_done(tid);
+        }
+        self.sleep_after > 0
+    }
+
     /// Creates a task with its kernel stack at once; None if the stack cannot be allocated.
     pub fn fork(&mut self, comm: &str, cpu: usize, kthread: bool, now: u64) -> Option<TaskId> {
         let tid = self.alloc_task_struct(comm, cpu, kthread);
@@ -320,6 +396,10 @@ impl Kernel {
             return;
         }
         let cpu = self.tasks[t].cpu;
+        if self.tasks[t].reclaim.is_some() {
+            // Killed while asleep inside direct reclaim.
+            self.reclaim_done(tid);
+        }
         self.exit_mmap(tid);
         let held = std::mem::take(&mut self.tasks[t].held);
         for (p, o) in held {
@@ -376,6 +456,7 @@ impl Kernel {
     /// Checks that per-node counters agree with what tasks hold (expensive).
     pub fn check_accounting(&self) -> Result<(), String> {
         self.mm.check_invariants()?;
+        self.check_memcg()?;
         let anon: u64 = self.tasks.iter().map(|t| t.rss).sum();
         let pt: u64 = self.tasks.iter().map(|t| t.pgtables.len() as u64).sum();
         let node_sum = |item: NodeStat| -> i64 {

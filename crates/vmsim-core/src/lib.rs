@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod kernel;
 pub mod mm;
+pub mod net;
 pub mod sim;
 pub mod trace;
 pub mod units;

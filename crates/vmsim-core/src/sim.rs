@@ -238,6 +238,11 @@ pub struct RunResult {
     pub pageblocks: Vec<PageblockMap>,
     /// Anonymous fault latencies, base and huge apart, and thpfioscale's regions.
     pub thp: crate::mm::huge_memory::ThpReport,
+    /// Figures the workload reported itself, e.g. `hackbench_seconds` (hackbench's "Time:") [s].
+    pub workload: std::collections::BTreeMap<String, f64>,
+    /// Memory cgroups, when the scenario declares any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcg: Option<crate::mm::memcontrol::MemcgReport>,
 }
 
 /// Items recorded in the time series.
@@ -351,6 +356,7 @@ pub fn build(sc: &Scenario) -> Engine {
             Box::new(crate::mm::page_writeback::Flusher::new()),
         );
     }
+    eng.kernel.reclaim_wq = eng.new_waitqueue();
     if sc.kernel.kswapd {
         for nid in 0..eng.kernel.mm.nodes.len() {
             let wq = eng.new_waitqueue();
@@ -380,25 +386,95 @@ pub fn build(sc: &Scenario) -> Engine {
             );
         }
     }
+    eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
     let mut next_cpu = 0usize;
+    for h in &sc.hackbench {
+        spawn_hackbench(&mut eng, h, ncpu);
+    }
     let mut tid = 0u64;
     for spec in &sc.tasks {
         let ops = Arc::new(spec.program.clone());
         for _ in 0..spec.count {
             let rng = Stream::new(sc.seed, streams::TASK_STREAM_BASE + tid);
             let prog = OpProgram::new(spec, Arc::clone(&ops), rng);
-            eng.spawn(
+            let t = eng.spawn(
                 &spec.name,
                 next_cpu % ncpu,
                 spec.start.0,
                 false,
                 Box::new(prog),
             );
+            if let Some(cg) = &spec.cgroup {
+                let id = eng.kernel.mm.memcg.paths[cg.as_str()];
+                eng.kernel.attach_task_memcg(t, id);
+            }
             next_cpu += 1;
             tid += 1;
         }
     }
     eng
+}
+
+/// Registers hackbench's parent, its workers (started when the parent forks them) and
+/// their sockets.
+fn spawn_hackbench(eng: &mut Engine, h: &crate::config::HackbenchSpec, ncpu: usize) {
+    use crate::workload::hackbench::{Parent, Role, Shared, Worker};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let truesize = crate::net::af_unix::skb_truesize(h.datasize.0);
+    let workers = 2 * h.groups * h.fds;
+    let shared = Rc::new(RefCell::new(Shared {
+        total: workers,
+        running: workers,
+        parent_wq: eng.new_waitqueue(),
+        start_wq: eng.new_waitqueue(),
+        ..Default::default()
+    }));
+    let parent_cpu = 0;
+    let mut children = Vec::with_capacity(workers as usize);
+    let mut cpu = 0usize;
+    for _ in 0..h.groups {
+        let mut socks = Vec::with_capacity(h.fds as usize);
+        for _ in 0..h.fds {
+            let (r, w) = (eng.new_waitqueue(), eng.new_waitqueue());
+            let s = eng.kernel.sockets.len();
+            eng.kernel
+                .sockets
+                .push(crate::net::af_unix::UnixSock::new(h.sndbuf.0, r, w));
+            socks.push(s);
+            let prog = Worker::new(
+                Rc::clone(&shared),
+                Role::Receiver { sock: s },
+                h.worker_memory.0,
+                h.worker_wss.0,
+                truesize,
+                h.fds * h.loops,
+            );
+            children.push(eng.spawn_deferred(&h.name, cpu % ncpu, Box::new(prog)));
+            cpu += 1;
+        }
+        for _ in 0..h.fds {
+            let prog = Worker::new(
+                Rc::clone(&shared),
+                Role::Sender {
+                    socks: socks.clone(),
+                },
+                h.worker_memory.0,
+                h.worker_wss.0,
+                truesize,
+                h.fds * h.loops,
+            );
+            children.push(eng.spawn_deferred(&h.name, cpu % ncpu, Box::new(prog)));
+            cpu += 1;
+        }
+    }
+    eng.spawn(
+        &h.name,
+        parent_cpu,
+        h.start.0,
+        false,
+        Box::new(Parent::new(shared, children)),
+    );
 }
 
 /// Runs a scenario to the end; `progress(now, end)` is called after each sample.
@@ -556,5 +632,7 @@ fn result(
         proc,
         pageblocks: mm.pageblock_map(),
         thp: k.thp.report(),
+        workload: k.metrics.clone(),
+        memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
     }
 }

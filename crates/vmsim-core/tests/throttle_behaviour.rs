@@ -4,7 +4,13 @@ use vmsim_core::{RunResult, Scenario};
 
 /// Many tasks fault in more than RAM at once, so many enter direct reclaim together.
 fn storm(throttle: &str, limit: u64) -> RunResult {
-    let text = format!(
+    let sc = Scenario::from_toml(&storm_text(throttle, limit)).unwrap();
+    vmsim_core::run(&sc, &mut |_, _| {})
+}
+
+/// The scenario of [`storm`].
+fn storm_text(throttle: &str, limit: u64) -> String {
+    format!(
         r#"
 duration = "60s"
 [machine]
@@ -22,9 +28,7 @@ name = "hog"
 count = 40
 program = [ {{ op = "touch", size = "12MiB" }}, {{ op = "sleep", time = "50ms" }}, {{ op = "touch", size = "32MiB" }} ]
 "#
-    );
-    let sc = Scenario::from_toml(&text).unwrap();
-    vmsim_core::run(&sc, &mut |_, _| {})
+    )
 }
 
 #[test]
@@ -53,4 +57,135 @@ fn the_limit_is_never_exceeded_and_waiters_get_through() {
     assert!(waited_and_progressed, "faults {}", r.tasks["hog"].faults);
     let r1 = storm("limit", 1);
     assert_eq!(r1.summary.max_parallel_reclaimers, 1);
+}
+
+/// A kernel with the seed's limit and one task, outside any engine.
+fn gated_kernel() -> (vmsim_core::kernel::Kernel, u32) {
+    let sc = Scenario::from_toml(
+        "[machine]\nmemory = \"512MiB\"\ncpus = 2\nnodes = 2\nswap = \"64MiB\"\n\
+         [kernel]\nreclaim_throttle = \"limit\"\nreclaim_limit = 1\n",
+    )
+    .unwrap();
+    let mut k = vmsim_core::kernel::Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+    let tid = k.alloc_task_struct("waiter", 0, false);
+    (k, tid)
+}
+
+#[test]
+fn a_waiter_that_slept_over_a_second_skips_reclaim_when_memory_is_back() {
+    use vmsim_core::mm::gfp::GFP_KERNEL;
+    let (mut k, tid) = gated_kernel();
+    k.mm.now = 5_000_000_000;
+    let ac = k.mm.prepare_alloc_pages(GFP_KERNEL, 0, 0);
+    // Freshly booted: every zone has far more than 4 x high free.
+    k.tasks[tid as usize].throttled_since = Some(k.mm.now - 1_500_000_000);
+    assert_eq!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac), Some(1));
+    assert_eq!(k.reclaim_skipped, 1);
+    assert_eq!(
+        k.nr_reclaimers, 0,
+        "a skipped reclaim never counts as a reclaimer"
+    );
+    // Half a second of waiting is not enough: reclaim runs (and finds nothing to do).
+    k.tasks[tid as usize].throttled_since = Some(k.mm.now - 500_000_000);
+    assert!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac).is_some());
+    assert_eq!(k.reclaim_skipped, 1);
+    assert_eq!(k.max_parallel_reclaimers, 1);
+}
+
+#[test]
+fn at_the_limit_a_reclaimer_waits_on_the_queue_until_one_leaves() {
+    use vmsim_core::mm::gfp::GFP_KERNEL;
+    let (mut k, tid) = gated_kernel();
+    k.reclaim_wq = 7;
+    let ac = k.mm.prepare_alloc_pages(GFP_KERNEL, 0, 0);
+    // Someone else is inside reclaim: the limit of 1 is reached.
+    k.nr_reclaimers = 1;
+    assert_eq!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac), None);
+    assert_eq!(
+        k.block_on,
+        Some(7),
+        "the waiter sleeps on reclaim_throttle_waitq"
+    );
+    assert_eq!(k.reclaim_throttled, 1);
+    assert!(k.tasks[tid as usize].throttled_since.is_some());
+    // The other reclaimer leaves: wake_up_all on the queue, and the waiter gets in.
+    let other = k.alloc_task_struct("other", 1, false);
+    k.reclaim_done(other);
+    assert_eq!(k.pending_wakeups, vec![7]);
+    k.block_on = None;
+    assert!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac).is_some());
+    assert_eq!(k.nr_reclaimers, 0);
+}
+
+#[test]
+fn spinning_on_the_lru_and_zone_locks_is_system_time() {
+    let sc = Scenario::from_toml(&storm_text("off", 0)).unwrap();
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(60_000_000_000);
+    let k = &eng.kernel;
+    let spin: u64 =
+        k.mm.nodes
+            .iter()
+            .map(|n| n.lruvec.lru_lock.wait_ns)
+            .sum::<u64>()
+            + k.mm.zones.iter().map(|z| z.lock.wait_ns).sum::<u64>();
+    let sys: u64 = k.tasks.iter().map(|t| t.stats.sys_ns).sum();
+    assert!(spin > 0, "no CPU ever spun on a lock in a reclaim storm");
+    assert!(
+        sys >= spin,
+        "spin {spin} ns is not within system time {sys} ns"
+    );
+}
+
+/// A small hackbench: 2 groups (80 workers) on 2 CPUs, no memory pressure.
+fn hackbench(memory: &str, swap: &str, worker_memory: &str) -> RunResult {
+    let text = format!(
+        r#"
+duration = "600s"
+[machine]
+memory = "{memory}"
+cpus = 2
+swap = "{swap}"
+[kernel]
+reclaim_writeback = "traceonly"
+reclaim_scan = "classic"
+[[hackbench]]
+groups = 2
+loops = 50
+worker_memory = "{worker_memory}"
+"#
+    );
+    vmsim_core::run(&Scenario::from_toml(&text).unwrap(), &mut |_, _| {})
+}
+
+#[test]
+fn hackbench_delivers_every_message_and_reports_its_time() {
+    let r = hackbench("512MiB", "0", "64KiB");
+    assert!(r.summary.completed);
+    let t = r.workload["hackbench_seconds"];
+    // 2 groups x 20 senders x 20 receivers x 50 loops = 40,000 messages, each costing
+    // unix_sendmsg + unix_recvmsg + 2 x msg_user = 3.8 us of CPU on 2 CPUs: at least 76 ms.
+    assert!(t >= 0.076 && t < r.summary.elapsed_seconds, "{t}");
+    assert_eq!(r.tasks["hackbench"].count, 81);
+    // Every skb was read: the sockets' slab pages all went back.
+    let slab = r.vmstat["nr_slab_unreclaimable"];
+    let boot = slab
+        - r.vmstat_delta
+            .get("nr_slab_unreclaimable")
+            .copied()
+            .unwrap_or(0);
+    assert_eq!(slab, boot, "socket pages were left behind");
+}
+
+#[test]
+fn hackbench_under_memory_pressure_swaps_and_is_deterministic() {
+    let a = hackbench("256MiB", "512MiB", "4MiB");
+    assert!(a.summary.completed);
+    assert!(a.vmstat_delta["pswpout"] > 0, "no swapping");
+    assert!(a.summary.max_parallel_reclaimers > 1);
+    let b = hackbench("256MiB", "512MiB", "4MiB");
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
 }

@@ -34,6 +34,8 @@ enum Ev {
     Wake(TaskId, u64),
     /// A pending task is created.
     Start(TaskId),
+    /// A task another task forked becomes runnable.
+    WakeNew(TaskId),
 }
 
 /// A task's scheduling state.
@@ -184,6 +186,26 @@ impl Engine {
         tid
     }
 
+    /// Registers a task that another task's program will fork (via `Kernel::pending_starts`).
+    pub fn spawn_deferred(&mut self, comm: &str, cpu: usize, program: Box<dyn Program>) -> TaskId {
+        let tid = self.sched.len() as TaskId;
+        let cpu = cpu % self.cpus.len();
+        let ktid = self.kernel.alloc_task_struct(comm, cpu, false);
+        debug_assert_eq!(ktid, tid, "kernel and scheduler task ids agree");
+        self.sched.push(SchedEntity {
+            state: TaskState::Pending,
+            cpu,
+            token: 0,
+            pending_sys: 0,
+            runnable_since: 0,
+            start_at: u64::MAX,
+            kthread: false,
+        });
+        self.programs.push(Some(program));
+        self.live_user_tasks += 1;
+        tid
+    }
+
     /// Creates a new wait queue and returns its id.
     pub fn new_waitqueue(&mut self) -> usize {
         self.waitqueues.push(WaitQueue::new());
@@ -213,6 +235,7 @@ impl Engine {
                 Ev::Schedule(cpu) => self.cpu_step(cpu as usize),
                 Ev::Wake(tid, token) => self.timer_wake(tid, token),
                 Ev::Start(tid) => self.start_task(tid),
+                Ev::WakeNew(tid) => self.try_to_wake_up(tid),
             }
         }
         self.now = self.now.max(t);
@@ -463,7 +486,13 @@ impl Engine {
         let Some(mut prog) = self.programs[tid as usize].take() else {
             return;
         };
-        let out = {
+        // A task that slept inside direct reclaim finishes it before running its program.
+        let out = if self.kernel.resume_direct_reclaim(tid) {
+            crate::workload::StepOut {
+                user_ns: 0,
+                next: Step::Run,
+            }
+        } else {
             let mut cx = StepCtx {
                 k: &mut self.kernel,
                 tid,
@@ -483,7 +512,13 @@ impl Engine {
         self.kernel.mm.acc = 0;
         // Time the task must wait for I/O it started (io_schedule) turns into a sleep.
         let io_wait = std::mem::take(&mut self.kernel.sleep_after);
+        // Kernel code that waits on a queue (the reclaimer limit) turns the step's end into a block.
+        let block_on = self.kernel.block_on.take();
         let next = match out.next {
+            Step::Run if block_on.is_some() => Step::Block {
+                wq: block_on.unwrap_or_default(),
+                timeout: None,
+            },
             Step::Run if io_wait > 0 => Step::Sleep(io_wait),
             Step::Sleep(d) => Step::Sleep(d + io_wait),
             other => other,
@@ -538,6 +573,14 @@ impl Engine {
         let wakes = std::mem::take(&mut self.kernel.pending_wakeups);
         for wq in wakes {
             self.wake_up_all(wq);
+        }
+        // Children forked during the step become runnable when it ends (wake_up_new_task).
+        let forks = std::mem::take(&mut self.kernel.pending_starts);
+        for child in forks {
+            if self.sched[child as usize].state == TaskState::Pending {
+                self.sched[child as usize].start_at = end;
+                self.schedule_at(end, Ev::WakeNew(child));
+            }
         }
         self.schedule_at(end, Ev::Schedule(cpu as u32));
     }

@@ -60,6 +60,8 @@ impl Kernel {
         let page = &mut self.mm.map[p as usize];
         page.set_kind(PageKind::File);
         page.owner = slot;
+        let memcg = self.inode_memcg(ino);
+        self.mem_cgroup_commit_charge(p, memcg);
         let nid = self.mm.pfn_to_nid(p);
         self.mm.mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, 1);
         self.mm.folio_add_lru(p, cpu);
@@ -105,6 +107,10 @@ impl Kernel {
                     AllocResult::Page(p) => p,
                     other => return other,
                 };
+                let memcg = self.file_memcg(ino, tid);
+                if let Some(r) = self.charge_or_free_alloc(p, memcg, tid) {
+                    return r;
+                }
                 self.filemap_add_folio(ino, index, p, cpu);
                 p
             }
@@ -161,6 +167,13 @@ impl Kernel {
                 other if i == index => return other,
                 _ => break,
             };
+            let memcg = self.file_memcg(ino, tid);
+            if let Some(r) = self.charge_or_free_alloc(p, memcg, tid) {
+                if i == index {
+                    return r;
+                }
+                break;
+            }
             self.filemap_add_folio(ino, i, p, cpu);
             first.get_or_insert(p);
             run.push(p);
@@ -199,6 +212,7 @@ impl Kernel {
             }
             if self.mm.map[p as usize].test(pg::WRITEBACK) {
                 // Freed when its write completes.
+                self.mem_cgroup_uncharge(p);
                 self.rmap.set(slot, Entry::None);
                 self.inodes[ino as usize].nrpages -= 1;
                 let nid = self.mm.pfn_to_nid(p);
@@ -222,6 +236,7 @@ impl Kernel {
     /// Takes a clean, unmapped page out of its file's page cache and frees it
     /// (__filemap_remove_folio, then the final folio_put).
     pub fn remove_file_page_and_free(&mut self, p: Pfn, cpu: usize) {
+        self.mem_cgroup_uncharge(p);
         let slot = self.mm.map[p as usize].owner;
         if let (Owner::File { ino, .. }, _) = self.rmap.owner(slot) {
             self.rmap.set(slot, Entry::None);

@@ -103,10 +103,16 @@ impl Kernel {
         self.mm.acc += self.mm.cost.page_fault;
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
+        self.count_memcg_pgfault(tid);
         match self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid) {
             AllocResult::Page(p) => {
+                let memcg = self.task_memcg(tid);
+                if let Some(f) = self.charge_or_free(p, memcg, tid) {
+                    return f;
+                }
                 self.mm.acc += self.mm.cost.clear_page;
                 self.map_anon_page(tid, slot, p);
+                self.mem_cgroup_commit_charge(p, memcg);
                 let cpu = self.tasks[tid as usize].cpu;
                 self.mm.folio_add_lru(p, cpu);
                 Fault::Minor
@@ -136,6 +142,7 @@ impl Kernel {
         self.mm.acc += self.mm.cost.page_fault;
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
+        self.count_memcg_pgfault(tid);
         if let Some(p) = self.swap.cache_lookup(s) {
             // Still in the swap cache (being written, or written and not yet freed): map it back.
             self.swap.cache_del(s);
@@ -154,6 +161,10 @@ impl Kernel {
             AllocResult::Killed => return Fault::Killed,
             AllocResult::Retry => return Fault::Retry,
         };
+        let memcg = self.task_memcg(tid);
+        if let Some(f) = self.charge_or_free(p, memcg, tid) {
+            return f;
+        }
         self.mm.count_vm_events(Event::PGMAJFAULT, 1);
         self.mm.count_vm_events(Event::PSWPIN, 1);
         self.mm.count_vm_events(Event::PGPGIN, 4);
@@ -162,6 +173,7 @@ impl Kernel {
         self.swap.swap_free(s);
         self.tasks[tid as usize].swapents -= 1;
         self.map_anon_page(tid, slot, p);
+        self.mem_cgroup_commit_charge(p, memcg);
         // A page read back is likely in use: it starts on the active list (workingset refault).
         self.mm.map[p as usize].flags |= pg::ACTIVE | pg::WORKINGSET;
         let cpu = self.tasks[tid as usize].cpu;
@@ -207,6 +219,7 @@ impl Kernel {
                 let nid = self.mm.pfn_to_nid(p);
                 self.mm
                     .mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, -1);
+                self.mem_cgroup_uncharge(p);
                 self.mm.lru_remove_for_free(p, cpu);
                 if self.mm.map[p as usize].test(pg::WRITEBACK) {
                     self.orphan_under_writeback(p);
@@ -223,6 +236,7 @@ impl Kernel {
                     self.mm
                         .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
                     self.mm.map[p as usize].flags &= !pg::SWAPCACHE;
+                    self.mem_cgroup_uncharge(p);
                     self.mm.lru_remove_for_free(p, cpu);
                     if self.mm.map[p as usize].test(pg::WRITEBACK) {
                         self.orphan_under_writeback(p);
@@ -389,11 +403,14 @@ impl Kernel {
             }
         }
         self.pending_reqs.push_back(req);
+        // get_request_wait(): the submitter sleeps until its own request gets a slot,
+        // after the requests queued before it — one completion each.
         let retry_at = self.disk.next_completion_at().unwrap_or(now);
-        self.sleep_after = self.sleep_after.max(retry_at.saturating_sub(now));
-        retry_at
-            + self.disk.config().service_time(req.op, req.pages, false)
-                * self.pending_reqs.len() as u64
+        let service = self.disk.config().service_time(req.op, req.pages, false);
+        let queued = (self.pending_reqs.len() as u64).saturating_sub(1);
+        let slot_at = retry_at + service * queued;
+        self.sleep_after = self.sleep_after.max(slot_at.saturating_sub(now));
+        slot_at + service
     }
 
     /// Makes the current task sleep until `t` after its step (io_schedule).
@@ -467,6 +484,7 @@ impl Kernel {
 
     /// Frees a clean anonymous page in the swap cache that reclaim unmapped (__remove_mapping for swap).
     pub fn delete_from_swap_cache_and_free(&mut self, p: Pfn, cpu: usize) {
+        self.mem_cgroup_uncharge(p);
         if let Some(s) = self.swap_slot_of(p) {
             self.swap.cache_del(s);
         }

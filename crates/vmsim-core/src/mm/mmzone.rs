@@ -254,6 +254,8 @@ pub struct Lruvec {
     pub anon_cost: u64,
     /// Recent cost of reclaiming file pages (lruvec->file_cost).
     pub file_cost: u64,
+    /// Scan work carried to the next pass, per list (zone->nr_scan_active/inactive, classic scan).
+    pub nr_scan: [u64; lru::NR_LRU_LISTS],
 }
 
 /// A NUMA node (pg_data_t).
@@ -279,6 +281,8 @@ pub struct PgData {
     pub kswapd_highest_zoneidx: usize,
     /// Consecutive kswapd runs that reclaimed nothing (kswapd_failures).
     pub kswapd_failures: u32,
+    /// pgfree when kswapd last failed: 2.6.2x cleared zone->all_unreclaimable on any free.
+    pub pgfree_at_failure: u64,
     /// Whether kswapd is asleep on kswapd_wait (waitqueue_active).
     pub kswapd_sleeping: bool,
     /// Wait queue id of kswapd_wait.

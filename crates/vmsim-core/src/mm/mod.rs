@@ -4,6 +4,7 @@ pub mod compaction;
 pub mod filemap;
 pub mod gfp;
 pub mod huge_memory;
+pub mod memcontrol;
 pub mod memory;
 pub mod mmzone;
 pub mod oom_kill;
@@ -85,6 +86,8 @@ pub struct Mm {
     pub acc: u64,
     /// Pages added to each CPU's LRU batch since lru_lock was last taken.
     pub lru_batch: Vec<u64>,
+    /// Memory cgroups: the hierarchy, charges and per-group lruvecs.
+    pub memcg: memcontrol::MemcgState,
 }
 
 impl Mm {

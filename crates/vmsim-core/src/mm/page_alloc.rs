@@ -150,6 +150,7 @@ impl Mm {
                 kswapd_order: 0,
                 kswapd_highest_zoneidx: MAX_NR_ZONES,
                 kswapd_failures: 0,
+                pgfree_at_failure: 0,
                 kswapd_sleeping: false,
                 kswapd_wait: usize::MAX,
                 pgdat_dirty: false,
@@ -196,6 +197,7 @@ impl Mm {
             now: 0,
             acc: 0,
             lru_batch: vec![0; nr_cpus],
+            memcg: super::memcontrol::MemcgState::new(nr_nodes),
         };
 
         // memblock: firmware pages at the bottom of DMA, the kernel image at
@@ -1591,7 +1593,14 @@ impl Kernel {
     pub fn alloc_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> AllocResult {
         let cpu = self.tasks[tid as usize].cpu;
         let nid = self.mm.cpu_to_node[cpu];
-        let (page, ac) = self.mm.alloc_pages_fast(gfp, order, nid, cpu);
+        let (page, ac) = if self.tasks[tid as usize].reclaim.is_some()
+            && gfp.has(super::gfp::__GFP_DIRECT_RECLAIM)
+        {
+            // Still inside try_to_free_pages (it slept in a nap): reclaim goes on first.
+            (None, self.mm.prepare_alloc_pages(gfp, nid, cpu))
+        } else {
+            self.mm.alloc_pages_fast(gfp, order, nid, cpu)
+        };
         match page {
             Some(p) => {
                 self.wakeup_kswapd_for_boost(p, tid);
@@ -1740,14 +1749,19 @@ impl Kernel {
         // A simulator safeguard, not a kernel rule: give up rather than spin forever.
         let mut passes = 0u32;
 
-        if alloc_flags & ALLOC_KSWAPD != 0 {
+        // A task that slept inside try_to_free_pages resumes it before anything else.
+        let mut resuming = self.tasks[tid as usize].reclaim.is_some() && can_direct_reclaim;
+        if alloc_flags & ALLOC_KSWAPD != 0 && !resuming {
             self.wake_all_kswapds(order, gfp, ac, tid);
         }
-        if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
-            return AllocResult::Page(p);
+        if !resuming {
+            if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
+                return AllocResult::Page(p);
+            }
         }
         // Costly orders, and unmovable high orders, try direct compaction before reclaim.
         if can_direct_reclaim
+            && self.mm.kcfg.compaction
             && (costly_order || (order > 0 && ac.migratetype != MigrateType::Movable))
         {
             let (page, rc) = self.__alloc_pages_direct_compact(gfp, order, alloc_flags, ac, tid);
@@ -1770,12 +1784,14 @@ impl Kernel {
             if passes > 1000 {
                 return AllocResult::Failed;
             }
-            self.mm.acc += self.mm.cost.slowpath;
-            if alloc_flags & ALLOC_KSWAPD != 0 {
-                self.wake_all_kswapds(order, gfp, ac, tid);
-            }
-            if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
-                return AllocResult::Page(p);
+            if !std::mem::take(&mut resuming) {
+                self.mm.acc += self.mm.cost.slowpath;
+                if alloc_flags & ALLOC_KSWAPD != 0 {
+                    self.wake_all_kswapds(order, gfp, ac, tid);
+                }
+                if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
+                    return AllocResult::Page(p);
+                }
             }
             if !can_direct_reclaim {
                 return AllocResult::Failed;

@@ -31,15 +31,23 @@ impl Mm {
         base + p.test(pg::ACTIVE) as usize
     }
 
-    /// Adjusts the node and zone LRU size counters (update_lru_size).
+    /// Adjusts the node and zone LRU size counters and the page's lruvec's (update_lru_size).
     #[inline(always)]
     fn update_lru_size(&mut self, pfn: Pfn, l: usize, delta: i64) {
         let zid = self.page_zone(pfn);
         let nid = self.zones[zid].nid;
         self.zones[zid].vm_stat[ZoneStat::NR_ZONE_INACTIVE_ANON as usize + l] += delta;
-        let node = &mut self.nodes[nid];
-        node.vm_stat[NodeStat::NR_INACTIVE_ANON as usize + l] += delta;
-        node.lruvec.nr[l] = (node.lruvec.nr[l] as i64 + delta) as u64;
+        self.nodes[nid].vm_stat[NodeStat::NR_INACTIVE_ANON as usize + l] += delta;
+        let lv = self.folio_lruvec(pfn, nid);
+        lv.nr[l] = (lv.nr[l] as i64 + delta) as u64;
+    }
+
+    /// The lruvec a page lives on (folio_lruvec): its memcg's on its node.
+    #[inline(always)]
+    fn folio_lruvec(&mut self, pfn: Pfn, nid: usize) -> &mut super::mmzone::Lruvec {
+        let page = self.map[pfn as usize];
+        let id = self.memcg.folio_memcg(page.kind(), page.owner);
+        super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid)
     }
 
     /// Puts a page on the head of its LRU list (lruvec_add_folio).
@@ -48,7 +56,10 @@ impl Mm {
         let l = self.folio_lru_list(pfn);
         let nid = self.pfn_to_nid(pfn);
         self.map[pfn as usize].flags |= pg::LRU;
-        self.nodes[nid].lruvec.lists[l].push_front(&mut self.map, pfn);
+        let page = self.map[pfn as usize];
+        let id = self.memcg.folio_memcg(page.kind(), page.owner);
+        super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid).lists[l]
+            .push_front(&mut self.map, pfn);
         self.update_lru_size(pfn, l, 1);
     }
 
@@ -58,7 +69,10 @@ impl Mm {
         let l = self.folio_lru_list(pfn);
         let nid = self.pfn_to_nid(pfn);
         self.map[pfn as usize].flags |= pg::LRU;
-        self.nodes[nid].lruvec.lists[l].push_back(&mut self.map, pfn);
+        let page = self.map[pfn as usize];
+        let id = self.memcg.folio_memcg(page.kind(), page.owner);
+        super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid).lists[l]
+            .push_back(&mut self.map, pfn);
         self.update_lru_size(pfn, l, 1);
     }
 
@@ -68,9 +82,27 @@ impl Mm {
         debug_assert!(self.map[pfn as usize].test(pg::LRU));
         let l = self.folio_lru_list(pfn);
         let nid = self.pfn_to_nid(pfn);
-        self.nodes[nid].lruvec.lists[l].remove(&mut self.map, pfn);
+        let page = self.map[pfn as usize];
+        let id = self.memcg.folio_memcg(page.kind(), page.owner);
+        super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid).lists[l]
+            .remove(&mut self.map, pfn);
         self.map[pfn as usize].flags &= !pg::LRU;
         self.update_lru_size(pfn, l, -1);
+    }
+
+    /// The lruvec reclaim is scanning on a node (the lruvec argument of shrink_lruvec):
+    /// the node's unless memcg reclaim is walking a group.
+    #[inline(always)]
+    pub fn scan_lruvec(&self, nid: usize) -> &super::mmzone::Lruvec {
+        let id = self.memcg.scan_memcg;
+        super::memcontrol::mem_cgroup_lruvec_ref(&self.nodes, &self.memcg, id, nid)
+    }
+
+    /// Mutable [`Mm::scan_lruvec`].
+    #[inline(always)]
+    pub fn scan_lruvec_mut(&mut self, nid: usize) -> &mut super::mmzone::Lruvec {
+        let id = self.memcg.scan_memcg;
+        super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid)
     }
 
     /// Charges the per-CPU batching of LRU additions: lru_lock is taken once per batch.
@@ -144,6 +176,10 @@ impl Mm {
 
     /// Pages on a node's LRU list `l`, for zones up to `reclaim_idx` (lruvec_lru_size).
     pub fn lruvec_lru_size(&self, nid: usize, l: usize, reclaim_idx: usize) -> u64 {
+        if self.memcg.enabled() {
+            // Per-memcg sizes are not split by zone.
+            return self.scan_lruvec(nid).nr[l];
+        }
         let mut n = 0i64;
         for zt in 0..=reclaim_idx {
             let z = &self.zones[self.nodes[nid].zones[zt]];

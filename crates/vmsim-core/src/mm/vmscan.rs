@@ -117,6 +117,8 @@ pub struct ScanControl {
     pub tid: TaskId,
     /// Its CPU.
     pub cpu: usize,
+    /// The group whose subtree is reclaimed; the root for global reclaim (target_mem_cgroup).
+    pub target_mem_cgroup: u32,
 }
 
 impl ScanControl {
@@ -145,6 +147,7 @@ impl ScanControl {
             lumpy: false,
             tid,
             cpu,
+            target_mem_cgroup: super::memcontrol::ROOT_MEM_CGROUP,
         }
     }
 }
@@ -213,7 +216,7 @@ impl Kernel {
 
     /// Whether the inactive list is small against the active one (inactive_is_low).
     fn inactive_is_low(&self, nid: usize, inactive_lru: usize) -> bool {
-        let lv = &self.mm.nodes[nid].lruvec;
+        let lv = self.mm.scan_lruvec(nid);
         let inactive = lv.nr[inactive_lru];
         let active = lv.nr[inactive_lru + 1];
         let gb = (inactive + active) >> (30 - 12);
@@ -289,7 +292,7 @@ impl Kernel {
 
     /// Records what reclaiming a list cost, for the anon/file balance (lru_note_cost).
     fn lru_note_cost(&mut self, nid: usize, file: bool, nr_io: u64, nr_rotated: u64) {
-        let lv = &mut self.mm.nodes[nid].lruvec;
+        let lv = self.mm.scan_lruvec_mut(nid);
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         if file {
             lv.file_cost += cost;
@@ -318,7 +321,7 @@ impl Kernel {
         let mut nr_skipped = [0u64; MAX_NR_ZONES];
         let (mut contig_taken, mut contig_dirty, mut contig_failed) = (0u64, 0u64, 0u64);
         while scan < nr_to_scan {
-            let pfn = self.mm.nodes[nid].lruvec.lists[l].tail;
+            let pfn = self.mm.scan_lruvec(nid).lists[l].tail;
             if pfn == NIL {
                 break;
             }
@@ -377,7 +380,7 @@ impl Kernel {
         }
         let hold = (scan + skipped.len() as u64) * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
-        self.mm.acc += hold + self.mm.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+        self.mm.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
         self.trace(
             sc.tid,
             TraceEvent::MmVmscanLruIsolate {
@@ -408,7 +411,7 @@ impl Kernel {
         }
         let hold = pages.len() as u64 * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
-        self.mm.acc += hold + self.mm.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+        self.mm.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
         pages.len() as u64
     }
 
@@ -518,6 +521,11 @@ impl Kernel {
                     self.mm.map[pfn as usize].flags |= pg::RECLAIM;
                     stat.nr_writeback += 1;
                 }
+                if self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic {
+                    // 2.6.2x: "if (PageWriteback(page)) goto keep_locked;"
+                    ret.push(pfn);
+                    continue;
+                }
                 activate = true;
             }
             let references = if activate {
@@ -562,8 +570,10 @@ impl Kernel {
                 } else if references == FolioRef::ReclaimClean
                     || !may_enter_fs && !may_io
                     || !sc.may_writepage
-                    || !self.may_write_to_queue(sc)
                 {
+                    // No may_write_to_queue() here: swap's backing_dev_info (swap_backing_dev_info)
+                    // is never marked congested, so reclaim always writes anon pages and
+                    // sleeps in the block layer when the disk has no free request.
                     ret.push(pfn);
                     continue;
                 } else {
@@ -696,7 +706,11 @@ impl Kernel {
     }
 
     /// Scans a node's LRU lists at the current priority (shrink_lruvec).
-    fn shrink_lruvec(&mut self, nid: usize, sc: &mut ScanControl) {
+    pub(crate) fn shrink_lruvec(&mut self, nid: usize, sc: &mut ScanControl) {
+        if self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic {
+            self.shrink_zone_classic(nid, sc);
+            return;
+        }
         let mut nr = self.get_scan_count(nid, sc);
         let nr_to_reclaim = sc.nr_to_reclaim;
         let start = sc.nr_reclaimed;
@@ -711,6 +725,9 @@ impl Kernel {
                 nr[l] -= n;
                 reclaimed += self.shrink_list(l, n, nid, sc);
             }
+            if self.must_wait_for_io() {
+                break;
+            }
             if reclaimed < nr_to_reclaim || sc.priority == DEF_PRIORITY && !sc.kswapd {
                 continue;
             }
@@ -721,6 +738,45 @@ impl Kernel {
         if self.can_reclaim_anon_pages() && self.inactive_is_low(nid, lru::INACTIVE_ANON) {
             self.shrink_active_list(SWAP_CLUSTER_MAX, nid, sc, lru::ACTIVE_ANON);
         }
+    }
+
+    /// The 2.6.2x shrink_zone(): every list gets (size >> priority) + 1 added to its carried
+    /// scan count; a list whose count reaches SWAP_CLUSTER_MAX is scanned in full, in batches,
+    /// active lists through shrink_active_list — with no stop once enough is reclaimed.
+    fn shrink_zone_classic(&mut self, nid: usize, sc: &mut ScanControl) {
+        let anon_ok = sc.may_swap && self.can_reclaim_anon_pages();
+        let mut nr = [0u64; lru::NR_LRU_LISTS];
+        for (l, slot) in nr.iter_mut().enumerate().take(lru::UNEVICTABLE) {
+            if !lru::is_file_lru(l) && !anon_ok {
+                continue;
+            }
+            let size = self.mm.lruvec_lru_size(nid, l, sc.reclaim_idx);
+            let carry = &mut self.mm.scan_lruvec_mut(nid).nr_scan[l];
+            *carry += (size >> sc.priority) + 1;
+            if *carry >= SWAP_CLUSTER_MAX {
+                *slot = std::mem::take(carry);
+            }
+        }
+        let mut reclaimed = 0;
+        while nr[..lru::UNEVICTABLE].iter().any(|&n| n > 0) {
+            #[allow(clippy::needless_range_loop)] // the shrinkers borrow self mutably
+            for l in 0..lru::UNEVICTABLE {
+                if nr[l] == 0 {
+                    continue;
+                }
+                let n = nr[l].min(SWAP_CLUSTER_MAX);
+                nr[l] -= n;
+                if lru::is_active_lru(l) {
+                    self.shrink_active_list(n, nid, sc, l);
+                } else {
+                    reclaimed += self.shrink_inactive_list(n, nid, sc, l);
+                }
+            }
+            if self.must_wait_for_io() {
+                break;
+            }
+        }
+        sc.nr_reclaimed += reclaimed;
     }
 
     /// Dispatches one list to the active or inactive shrinker (shrink_list).
@@ -740,9 +796,9 @@ impl Kernel {
     }
 
     /// Sets the per-pass scan balance hints (prepare_scan_control).
-    fn prepare_scan_control(&mut self, nid: usize, sc: &mut ScanControl) {
-        sc.anon_cost = self.mm.nodes[nid].lruvec.anon_cost;
-        sc.file_cost = self.mm.nodes[nid].lruvec.file_cost;
+    pub(crate) fn prepare_scan_control(&mut self, nid: usize, sc: &mut ScanControl) {
+        sc.anon_cost = self.mm.scan_lruvec(nid).anon_cost;
+        sc.file_cost = self.mm.scan_lruvec(nid).file_cost;
         sc.may_deactivate = 0;
         if self.inactive_is_low(nid, lru::INACTIVE_ANON) {
             sc.may_deactivate |= DEACTIVATE_ANON;
@@ -750,7 +806,7 @@ impl Kernel {
         if self.inactive_is_low(nid, lru::INACTIVE_FILE) {
             sc.may_deactivate |= DEACTIVATE_FILE;
         }
-        let lv = &self.mm.nodes[nid].lruvec;
+        let lv = self.mm.scan_lruvec(nid);
         let file = lv.nr[lru::INACTIVE_FILE];
         sc.cache_trim_mode = file >> sc.priority > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
         let free: i64 = self.mm.nodes[nid]
@@ -782,8 +838,12 @@ impl Kernel {
                 || sc.order > 0 && sc.priority < DEF_PRIORITY - 2);
         loop {
             let before = sc.nr_reclaimed;
-            self.prepare_scan_control(nid, sc);
-            self.shrink_lruvec(nid, sc);
+            if self.mm.memcg.enabled() {
+                self.shrink_node_memcgs(nid, sc);
+            } else {
+                self.prepare_scan_control(nid, sc);
+                self.shrink_lruvec(nid, sc);
+            }
             let cpu = sc.cpu;
             if sc.may_shrinkslab {
                 sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
@@ -883,24 +943,37 @@ impl Kernel {
     }
 
     /// Direct reclaim from the allocator's slow path (try_to_free_pages →
-    /// do_try_to_free_pages): the priority loop over the zonelist's nodes; returns pages reclaimed.
-    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> u64 {
+    /// do_try_to_free_pages): the priority loop over the zonelist's nodes; returns pages
+    /// reclaimed, or None when the task naps in congestion_wait between priorities (the
+    /// seed-era kernels): it sleeps for real and resumes the loop where it left off at its
+    /// next allocation attempt, while other tasks run and its writes complete.
+    pub fn try_to_free_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> Option<u64> {
         let cpu = self.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(gfp, order, SWAP_CLUSTER_MAX, tid, cpu);
-        self.trace(
-            tid,
-            TraceEvent::MmVmscanDirectReclaimBegin {
-                order: order as i32,
-                gfp_flags: gfp.0,
-                may_writepage: 1,
-            },
-        );
-        let stall = [
-            Event::ALLOCSTALL_DMA,
-            Event::ALLOCSTALL_DMA32,
-            Event::ALLOCSTALL_NORMAL,
-        ][sc.reclaim_idx];
-        self.mm.count_vm_events(stall, 1);
+        match self.tasks[tid as usize].reclaim.take() {
+            Some(r) => {
+                sc.priority = r.priority;
+                sc.nr_reclaimed = r.nr_reclaimed;
+                sc.may_writepage = r.may_writepage;
+            }
+            None => {
+                self.trace(
+                    tid,
+                    TraceEvent::MmVmscanDirectReclaimBegin {
+                        order: order as i32,
+                        gfp_flags: gfp.0,
+                        may_writepage: 1,
+                    },
+                );
+                let stall = [
+                    Event::ALLOCSTALL_DMA,
+                    Event::ALLOCSTALL_DMA32,
+                    Event::ALLOCSTALL_NORMAL,
+                ][sc.reclaim_idx];
+                self.mm.count_vm_events(stall, 1);
+            }
+        }
+        let seed_era = self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern;
         let nid0 = self.mm.cpu_to_node[cpu];
         let nodes: Vec<usize> = (0..self.mm.nodes.len())
             .map(|k| (nid0 + k) % self.mm.nodes.len())
@@ -909,17 +982,28 @@ impl Kernel {
             sc.nr_scanned = 0;
             // shrink_zones(): each node of the zonelist once.
             for &nid in &nodes {
+                self.mem_cgroup_soft_limit_reclaim(nid, &mut sc);
                 self.shrink_node(nid, &mut sc);
-                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || self.must_wait_for_io() {
                     break;
                 }
             }
             if sc.nr_reclaimed >= sc.nr_to_reclaim {
                 break;
             }
-            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern
-                && sc.nr_scanned > SWAP_CLUSTER_MAX * 3 / 2
-            {
+            if self.must_wait_for_io() && sc.priority > 0 {
+                // The pass's writes found the disk without a free request: the reclaimer
+                // sleeps in get_request_wait and carries on with the next priority after it.
+                self.tasks[tid as usize].reclaim = Some(crate::kernel::ReclaimResume {
+                    priority: sc.priority - 1,
+                    nr_reclaimed: sc.nr_reclaimed,
+                    may_writepage: true,
+                    gfp,
+                    order,
+                });
+                return None;
+            }
+            if seed_era && sc.nr_scanned > SWAP_CLUSTER_MAX * 3 / 2 {
                 // 2.6.35: "Try to write back as many pages as we just scanned".
                 self.wakeup_flusher_threads(
                     sc.nr_scanned,
@@ -931,14 +1015,22 @@ impl Kernel {
             if sc.priority < DEF_PRIORITY - 2 {
                 sc.may_writepage = true;
             }
-            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern
-                && sc.priority < DEF_PRIORITY - 2
-                && sc.nr_scanned > 0
-            {
+            let nap = seed_era && sc.priority < DEF_PRIORITY - 2 && sc.nr_scanned > 0;
+            sc.priority -= 1;
+            if nap {
                 // 2.6.35: "Take a nap, wait for some writeback to complete".
                 self.congestion_wait(self.mm.kcfg.hz / 10);
+                if sc.priority >= 0 && self.sleep_after > 0 {
+                    self.tasks[tid as usize].reclaim = Some(crate::kernel::ReclaimResume {
+                        priority: sc.priority,
+                        nr_reclaimed: sc.nr_reclaimed,
+                        may_writepage: sc.may_writepage,
+                        gfp,
+                        order,
+                    });
+                    return None;
+                }
             }
-            sc.priority -= 1;
             if sc.priority < 0 {
                 break;
             }
@@ -951,13 +1043,51 @@ impl Kernel {
         );
         if sc.nr_reclaimed > 0 {
             self.mm.nodes.iter_mut().for_each(|n| n.kswapd_failures = 0);
+        } else if seed_era && !self.all_unreclaimable() {
+            // 2.6.2x/2.6.3x: "top priority shrink_zones still had more to do? don't OOM,
+            // then" — progress unless every zone is all_unreclaimable.
+            return Some(1);
         }
-        sc.nr_reclaimed
+        Some(sc.nr_reclaimed)
+    }
+
+    /// Whether every node is all_unreclaimable as the 2.6.2x kernels kept it: kswapd gave up
+    /// on it (MAX_RECLAIM_RETRIES failed runs) and no page has been freed since
+    /// (free_pages_bulk cleared the flag on every free).
+    fn all_unreclaimable(&self) -> bool {
+        let pgfree = self.mm.events[Event::PGFREE as usize];
+        self.mm
+            .nodes
+            .iter()
+            .all(|n| n.kswapd_failures >= MAX_RECLAIM_RETRIES && n.pgfree_at_failure == pgfree)
+    }
+
+    /// Whether the current task queued a write the disk had no request for: it sleeps in
+    /// get_request_wait and scans nothing more until it wakes.
+    fn must_wait_for_io(&self) -> bool {
+        self.sleep_after > 0 && !self.no_throttle
+    }
+
+    /// Direct reclaimers allowed at once under `reclaim_throttle = limit`: `reclaim_limit`,
+    /// or RECLAIM_LIMIT = 2 × num_highmem_nodes() (nodes with memory).
+    pub fn reclaim_limit(&self) -> u64 {
+        match self.mm.kcfg.reclaim_limit {
+            0 => {
+                2 * self
+                    .mm
+                    .nodes
+                    .iter()
+                    .filter(|n| n.zones.iter().any(|&z| self.mm.zones[z].managed_pages > 0))
+                    .count() as u64
+            }
+            l => l,
+        }
     }
 
     /// Direct reclaim behind the parallel-reclaimer gate of `kernel.reclaim_throttle`
-    /// (seed 000's try_to_free_pages wrapper). None: the task must wait (it sleeps until
-    /// the first reclaimer in progress finishes, the wake_up_all of the patch) and retry.
+    /// (seed 000's try_to_free_pages_throttled). None: the task must sleep and retry —
+    /// on the gate's wait queue until a reclaimer finishes (wait_event on
+    /// reclaim_throttle_waitq), or in a nap inside reclaim.
     pub fn try_to_free_pages_gated(
         &mut self,
         gfp: Gfp,
@@ -967,55 +1097,60 @@ impl Kernel {
     ) -> Option<u64> {
         use crate::config::ReclaimThrottle;
         let now = self.mm.clock() + self.sleep_after;
-        self.reclaimers.retain(|&end| end > now);
-        let mode = self.mm.kcfg.reclaim_throttle;
-        if mode == ReclaimThrottle::Limit && !self.no_throttle {
-            let limit = match self.mm.kcfg.reclaim_limit {
-                0 => {
-                    2 * self
-                        .mm
-                        .nodes
-                        .iter()
-                        .filter(|n| n.zones.iter().any(|&z| self.mm.zones[z].managed_pages > 0))
-                        .count() as u64
+        let gated = self.mm.kcfg.reclaim_throttle == ReclaimThrottle::Limit;
+        if self.tasks[tid as usize].reclaim.is_none() {
+            if gated && !self.no_throttle {
+                if self.nr_reclaimers >= self.reclaim_limit() {
+                    // wait_event(reclaim_throttle_waitq, atomic_add_unless(&nr_reclaimers, 1, RECLAIM_LIMIT))
+                    self.tasks[tid as usize].throttled_since.get_or_insert(now);
+                    self.reclaim_throttled += 1;
+                    if self.reclaim_wq == usize::MAX {
+                        // No engine behind this kernel (unit tests): poll once a tick.
+                        self.sleep_after += 1_000_000_000 / self.mm.kcfg.hz;
+                    } else {
+                        self.block_on = Some(self.reclaim_wq);
+                    }
+                    return None;
                 }
-                l => l,
-            };
-            if self.reclaimers.len() as u64 >= limit {
-                // wait_event(reclaim_throttle_waitq, atomic_add_unless(&nr_reclaimers, 1, RECLAIM_LIMIT))
-                let first_end = self.reclaimers.iter().copied().min().unwrap_or(now);
-                self.tasks[tid as usize].throttled_since.get_or_insert(now);
-                self.sleep_after += first_end.saturating_sub(now).max(1);
-                self.reclaim_throttled += 1;
-                return None;
-            }
-            if let Some(since) = self.tasks[tid as usize].throttled_since.take() {
-                if now.saturating_sub(since) > 1_000_000_000 {
-                    // Waited over 1 s: memory may be back; skip reclaim if some zone has 4 × high free.
-                    for i in 0..self.mm.zonelists[ac.zonelist].len() {
-                        let zid = self.mm.zonelists[ac.zonelist][i];
-                        let mark = 4 * self.mm.zones[zid].watermark[Wmark::High as usize];
-                        if self
-                            .mm
-                            .zone_watermark_ok(zid, order, mark, ac.highest_zoneidx, 0)
-                        {
-                            self.reclaim_skipped += 1;
-                            return Some(1);
+                if let Some(since) = self.tasks[tid as usize].throttled_since.take() {
+                    if now.saturating_sub(since) > 1_000_000_000 {
+                        // Waited over 1 s: skip reclaim if some zone has 4 × high free.
+                        for i in 0..self.mm.zonelists[ac.zonelist].len() {
+                            let zid = self.mm.zonelists[ac.zonelist][i];
+                            let mark = 4 * self.mm.zones[zid].watermark[Wmark::High as usize];
+                            if self
+                                .mm
+                                .zone_watermark_ok(zid, order, mark, ac.highest_zoneidx, 0)
+                            {
+                                self.reclaim_skipped += 1;
+                                return Some(1);
+                            }
                         }
                     }
                 }
             }
+            self.nr_reclaimers += 1;
+            self.max_parallel_reclaimers = self.max_parallel_reclaimers.max(self.nr_reclaimers);
+            self.tasks[tid as usize].reclaim_start = now;
         }
-        let t0 = now;
-        let nr = self.try_to_free_pages(gfp, order, tid);
-        let t1 = self.mm.clock() + self.sleep_after;
-        self.reclaimers.retain(|&end| end > t0);
-        self.reclaimers.push(t1.max(t0 + 1));
-        self.max_parallel_reclaimers = self
-            .max_parallel_reclaimers
-            .max(self.reclaimers.len() as u64);
-        self.max_try_to_free_pages_ns = self.max_try_to_free_pages_ns.max(t1 - t0);
+        let nr = self.try_to_free_pages(gfp, order, tid)?;
+        self.reclaim_done(tid);
         Some(nr)
+    }
+
+    /// A direct reclaimer leaves: the count drops and, under the limit, every waiter is
+    /// woken (atomic_dec(&nr_reclaimers); wake_up_all(&reclaim_throttle_waitq)).
+    pub fn reclaim_done(&mut self, tid: TaskId) {
+        let t1 = self.mm.clock() + self.sleep_after;
+        let t0 = self.tasks[tid as usize].reclaim_start;
+        self.tasks[tid as usize].reclaim = None;
+        self.nr_reclaimers -= 1;
+        self.max_try_to_free_pages_ns = self.max_try_to_free_pages_ns.max(t1.saturating_sub(t0));
+        if self.mm.kcfg.reclaim_throttle == crate::config::ReclaimThrottle::Limit
+            && self.reclaim_wq != usize::MAX
+        {
+            self.pending_wakeups.push(self.reclaim_wq);
+        }
     }
 
     /// Pages reclaim could free in a zone's node: its LRU pages (zone_reclaimable_pages).
@@ -1153,7 +1288,12 @@ impl Kernel {
                 sc.nr_to_reclaim += z.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);
             }
         }
-        self.shrink_node(nid, sc);
+        // kswapd_shrink_zone() skips a node the soft-limit reclaim balanced (base).
+        if !(self.mem_cgroup_soft_limit_reclaim(nid, sc) > 0
+            && self.pgdat_balanced(nid, sc.order, highest_zoneidx))
+        {
+            self.shrink_node(nid, sc);
+        }
         if sc.order > 0 && sc.nr_reclaimed >= 2 << sc.order {
             sc.order = 0;
         }
@@ -1173,17 +1313,6 @@ impl Kernel {
             sc.priority -= 1;
         }
         sc.priority < 1
-    }
-
-    /// Whether reclaim may queue a write now (may_write_to_queue): kswapd always may
-    /// (PF_SWAPWRITE); a direct reclaimer not while the disk is write-congested.
-    /// A writer already waiting for a request slot is asleep in get_request_wait and
-    /// writes nothing more in this pass.
-    fn may_write_to_queue(&self, sc: &ScanControl) -> bool {
-        if !self.pending_reqs.is_empty() {
-            return false;
-        }
-        sc.kswapd || !self.disk.bdi_write_congested(self.mm.clock())
     }
 
     /// Frees a clean, unmapped page that reclaim isolated (__remove_mapping + free).
@@ -1416,6 +1545,8 @@ impl crate::workload::Program for Kswapd {
                             && !k.pgdat_balanced(self.nid, self.sc.order, highest_zoneidx)
                         {
                             k.mm.nodes[self.nid].kswapd_failures += 1;
+                            k.mm.nodes[self.nid].pgfree_at_failure =
+                                k.mm.events[Event::PGFREE as usize];
                         }
                         self.reclaim_order = self.sc.order.min(alloc_order);
                         self.highest_zoneidx = highest_zoneidx;

@@ -16,6 +16,7 @@ use crate::mm::page::PAGE_SIZE;
 use crate::mm::slab::builtin_cache;
 use std::sync::Arc;
 
+pub mod hackbench;
 pub mod thpfioscale;
 
 /// What a task does after a step.

@@ -1,0 +1,1424 @@
+//! Memory cgroups: the hierarchy, page counters, limits and soft-limit reclaim.
+//!
+//! Models mm/memcontrol.c (and the cgroup-v1 parts now in mm/memcontrol-v1.c):
+//! `struct mem_cgroup` with its `page_counter` (usage, max, min, low), the
+//! v1 soft limit, per-group per-node lruvecs (`mem_cgroup_per_node`),
+//! charging up the hierarchy (`try_charge`, `page_counter_try_charge`),
+//! limit reclaim (`try_to_free_mem_cgroup_pages`) and the memcg OOM, the
+//! hierarchy walk of global reclaim (`mem_cgroup_iter`, `shrink_node_memcgs`)
+//! and the three soft-limit reclaim kernels of seed 002 (the switch
+//! `kernel.soft_limit_reclaim`):
+//!
+//! - `base` (3.11, and today's v1): the soft-limit tree per node, ordered by
+//!   excess, updated every [`SOFTLIMIT_EVENTS_TARGET`] page events; kswapd and
+//!   direct reclaim first reclaim the largest-excess subtree at priority 0
+//!   (`mem_cgroup_soft_limit_reclaim`), then shrink the node walking every group.
+//! - `rework` (Hocko's series, patches 1–4): no tree; shrink_node walks the
+//!   whole hierarchy once reclaiming only from groups that are, or have an
+//!   ancestor, over their soft limit (`mem_cgroup_soft_reclaim_eligible`
+//!   climbs to the root for every group), and walks again without the filter
+//!   if that pass scanned nothing.
+//! - `reworkoptim` (patch 5 with 6–7): as rework, plus `children_in_excess`
+//!   per group, so the filtered walk skips whole subtrees with no group in
+//!   excess, and a system with no group in excess skips the filtered pass.
+//!
+//! Simplifications: a page's group is its owner's — anonymous pages belong to
+//! the group of the task that maps them, page cache to the group of the task
+//! that created the file (the kernel charges the task that faults the page
+//! in); a group never moves. Charges are per page, without the per-CPU stock.
+//! Swap-cache pages are uncharged when they leave their page table (no memsw
+//! counter). The soft-limit tree is per node, not per zone. memory.min and
+//! memory.low protect a group by its own usage (no effective-protection
+//! distribution among siblings). Per-memcg lruvec sizes are not split by
+//! zone. The root group's lruvec is the node's.
+
+use super::gfp::GFP_KERNEL;
+use super::mmzone::{lru, Lruvec, PgData};
+use super::page::{PageKind, Pfn, NIL};
+use super::vmscan::{ScanControl, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
+use crate::config::{CgroupShape, CgroupSpec, SoftLimitReclaim};
+use crate::engine::lock::TaskId;
+use crate::kernel::{AllocResult, Kernel};
+use crate::mm::page::PAGE_SIZE;
+use std::collections::BTreeSet;
+
+/// Id of the root group (root_mem_cgroup).
+pub const ROOT_MEM_CGROUP: u32 = 0;
+/// "No group": the end of a sibling or child list.
+pub const NO_MEMCG: u32 = u32::MAX;
+/// The limit of a group without one (PAGE_COUNTER_MAX) [pages].
+pub const PAGE_COUNTER_MAX: u64 = i64::MAX as u64 / PAGE_SIZE;
+/// Page events between soft-limit tree / children_in_excess updates (SOFTLIMIT_EVENTS_TARGET, 3.11).
+pub const SOFTLIMIT_EVENTS_TARGET: u64 = 1024;
+/// Rounds of one subtree in soft-limit reclaim before giving up (MEM_CGROUP_MAX_RECLAIM_LOOPS).
+pub const MEM_CGROUP_MAX_RECLAIM_LOOPS: u32 = 100;
+/// Groups tried from the soft-limit tree when none reclaims (MEM_CGROUP_MAX_SOFT_LIMIT_RECLAIM_LOOPS).
+pub const MEM_CGROUP_MAX_SOFT_LIMIT_RECLAIM_LOOPS: u32 = 2;
+
+/// Per-group counters, named as memory.stat prints them (v1 names).
+pub mod stat {
+    /// Page cache charged to the group [pages].
+    pub const CACHE: usize = 0;
+    /// Anonymous memory charged to the group [pages].
+    pub const RSS: usize = 1;
+    /// Charging events (pgpgin).
+    pub const PGPGIN: usize = 2;
+    /// Uncharging events (pgpgout).
+    pub const PGPGOUT: usize = 3;
+    /// Page faults of the group's tasks (pgfault).
+    pub const PGFAULT: usize = 4;
+    /// Pages reclaimed from the group's lruvecs (v2 pgsteal).
+    pub const PGSTEAL: usize = 5;
+    /// Number of counters.
+    pub const NR: usize = 6;
+    /// memory.stat names.
+    pub const NAMES: [&str; NR] = ["cache", "rss", "pgpgin", "pgpgout", "pgfault", "pgsteal"];
+}
+
+/// A hierarchical page counter (struct page_counter) [pages].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageCounter {
+    /// Pages charged to the group and its descendants (usage).
+    pub usage: u64,
+    /// Hard limit (max; memory.limit_in_bytes / memory.max).
+    pub max: u64,
+    /// Hard protection (memory.min).
+    pub min: u64,
+    /// Best-effort protection (memory.low).
+    pub low: u64,
+    /// Largest usage seen (watermark; memory.max_usage_in_bytes).
+    pub watermark: u64,
+    /// Charges refused by the limit (failcnt).
+    pub failcnt: u64,
+}
+
+impl Default for PageCounter {
+    fn default() -> Self {
+        PageCounter {
+            usage: 0,
+            max: PAGE_COUNTER_MAX,
+            min: 0,
+            low: 0,
+            watermark: 0,
+            failcnt: 0,
+        }
+    }
+}
+
+/// One memory cgroup (struct mem_cgroup), 128 bytes or so; lruvecs come lazily.
+#[derive(Debug, Clone)]
+pub struct MemCgroup {
+    /// Parent group, NO_MEMCG for the root.
+    pub parent: u32,
+    /// First child.
+    pub first_child: u32,
+    /// Last child (where new children are appended).
+    pub last_child: u32,
+    /// Next sibling in creation order.
+    pub next_sibling: u32,
+    /// Depth below the root (root: 0).
+    pub depth: u32,
+    /// memory page counter.
+    pub memory: PageCounter,
+    /// memory.soft_limit_in_bytes [pages].
+    pub soft_limit: u64,
+    /// Descendants whose usage is over their soft limit (children_in_excess, seed 002).
+    pub children_in_excess: u32,
+    /// This group counts in its ancestors' children_in_excess (soft_contributed).
+    pub soft_contributed: bool,
+    /// Charge and uncharge events since creation (nr_page_events).
+    pub nr_page_events: u64,
+    /// Local counters, indexed by [`stat`].
+    pub stat: [u64; stat::NR],
+    /// First of this group's per-node records in `MemcgState::pn`, or NO_MEMCG before its first charge.
+    pub pn: u32,
+}
+
+impl MemCgroup {
+    fn new(parent: u32, depth: u32) -> Self {
+        MemCgroup {
+            parent,
+            first_child: NO_MEMCG,
+            last_child: NO_MEMCG,
+            next_sibling: NO_MEMCG,
+            depth,
+            memory: PageCounter::default(),
+            soft_limit: PAGE_COUNTER_MAX,
+            children_in_excess: 0,
+            soft_contributed: false,
+            nr_page_events: 0,
+            stat: [0; stat::NR],
+            pn: NO_MEMCG,
+        }
+    }
+
+    /// Pages over the soft limit (soft_limit_excess) [pages].
+    #[inline(always)]
+    pub fn soft_limit_excess(&self) -> u64 {
+        self.memory.usage.saturating_sub(self.soft_limit)
+    }
+}
+
+// Empty groups must stay cheap: 100,000 of them in well under 20 MB.
+const _: () = assert!(std::mem::size_of::<MemCgroup>() <= 160);
+
+/// A group's state on one node (struct mem_cgroup_per_node).
+#[derive(Debug, Default)]
+pub struct MemCgroupPerNode {
+    /// The group's LRU lists on the node.
+    pub lruvec: Lruvec,
+    /// Excess the group is keyed by on the node's soft-limit tree (usage_in_excess) [pages].
+    pub usage_in_excess: u64,
+    /// On the soft-limit tree (on_tree).
+    pub on_tree: bool,
+}
+
+/// Result of the soft-reclaim filter of the reworked iterator (enum mem_cgroup_filter_t).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemcgFilter {
+    /// Reclaim from this group.
+    Visit,
+    /// Skip this group but walk its children.
+    Skip,
+    /// Skip this group and its whole subtree.
+    SkipTree,
+}
+
+/// Counters of the hierarchy walks, for reports.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct MemcgWalkStats {
+    /// Groups visited by mem_cgroup_iter in reclaim.
+    pub groups_visited: u64,
+    /// Levels climbed by soft-limit eligibility checks.
+    pub eligibility_climbs: u64,
+    /// shrink_node_memcgs calls.
+    pub shrink_node_memcgs: u64,
+    /// Second, unfiltered passes after a soft pass scanned nothing (rework, reworkoptim).
+    pub soft_fallback_passes: u64,
+    /// mem_cgroup_soft_limit_reclaim calls (base).
+    pub soft_limit_reclaim_calls: u64,
+    /// Pages reclaimed by mem_cgroup_soft_limit_reclaim (base).
+    pub soft_limit_reclaimed: u64,
+    /// Limit reclaims (try_to_free_mem_cgroup_pages).
+    pub limit_reclaims: u64,
+    /// memcg OOM kills.
+    pub oom_kills: u64,
+}
+
+/// The memory cgroups of the machine: an arena indexed by group id.
+#[derive(Debug)]
+pub struct MemcgState {
+    /// Every group; index = id; 0 is the root.
+    pub groups: Vec<MemCgroup>,
+    /// Names of explicitly declared groups (path → id); generated groups are named by id.
+    pub paths: indexmap::IndexMap<String, u32>,
+    /// Per-node records, `nr_nodes` consecutive ones per group that has been charged.
+    pub pn: Vec<MemCgroupPerNode>,
+    /// Nodes of the machine.
+    pub nr_nodes: usize,
+    /// Group of each rmap chunk's owner (chunks belong to one task or file).
+    pub chunk_memcg: Vec<u32>,
+    /// Group of each task, by task id (root when absent).
+    pub task_memcg: Vec<u32>,
+    /// Group charged for each file's pages, by inode number (root when absent).
+    pub inode_memcg: Vec<u32>,
+    /// The soft-limit trees, one per node: (usage_in_excess, group) (soft_limit_tree, base).
+    pub soft_limit_tree: Vec<BTreeSet<(u64, u32)>>,
+    /// The group whose lruvec reclaim is scanning now (the lruvec argument of shrink_lruvec).
+    pub scan_memcg: u32,
+    /// Walk statistics.
+    pub walk: MemcgWalkStats,
+}
+
+impl MemcgState {
+    /// Only the root group.
+    pub fn new(nr_nodes: usize) -> Self {
+        MemcgState {
+            groups: vec![MemCgroup::new(NO_MEMCG, 0)],
+            paths: indexmap::IndexMap::new(),
+            pn: Vec::new(),
+            nr_nodes,
+            chunk_memcg: Vec::new(),
+            task_memcg: Vec::new(),
+            inode_memcg: Vec::new(),
+            soft_limit_tree: (0..nr_nodes).map(|_| BTreeSet::new()).collect(),
+            scan_memcg: ROOT_MEM_CGROUP,
+            walk: MemcgWalkStats::default(),
+        }
+    }
+
+    /// Whether any group besides the root exists; without one every path is today's.
+    #[inline(always)]
+    pub fn enabled(&self) -> bool {
+        self.groups.len() > 1
+    }
+
+    /// Creates an empty child of `parent` (mem_cgroup_css_alloc + online); returns its id.
+    pub fn mem_cgroup_alloc(&mut self, parent: u32) -> u32 {
+        let id = self.groups.len() as u32;
+        let depth = self.groups[parent as usize].depth + 1;
+        self.groups.push(MemCgroup::new(parent, depth));
+        let p = &mut self.groups[parent as usize];
+        if p.last_child == NO_MEMCG {
+            p.first_child = id;
+        } else {
+            let last = p.last_child as usize;
+            self.groups[last].next_sibling = id;
+        }
+        self.groups[parent as usize].last_child = id;
+        id
+    }
+
+    /// Creates `n` empty groups below `parent`, two children per group, breadth first
+    /// (the "bunch" hierarchy of seed 002); returns the first id.
+    pub fn generate_binary(&mut self, parent: u32, n: u64) -> u32 {
+        let first = self.groups.len() as u32;
+        self.groups.reserve(n as usize);
+        for i in 0..n {
+            // Group i (0-based) hangs below `parent` for i < 2, else below group (i - 2) / 2.
+            let p = if i < 2 {
+                parent
+            } else {
+                first + ((i - 2) / 2) as u32
+            };
+            self.mem_cgroup_alloc(p);
+        }
+        first
+    }
+
+    /// Creates `n` empty children of `parent`; returns the first id.
+    pub fn generate_flat(&mut self, parent: u32, n: u64) -> u32 {
+        let first = self.groups.len() as u32;
+        for _ in 0..n {
+            self.mem_cgroup_alloc(parent);
+        }
+        first
+    }
+
+    /// The next group of a pre-order walk of `root`'s subtree after `pos`, descending
+    /// into `pos`'s children unless `skip_children` (css_next_descendant_pre, or the
+    /// jump past cgroup_rightmost_descendant when skipping a subtree).
+    #[inline]
+    pub fn next_pre(&self, pos: u32, root: u32, skip_children: bool) -> u32 {
+        let g = &self.groups[pos as usize];
+        if !skip_children && g.first_child != NO_MEMCG {
+            return g.first_child;
+        }
+        let mut p = pos;
+        while p != root {
+            let g = &self.groups[p as usize];
+            if g.next_sibling != NO_MEMCG {
+                return g.next_sibling;
+            }
+            p = g.parent;
+        }
+        NO_MEMCG
+    }
+
+    /// Path of a group as cgroupfs shows it below the root ("/" for the root).
+    pub fn path(&self, id: u32) -> String {
+        if id == ROOT_MEM_CGROUP {
+            return "/".to_string();
+        }
+        if let Some((p, _)) = self.paths.iter().find(|(_, &v)| v == id) {
+            return p.clone();
+        }
+        let parent = self.groups[id as usize].parent;
+        let pp = self.path(parent);
+        if pp == "/" {
+            format!("g{id}")
+        } else {
+            format!("{pp}/g{id}")
+        }
+    }
+
+    /// The group a page is charged to (folio_memcg): its owner's.
+    #[inline(always)]
+    pub fn folio_memcg(&self, kind: PageKind, owner: u32) -> u32 {
+        if !self.enabled() || !matches!(kind, PageKind::Anon | PageKind::File) {
+            return ROOT_MEM_CGROUP;
+        }
+        self.chunk_memcg
+            .get((owner >> super::rmap::CHUNK_SHIFT) as usize)
+            .copied()
+            .unwrap_or(ROOT_MEM_CGROUP)
+    }
+
+    /// Allocates a group's per-node records on first use (alloc_mem_cgroup_per_node_info).
+    fn ensure_pn(&mut self, id: u32) {
+        if self.groups[id as usize].pn == NO_MEMCG {
+            self.groups[id as usize].pn = self.pn.len() as u32;
+            for _ in 0..self.nr_nodes {
+                self.pn.push(MemCgroupPerNode::default());
+            }
+        }
+    }
+
+    /// A group's per-node record, if it has been charged.
+    #[inline(always)]
+    pub fn mem_cgroup_nodeinfo(&self, id: u32, nid: usize) -> Option<&MemCgroupPerNode> {
+        let pn = self.groups[id as usize].pn;
+        (pn != NO_MEMCG).then(|| &self.pn[pn as usize + nid])
+    }
+
+    /// Pages on a group's lruvec lists of a node (lruvec_lru_size over all lists but unevictable).
+    #[inline]
+    pub fn lruvec_pages(&self, id: u32, nid: usize, nodes: &[PgData]) -> u64 {
+        let lv = if id == ROOT_MEM_CGROUP {
+            &nodes[nid].lruvec
+        } else {
+            match self.mem_cgroup_nodeinfo(id, nid) {
+                Some(pn) => &pn.lruvec,
+                None => return 0,
+            }
+        };
+        lv.nr[..lru::UNEVICTABLE].iter().sum()
+    }
+
+    /// Charges `n` pages to `id` and every ancestor unless one would exceed its
+    /// limit (page_counter_try_charge); Err(group over its limit) on failure.
+    pub fn page_counter_try_charge(&mut self, id: u32, n: u64) -> Result<(), u32> {
+        let mut c = id;
+        while c != NO_MEMCG {
+            let g = &self.groups[c as usize];
+            if g.memory.usage + n > g.memory.max {
+                self.groups[c as usize].memory.failcnt += 1;
+                // Undo the levels below.
+                let mut u = id;
+                while u != c {
+                    self.groups[u as usize].memory.usage -= n;
+                    u = self.groups[u as usize].parent;
+                }
+                return Err(c);
+            }
+            let g = &mut self.groups[c as usize];
+            g.memory.usage += n;
+            g.memory.watermark = g.memory.watermark.max(g.memory.usage);
+            c = g.parent;
+        }
+        Ok(())
+    }
+
+    /// Uncharges `n` pages from `id` and every ancestor (page_counter_uncharge).
+    pub fn page_counter_uncharge(&mut self, id: u32, n: u64) {
+        let mut c = id;
+        while c != NO_MEMCG {
+            let g = &mut self.groups[c as usize];
+            debug_assert!(g.memory.usage >= n, "memcg {c} uncharged below zero");
+            g.memory.usage -= n;
+            c = g.parent;
+        }
+    }
+
+    /// Commits a charge's local statistics and runs the event ratelimit (mem_cgroup_commit_charge,
+    /// memcg_check_events); `nid` is the page's node.
+    pub fn commit_charge(&mut self, id: u32, file: bool, nid: usize) {
+        self.ensure_pn(id);
+        let g = &mut self.groups[id as usize];
+        g.stat[if file { stat::CACHE } else { stat::RSS }] += 1;
+        g.stat[stat::PGPGIN] += 1;
+        self.memcg_check_events(id, nid);
+    }
+
+    /// Drops an uncharge's local statistics and runs the event ratelimit.
+    pub fn commit_uncharge(&mut self, id: u32, file: bool, nid: usize) {
+        let g = &mut self.groups[id as usize];
+        let s = if file { stat::CACHE } else { stat::RSS };
+        g.stat[s] = g.stat[s].saturating_sub(1);
+        g.stat[stat::PGPGOUT] += 1;
+        self.memcg_check_events(id, nid);
+    }
+
+    /// Counts a page event and, every SOFTLIMIT_EVENTS_TARGET events, refreshes the group's
+    /// soft-limit state (memcg_check_events → mem_cgroup_update_tree / children_in_excess).
+    #[inline]
+    pub fn memcg_check_events(&mut self, id: u32, nid: usize) {
+        let g = &mut self.groups[id as usize];
+        g.nr_page_events += 1;
+        if g.nr_page_events.is_multiple_of(SOFTLIMIT_EVENTS_TARGET) {
+            self.mem_cgroup_update_soft_limit(id, nid);
+        }
+    }
+
+    /// Refreshes the soft-limit state of a group and its ancestors: the node's
+    /// soft-limit tree (mem_cgroup_update_tree, base) and the children_in_excess
+    /// counts (mem_cgroup_update_soft_limit of seed 002). Both are kept in every
+    /// kernel; each kernel reads only its own.
+    pub fn mem_cgroup_update_soft_limit(&mut self, id: u32, nid: usize) {
+        let mut c = id;
+        while c != NO_MEMCG && c != ROOT_MEM_CGROUP {
+            self.update_children_in_excess(c);
+            self.mem_cgroup_update_tree(c, nid);
+            c = self.groups[c as usize].parent;
+        }
+    }
+
+    /// Applies a group's excess 0 ↔ >0 transition to its ancestors' children_in_excess.
+    fn update_children_in_excess(&mut self, id: u32) {
+        let g = &self.groups[id as usize];
+        let delta: i64 = match (g.soft_limit_excess() > 0, g.soft_contributed) {
+            (true, false) => 1,
+            (false, true) => -1,
+            _ => return,
+        };
+        self.groups[id as usize].soft_contributed = delta > 0;
+        let mut p = self.groups[id as usize].parent;
+        while p != NO_MEMCG {
+            let a = &mut self.groups[p as usize];
+            a.children_in_excess = (a.children_in_excess as i64 + delta) as u32;
+            p = a.parent;
+        }
+    }
+
+    /// Re-keys a group on a node's soft-limit tree by its current excess (mem_cgroup_update_tree).
+    fn mem_cgroup_update_tree(&mut self, id: u32, nid: usize) {
+        let excess = self.groups[id as usize].soft_limit_excess();
+        let pn = self.groups[id as usize].pn;
+        if pn == NO_MEMCG {
+            if excess == 0 {
+                return;
+            }
+            self.ensure_pn(id);
+        }
+        let pn = self.groups[id as usize].pn as usize + nid;
+        let rec = &mut self.pn[pn];
+        if excess == 0 && !rec.on_tree {
+            return;
+        }
+        if rec.on_tree {
+            self.soft_limit_tree[nid].remove(&(rec.usage_in_excess, id));
+        }
+        rec.on_tree = excess > 0;
+        rec.usage_in_excess = excess;
+        if excess > 0 {
+            self.soft_limit_tree[nid].insert((excess, id));
+        }
+    }
+
+    /// Takes the largest-excess group off a node's tree (__mem_cgroup_largest_soft_limit_node).
+    pub fn pop_largest_soft_limit_node(&mut self, nid: usize) -> Option<u32> {
+        loop {
+            let (_, id) = self.soft_limit_tree[nid].pop_last()?;
+            let pn = self.groups[id as usize].pn as usize + nid;
+            self.pn[pn].on_tree = false;
+            if self.groups[id as usize].soft_limit_excess() > 0 {
+                return Some(id);
+            }
+        }
+    }
+
+    /// Puts a group back on a node's tree with its current excess, if any (__mem_cgroup_insert_exceeded).
+    pub fn reinsert_exceeded(&mut self, id: u32, nid: usize) {
+        let excess = self.groups[id as usize].soft_limit_excess();
+        let pn = self.groups[id as usize].pn as usize + nid;
+        if excess > 0 && !self.pn[pn].on_tree {
+            self.pn[pn].on_tree = true;
+            self.pn[pn].usage_in_excess = excess;
+            self.soft_limit_tree[nid].insert((excess, id));
+        }
+    }
+
+    /// Sets a group's soft limit (memory.soft_limit_in_bytes) and refreshes its state at once.
+    pub fn set_soft_limit(&mut self, id: u32, pages: u64) {
+        self.groups[id as usize].soft_limit = pages;
+        for nid in 0..self.nr_nodes {
+            self.mem_cgroup_update_soft_limit(id, nid);
+        }
+    }
+
+    /// Sets a group's hard limit (memory.limit_in_bytes); refused (false) below the usage,
+    /// where the kernel would reclaim first (mem_cgroup_resize_max).
+    pub fn set_max(&mut self, id: u32, pages: u64) -> bool {
+        let g = &mut self.groups[id as usize].memory;
+        if pages < g.usage {
+            return false;
+        }
+        g.max = pages;
+        true
+    }
+
+    /// The soft-reclaim filter of the reworked walk (mem_cgroup_soft_reclaim_eligible):
+    /// Visit if the group or an ancestor up to `root` is over its soft limit; with
+    /// `children_in_excess` (reworkoptim) SkipTree when no descendant is either, else Skip.
+    /// Returns the filter and the levels climbed.
+    #[inline]
+    pub fn soft_reclaim_eligible(
+        &self,
+        id: u32,
+        root: u32,
+        children_in_excess: bool,
+    ) -> (MemcgFilter, u64) {
+        let g = &self.groups[id as usize];
+        let mut climbs = 1;
+        if g.soft_limit_excess() > 0 {
+            return (MemcgFilter::Visit, climbs);
+        }
+        if id != root {
+            let mut p = g.parent;
+            while p != NO_MEMCG {
+                climbs += 1;
+                let a = &self.groups[p as usize];
+                if a.soft_limit_excess() > 0 {
+                    return (MemcgFilter::Visit, climbs);
+                }
+                if p == root {
+                    break;
+                }
+                p = a.parent;
+            }
+        }
+        if children_in_excess && g.children_in_excess == 0 {
+            return (MemcgFilter::SkipTree, climbs);
+        }
+        (MemcgFilter::Skip, climbs)
+    }
+
+    /// Whether a group is protected from reclaim by memory.min, or by memory.low unless
+    /// `low_reclaim` (mem_cgroup_below_min / mem_cgroup_below_low, own usage only).
+    #[inline]
+    pub fn protected(&self, id: u32, low_reclaim: bool) -> bool {
+        let m = &self.groups[id as usize].memory;
+        m.usage > 0 && (m.usage <= m.min || (!low_reclaim && m.usage <= m.low))
+    }
+
+    /// Recounts every group's children_in_excess from the soft_contributed flags (for checks).
+    pub fn recount_children_in_excess(&self) -> Vec<u32> {
+        let mut count = vec![0u32; self.groups.len()];
+        for g in &self.groups {
+            if g.soft_contributed {
+                let mut p = g.parent;
+                while p != NO_MEMCG {
+                    count[p as usize] += 1;
+                    p = self.groups[p as usize].parent;
+                }
+            }
+        }
+        count
+    }
+
+    /// Verifies that every group's usage is its local charge plus its children's and within
+    /// its limit, and that children_in_excess matches a recount (expensive).
+    pub fn check_invariants(&self, local: &[u64]) -> Result<(), String> {
+        let mut sum = local.to_vec();
+        for i in (1..self.groups.len()).rev() {
+            let p = self.groups[i].parent as usize;
+            sum[p] += sum[i];
+        }
+        for (i, g) in self.groups.iter().enumerate() {
+            if g.memory.usage != sum[i] {
+                return Err(format!(
+                    "memcg {i}: usage {} but charges below it add up to {}",
+                    g.memory.usage, sum[i]
+                ));
+            }
+            if g.memory.usage > g.memory.max {
+                return Err(format!(
+                    "memcg {i}: usage {} over its limit {}",
+                    g.memory.usage, g.memory.max
+                ));
+            }
+        }
+        let count = self.recount_children_in_excess();
+        for (i, g) in self.groups.iter().enumerate() {
+            if g.children_in_excess != count[i] {
+                return Err(format!(
+                    "memcg {i}: children_in_excess {} but {} descendants contribute",
+                    g.children_in_excess, count[i]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The lruvec of group `id` on node `nid` (mem_cgroup_lruvec); the root's is the node's.
+/// Takes the fields apart so the caller can still borrow the frame table.
+#[inline(always)]
+pub fn mem_cgroup_lruvec<'a>(
+    nodes: &'a mut [PgData],
+    memcg: &'a mut MemcgState,
+    id: u32,
+    nid: usize,
+) -> &'a mut Lruvec {
+    if id == ROOT_MEM_CGROUP {
+        return &mut nodes[nid].lruvec;
+    }
+    memcg.ensure_pn(id);
+    let pn = memcg.groups[id as usize].pn as usize + nid;
+    &mut memcg.pn[pn].lruvec
+}
+
+/// Read-only [`mem_cgroup_lruvec`]; reclaim scans only groups that have been charged.
+#[inline(always)]
+pub fn mem_cgroup_lruvec_ref<'a>(
+    nodes: &'a [PgData],
+    memcg: &'a MemcgState,
+    id: u32,
+    nid: usize,
+) -> &'a Lruvec {
+    match memcg.mem_cgroup_nodeinfo(id, nid) {
+        Some(pn) if id != ROOT_MEM_CGROUP => &pn.lruvec,
+        _ => &nodes[nid].lruvec,
+    }
+}
+
+/// Whether page `pfn` of kind `kind` is charged at all (only anon and file pages are).
+#[inline(always)]
+pub fn is_charged_kind(kind: PageKind) -> bool {
+    matches!(kind, PageKind::Anon | PageKind::File)
+}
+
+/// memory.stat of one group, v1 names: local counters, then the hierarchical
+/// limit and the `total_` sums over the subtree.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct MemoryStat {
+    /// Path below the root.
+    pub path: String,
+    /// memory.usage_in_bytes [bytes].
+    pub usage_in_bytes: u64,
+    /// memory.max_usage_in_bytes [bytes].
+    pub max_usage_in_bytes: u64,
+    /// memory.limit_in_bytes [bytes].
+    pub limit_in_bytes: u64,
+    /// memory.soft_limit_in_bytes [bytes].
+    pub soft_limit_in_bytes: u64,
+    /// memory.failcnt.
+    pub failcnt: u64,
+    /// Descendants over their soft limit (children_in_excess, reworkoptim's counter).
+    pub children_in_excess: u32,
+    /// memory.stat lines in the kernel's order.
+    pub stat: indexmap::IndexMap<String, u64>,
+}
+
+/// The memory cgroups of a run's result.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct MemcgReport {
+    /// Groups in the hierarchy, the root included.
+    pub nr_groups: u64,
+    /// The root's and every declared group's files, by path.
+    pub groups: indexmap::IndexMap<String, MemoryStat>,
+    /// The reclaim walks' counters.
+    pub walk: MemcgWalkStats,
+}
+
+impl MemcgState {
+    /// The report of the root and the declared groups.
+    pub fn report(&self, nodes: &[PgData]) -> MemcgReport {
+        let mut groups = indexmap::IndexMap::new();
+        groups.insert("/".to_string(), self.memory_stat(ROOT_MEM_CGROUP, nodes));
+        for (p, &id) in &self.paths {
+            groups.insert(p.clone(), self.memory_stat(id, nodes));
+        }
+        MemcgReport {
+            nr_groups: self.groups.len() as u64,
+            groups,
+            walk: self.walk.clone(),
+        }
+    }
+
+    /// Builds memory.stat for a group (memcg1_stat_show).
+    pub fn memory_stat(&self, id: u32, nodes: &[PgData]) -> MemoryStat {
+        let lru_names = [
+            "inactive_anon",
+            "active_anon",
+            "inactive_file",
+            "active_file",
+            "unevictable",
+        ];
+        let local_lru = |g: u32| -> [u64; lru::NR_LRU_LISTS] {
+            let mut n = [0u64; lru::NR_LRU_LISTS];
+            if g == ROOT_MEM_CGROUP || self.groups[g as usize].pn != NO_MEMCG {
+                for nid in 0..self.nr_nodes {
+                    let lv = mem_cgroup_lruvec_ref(nodes, self, g, nid);
+                    for (l, v) in n.iter_mut().enumerate() {
+                        *v += lv.nr[l];
+                    }
+                }
+            }
+            n
+        };
+        let g = &self.groups[id as usize];
+        let mut st = indexmap::IndexMap::new();
+        let pg = PAGE_SIZE;
+        st.insert("cache".to_string(), g.stat[stat::CACHE] * pg);
+        st.insert("rss".to_string(), g.stat[stat::RSS] * pg);
+        st.insert("pgpgin".to_string(), g.stat[stat::PGPGIN]);
+        st.insert("pgpgout".to_string(), g.stat[stat::PGPGOUT]);
+        st.insert("pgfault".to_string(), g.stat[stat::PGFAULT]);
+        let lr = local_lru(id);
+        for (l, name) in lru_names.iter().enumerate() {
+            st.insert(name.to_string(), lr[l] * pg);
+        }
+        // hierarchical_memory_limit: the smallest limit on the way to the root.
+        let mut lim = g.memory.max;
+        let mut p = g.parent;
+        while p != NO_MEMCG {
+            lim = lim.min(self.groups[p as usize].memory.max);
+            p = self.groups[p as usize].parent;
+        }
+        st.insert(
+            "hierarchical_memory_limit".to_string(),
+            lim.saturating_mul(pg),
+        );
+        let mut tot = [0u64; stat::NR];
+        let mut tot_lru = [0u64; lru::NR_LRU_LISTS];
+        let mut pos = id;
+        while pos != NO_MEMCG {
+            let d = &self.groups[pos as usize];
+            for (t, v) in tot.iter_mut().zip(d.stat.iter()) {
+                *t += v;
+            }
+            let l = local_lru(pos);
+            for (t, v) in tot_lru.iter_mut().zip(l.iter()) {
+                *t += v;
+            }
+            pos = self.next_pre(pos, id, false);
+        }
+        st.insert("total_cache".to_string(), tot[stat::CACHE] * pg);
+        st.insert("total_rss".to_string(), tot[stat::RSS] * pg);
+        st.insert("total_pgpgin".to_string(), tot[stat::PGPGIN]);
+        st.insert("total_pgpgout".to_string(), tot[stat::PGPGOUT]);
+        st.insert("total_pgfault".to_string(), tot[stat::PGFAULT]);
+        for (l, name) in lru_names.iter().enumerate() {
+            st.insert(format!("total_{name}"), tot_lru[l] * pg);
+        }
+        st.insert("total_pgsteal".to_string(), tot[stat::PGSTEAL]);
+        MemoryStat {
+            path: self.path(id),
+            usage_in_bytes: g.memory.usage * pg,
+            max_usage_in_bytes: g.memory.watermark * pg,
+            limit_in_bytes: g.memory.max.saturating_mul(pg),
+            soft_limit_in_bytes: g.soft_limit.saturating_mul(pg),
+            failcnt: g.memory.failcnt,
+            children_in_excess: g.children_in_excess,
+            stat: st,
+        }
+    }
+
+    /// memory.stat as the kernel prints it: one `name value` line each.
+    pub fn memory_stat_text(ms: &MemoryStat) -> String {
+        let mut out = String::new();
+        for (k, v) in &ms.stat {
+            out.push_str(&format!("{k} {v}\n"));
+        }
+        out
+    }
+
+    /// Creates the scenario's groups (mkdir in the memory controller and the limit writes).
+    pub fn create_from_specs(&mut self, specs: &[CgroupSpec]) {
+        let pages = |b: u64| b / PAGE_SIZE;
+        for c in specs {
+            let parent = match c.path.rsplit_once('/') {
+                Some((p, _)) => self.paths[p],
+                None => ROOT_MEM_CGROUP,
+            };
+            let id = self.mem_cgroup_alloc(parent);
+            self.paths.insert(c.path.clone(), id);
+            if let Some(b) = c.limit_in_bytes {
+                self.groups[id as usize].memory.max = pages(b.0);
+            }
+            if let Some(b) = c.min {
+                self.groups[id as usize].memory.min = pages(b.0);
+            }
+            if let Some(b) = c.low {
+                self.groups[id as usize].memory.low = pages(b.0);
+            }
+            if let Some(b) = c.soft_limit_in_bytes {
+                self.set_soft_limit(id, pages(b.0));
+            }
+            if let Some(g) = &c.generate {
+                match g.shape {
+                    CgroupShape::Binary => self.generate_binary(id, g.groups),
+                    CgroupShape::Flat => self.generate_flat(id, g.groups),
+                };
+            }
+        }
+    }
+}
+
+impl Kernel {
+    /// The group a task runs in (mem_cgroup_from_task).
+    #[inline(always)]
+    pub fn task_memcg(&self, tid: TaskId) -> u32 {
+        self.mm
+            .memcg
+            .task_memcg
+            .get(tid as usize)
+            .copied()
+            .unwrap_or(ROOT_MEM_CGROUP)
+    }
+
+    /// Puts a task in a group (cgroup.procs); its later pages are charged there.
+    pub fn attach_task_memcg(&mut self, tid: TaskId, id: u32) {
+        let v = &mut self.mm.memcg.task_memcg;
+        if v.len() <= tid as usize {
+            v.resize(tid as usize + 1, ROOT_MEM_CGROUP);
+        }
+        v[tid as usize] = id;
+    }
+
+    /// The group charged for a file's pages: the group of the task that created it.
+    #[inline(always)]
+    pub fn inode_memcg(&self, ino: u32) -> u32 {
+        self.mm
+            .memcg
+            .inode_memcg
+            .get(ino as usize)
+            .copied()
+            .filter(|&g| g != NO_MEMCG)
+            .unwrap_or(ROOT_MEM_CGROUP)
+    }
+
+    /// The group charged for a file's pages; the first task to bring one of its pages
+    /// into the page cache decides it.
+    pub fn file_memcg(&mut self, ino: u32, tid: TaskId) -> u32 {
+        if !self.mm.memcg.enabled() {
+            return ROOT_MEM_CGROUP;
+        }
+        let id = self.task_memcg(tid);
+        let v = &mut self.mm.memcg.inode_memcg;
+        if v.len() <= ino as usize {
+            v.resize(ino as usize + 1, NO_MEMCG);
+        }
+        if v[ino as usize] == NO_MEMCG {
+            v[ino as usize] = id;
+        }
+        v[ino as usize]
+    }
+
+    /// Charges a freshly allocated page or frees it; the allocation's failure when the charge fails.
+    pub fn charge_or_free_alloc(&mut self, p: Pfn, id: u32, tid: TaskId) -> Option<AllocResult> {
+        match self.mem_cgroup_try_charge(id, tid) {
+            AllocResult::Page(_) => None,
+            r => {
+                let cpu = self.tasks[tid as usize].cpu;
+                self.mm.free_pages(p, 0, cpu);
+                Some(r)
+            }
+        }
+    }
+
+    /// [`Kernel::charge_or_free_alloc`] for the fault path.
+    pub fn charge_or_free(&mut self, p: Pfn, id: u32, tid: TaskId) -> Option<super::memory::Fault> {
+        use super::memory::Fault;
+        self.charge_or_free_alloc(p, id, tid).map(|r| match r {
+            AllocResult::Killed => Fault::Killed,
+            AllocResult::Retry => Fault::Retry,
+            _ => Fault::Failed,
+        })
+    }
+
+    /// Charges one new page to group `id` before it is mapped or inserted (try_charge):
+    /// over a limit, reclaims from the limited subtree up to MAX_RECLAIM_RETRIES times,
+    /// then invokes the memcg OOM killer. `Page(NIL)` when charged; `Killed` if `tid` was
+    /// chosen; `Failed` if no victim is left.
+    pub fn mem_cgroup_try_charge(&mut self, id: u32, tid: TaskId) -> AllocResult {
+        if !self.mm.memcg.enabled() {
+            return AllocResult::Page(NIL);
+        }
+        let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
+        self.mm.acc += levels * self.mm.cost.memcg_charge;
+        let mut retries = MAX_RECLAIM_RETRIES;
+        loop {
+            let over = match self.mm.memcg.page_counter_try_charge(id, 1) {
+                Ok(()) => return AllocResult::Page(NIL),
+                Err(over) => over,
+            };
+            if retries > 0 {
+                retries -= 1;
+                self.try_to_free_mem_cgroup_pages(over, 1, tid);
+                continue;
+            }
+            match self.mem_cgroup_out_of_memory(over) {
+                Some(v) if v == tid => return AllocResult::Killed,
+                Some(_) => retries = MAX_RECLAIM_RETRIES,
+                None => return AllocResult::Failed,
+            }
+        }
+    }
+
+    /// Commits a charge once the page has its owner (commit_charge): the page's rmap
+    /// chunk is tied to the group and the group's counters move.
+    pub fn mem_cgroup_commit_charge(&mut self, p: Pfn, id: u32) {
+        if !self.mm.memcg.enabled() {
+            return;
+        }
+        let page = self.mm.map[p as usize];
+        let chunk = (page.owner >> super::rmap::CHUNK_SHIFT) as usize;
+        let cm = &mut self.mm.memcg.chunk_memcg;
+        if cm.len() <= chunk {
+            cm.resize(chunk + 1, ROOT_MEM_CGROUP);
+        }
+        cm[chunk] = id;
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm
+            .memcg
+            .commit_charge(id, page.kind() == PageKind::File, nid);
+    }
+
+    /// Uncharges a page leaving its owner (mem_cgroup_uncharge); call before its owner is cleared.
+    pub fn mem_cgroup_uncharge(&mut self, p: Pfn) {
+        if !self.mm.memcg.enabled() {
+            return;
+        }
+        let page = self.mm.map[p as usize];
+        if page.owner == NIL || !is_charged_kind(page.kind()) {
+            return;
+        }
+        let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
+        let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
+        self.mm.acc += levels * self.mm.cost.memcg_charge;
+        self.mm.memcg.page_counter_uncharge(id, 1);
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm
+            .memcg
+            .commit_uncharge(id, page.kind() == PageKind::File, nid);
+    }
+
+    /// Recounts every group's charges from the frame table and checks the hierarchy's
+    /// counters against them (expensive): usage = own pages + children's usage, no
+    /// usage over its limit, children_in_excess = a recount.
+    pub fn check_memcg(&self) -> Result<(), String> {
+        let m = &self.mm.memcg;
+        if !m.enabled() {
+            return Ok(());
+        }
+        let mut local = vec![0u64; m.groups.len()];
+        for page in &self.mm.map {
+            if is_charged_kind(page.kind()) && page.owner != NIL {
+                local[m.folio_memcg(page.kind(), page.owner) as usize] += 1;
+            }
+        }
+        m.check_invariants(&local)
+    }
+
+    /// Counts a page fault of a task in its group (count_memcg_events PGFAULT).
+    #[inline]
+    pub fn count_memcg_pgfault(&mut self, tid: TaskId) {
+        if self.mm.memcg.enabled() {
+            let id = self.task_memcg(tid);
+            self.mm.memcg.groups[id as usize].stat[stat::PGFAULT] += 1;
+        }
+    }
+
+    /// Kills the task with the largest footprint in a group's subtree (mem_cgroup_out_of_memory).
+    pub fn mem_cgroup_out_of_memory(&mut self, root: u32) -> Option<TaskId> {
+        self.mm.acc += self.mm.cost.oom_kill;
+        let mut chosen = None;
+        let mut points = 0;
+        for (i, t) in self.tasks.iter().enumerate() {
+            if !t.alive || t.kthread || t.oom_killed {
+                continue;
+            }
+            // mem_cgroup_is_descendant()
+            let mut g = self.task_memcg(i as TaskId);
+            while g != NO_MEMCG && g != root {
+                g = self.mm.memcg.groups[g as usize].parent;
+            }
+            if g != root {
+                continue;
+            }
+            let pts = self.task_footprint(i as TaskId);
+            if chosen.is_none() || pts > points {
+                chosen = Some(i as TaskId);
+                points = pts;
+            }
+        }
+        let victim = chosen?;
+        self.mm.count_vm_events(super::vmstat::Event::OOM_KILL, 1);
+        self.mm.memcg.walk.oom_kills += 1;
+        self.tasks[victim as usize].oom_killed = true;
+        let now = self.mm.clock();
+        self.exit_task(victim, now);
+        self.oom_victims.push(victim);
+        Some(victim)
+    }
+
+    /// Reclaims at least `nr_pages` from a group's subtree on every node (try_to_free_mem_cgroup_pages).
+    pub fn try_to_free_mem_cgroup_pages(&mut self, id: u32, nr_pages: u64, tid: TaskId) -> u64 {
+        self.mm.memcg.walk.limit_reclaims += 1;
+        let cpu = self.tasks[tid as usize].cpu;
+        let mut sc = ScanControl::new(GFP_KERNEL, 0, nr_pages.max(SWAP_CLUSTER_MAX), tid, cpu);
+        sc.target_mem_cgroup = id;
+        let now = self.mm.clock();
+        self.process_io(now);
+        loop {
+            for nid in 0..self.mm.nodes.len() {
+                self.shrink_node_memcgs(nid, &mut sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    return sc.nr_reclaimed;
+                }
+            }
+            sc.priority -= 1;
+            if sc.priority < 0 {
+                return sc.nr_reclaimed;
+            }
+        }
+    }
+
+    /// Reclaims a node's lruvecs of `sc.target_mem_cgroup`'s subtree, walking the
+    /// hierarchy as `kernel.soft_limit_reclaim` says (shrink_node_memcgs; the
+    /// rework's shrink_zone with its soft and fallback passes).
+    pub fn shrink_node_memcgs(&mut self, nid: usize, sc: &mut ScanControl) {
+        let root = sc.target_mem_cgroup;
+        self.mm.memcg.walk.shrink_node_memcgs += 1;
+        let scanned = sc.nr_scanned;
+        let low_skipped = match self.mm.kcfg.soft_limit_reclaim {
+            SoftLimitReclaim::Base => self.shrink_memcg_walk(nid, sc, None, false),
+            policy => {
+                let optim = policy == SoftLimitReclaim::Reworkoptim;
+                // reworkoptim (patch 6/8): no soft pass when nothing below root is in excess.
+                let soft = !optim
+                    || self.mm.memcg.soft_reclaim_eligible(root, root, true).0
+                        != MemcgFilter::SkipTree;
+                if soft {
+                    self.shrink_memcg_walk(nid, sc, Some(optim), false);
+                }
+                if sc.nr_scanned == scanned {
+                    if soft {
+                        self.mm.memcg.walk.soft_fallback_passes += 1;
+                    }
+                    self.shrink_memcg_walk(nid, sc, None, false)
+                } else {
+                    false
+                }
+            }
+        };
+        // memory.low: reclaim protected groups only when nothing else could be scanned.
+        if low_skipped && sc.nr_scanned == scanned {
+            self.shrink_memcg_walk(nid, sc, None, true);
+        }
+    }
+
+    /// One pre-order walk of the target's subtree shrinking every visited group's lruvec;
+    /// `soft` filters by soft-limit eligibility (Some(children_in_excess) in the rework
+    /// kernels). Returns whether a group was skipped for memory.low.
+    fn shrink_memcg_walk(
+        &mut self,
+        nid: usize,
+        sc: &mut ScanControl,
+        soft: Option<bool>,
+        low_reclaim: bool,
+    ) -> bool {
+        let root = sc.target_mem_cgroup;
+        let global = root == ROOT_MEM_CGROUP;
+        let (c_iter, c_check, c_visit) = (
+            self.mm.cost.memcg_iter,
+            self.mm.cost.memcg_soft_check,
+            self.mm.cost.memcg_shrink_lruvec,
+        );
+        let mut low_skipped = false;
+        let mut pos = root;
+        loop {
+            self.mm.acc += c_iter;
+            self.mm.memcg.walk.groups_visited += 1;
+            let mut skip_children = false;
+            let mut visit = true;
+            if let Some(optim) = soft {
+                let (f, climbs) = self.mm.memcg.soft_reclaim_eligible(pos, root, optim);
+                self.mm.acc += climbs * c_check;
+                self.mm.memcg.walk.eligibility_climbs += climbs;
+                match f {
+                    MemcgFilter::Visit => {}
+                    MemcgFilter::Skip => visit = false,
+                    MemcgFilter::SkipTree => {
+                        visit = false;
+                        skip_children = true;
+                    }
+                }
+            }
+            if visit {
+                if self.mm.memcg.protected(pos, low_reclaim) {
+                    let m = &self.mm.memcg.groups[pos as usize].memory;
+                    low_skipped |= m.usage > m.min;
+                } else {
+                    self.mm.acc += c_visit;
+                    if self.mm.memcg.lruvec_pages(pos, nid, &self.mm.nodes) > 0 {
+                        let before = sc.nr_reclaimed;
+                        self.shrink_memcg_lruvec(pos, nid, sc);
+                        let got = sc.nr_reclaimed - before;
+                        self.mm.memcg.groups[pos as usize].stat[stat::PGSTEAL] += got;
+                        // Limit reclaim stops once it has enough (mem_cgroup_iter_break).
+                        if !global && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                            break;
+                        }
+                    }
+                }
+            }
+            pos = self.mm.memcg.next_pre(pos, root, skip_children);
+            if pos == NO_MEMCG {
+                break;
+            }
+        }
+        low_skipped
+    }
+
+    /// shrink_lruvec() on group `id`'s lruvec of a node, with that lruvec's scan balance.
+    fn shrink_memcg_lruvec(&mut self, id: u32, nid: usize, sc: &mut ScanControl) {
+        self.mm.memcg.scan_memcg = id;
+        self.prepare_scan_control(nid, sc);
+        self.shrink_lruvec(nid, sc);
+        self.mm.memcg.scan_memcg = ROOT_MEM_CGROUP;
+    }
+
+    /// The soft-limit reclaim of the base kernel before a node is shrunk
+    /// (mem_cgroup_soft_limit_reclaim): the groups with the largest excess on the
+    /// node's tree, each subtree reclaimed at priority 0. Adds what it reclaimed and
+    /// scanned to `sc`; returns pages reclaimed. Nothing in the rework kernels.
+    pub fn mem_cgroup_soft_limit_reclaim(&mut self, nid: usize, sc: &mut ScanControl) -> u64 {
+        if sc.order > 0
+            || !self.mm.memcg.enabled()
+            || self.mm.kcfg.soft_limit_reclaim != SoftLimitReclaim::Base
+            || sc.target_mem_cgroup != ROOT_MEM_CGROUP
+        {
+            return 0;
+        }
+        self.mm.memcg.walk.soft_limit_reclaim_calls += 1;
+        let mut nr_reclaimed = 0;
+        let mut next: Option<u32> = None;
+        let mut loops = 0u32;
+        loop {
+            let mz = match next.take() {
+                Some(m) => m,
+                None => match self.mm.memcg.pop_largest_soft_limit_node(nid) {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            let (reclaimed, scanned) = self.mem_cgroup_soft_reclaim(mz, nid, sc);
+            nr_reclaimed += reclaimed;
+            sc.nr_scanned += scanned;
+            if reclaimed == 0 {
+                next = self.mm.memcg.pop_largest_soft_limit_node(nid);
+            }
+            self.mm.memcg.reinsert_exceeded(mz, nid);
+            loops += 1;
+            if nr_reclaimed == 0
+                && (next.is_none() || loops > MEM_CGROUP_MAX_SOFT_LIMIT_RECLAIM_LOOPS)
+            {
+                break;
+            }
+            if nr_reclaimed > 0 {
+                break;
+            }
+        }
+        sc.nr_reclaimed += nr_reclaimed;
+        self.mm.memcg.walk.soft_limit_reclaimed += nr_reclaimed;
+        nr_reclaimed
+    }
+
+    /// Reclaims a group's subtree on a node at priority 0 until its excess is gone, a
+    /// quarter of it is reclaimed after two rounds, or 100 rounds pass
+    /// (mem_cgroup_soft_reclaim); returns (reclaimed, scanned).
+    fn mem_cgroup_soft_reclaim(&mut self, root: u32, nid: usize, psc: &ScanControl) -> (u64, u64) {
+        let excess = self.mm.memcg.groups[root as usize].soft_limit_excess();
+        let mut total = 0u64;
+        let mut scanned = 0u64;
+        let mut rounds = 0u32;
+        let mut victim = NO_MEMCG;
+        loop {
+            victim = if victim == NO_MEMCG {
+                root
+            } else {
+                self.mm.memcg.next_pre(victim, root, false)
+            };
+            self.mm.acc += self.mm.cost.memcg_iter;
+            self.mm.memcg.walk.groups_visited += 1;
+            if victim == NO_MEMCG {
+                rounds += 1;
+                if rounds >= 2
+                    && (total == 0 || total >= excess >> 2 || rounds > MEM_CGROUP_MAX_RECLAIM_LOOPS)
+                {
+                    break;
+                }
+                continue;
+            }
+            if self.mm.memcg.lruvec_pages(victim, nid, &self.mm.nodes) == 0 {
+                continue;
+            }
+            // mem_cgroup_shrink_node_zone(): priority 0, no cut-off at nr_to_reclaim.
+            let mut sc = ScanControl::new(psc.gfp_mask, 0, u64::MAX, psc.tid, psc.cpu);
+            sc.priority = 0;
+            sc.kswapd = psc.kswapd;
+            sc.target_mem_cgroup = victim;
+            sc.may_writepage = psc.may_writepage;
+            self.mm.acc += self.mm.cost.memcg_shrink_lruvec;
+            self.shrink_memcg_lruvec(victim, nid, &mut sc);
+            self.mm.memcg.groups[victim as usize].stat[stat::PGSTEAL] += sc.nr_reclaimed;
+            total += sc.nr_reclaimed;
+            scanned += sc.nr_scanned;
+            if self.mm.memcg.groups[root as usize].soft_limit_excess() == 0 {
+                break;
+            }
+        }
+        (total, scanned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(n: u64) -> MemcgState {
+        let mut m = MemcgState::new(1);
+        let a = m.mem_cgroup_alloc(ROOT_MEM_CGROUP);
+        m.generate_binary(a, n);
+        m
+    }
+
+    #[test]
+    fn binary_tree_has_two_children_per_group_and_walks_in_preorder() {
+        let m = tree(14);
+        // ids: root 0, a 1, generated 2..=15 below a.
+        assert_eq!(m.groups.len(), 16);
+        let kids = |g: u32| {
+            let mut v = Vec::new();
+            let mut c = m.groups[g as usize].first_child;
+            while c != NO_MEMCG {
+                v.push(c);
+                c = m.groups[c as usize].next_sibling;
+            }
+            v
+        };
+        assert_eq!(kids(1), vec![2, 3]);
+        assert_eq!(kids(2), vec![4, 5]);
+        assert_eq!(kids(3), vec![6, 7]);
+        let mut order = Vec::new();
+        let mut pos = ROOT_MEM_CGROUP;
+        while pos != NO_MEMCG {
+            order.push(pos);
+            pos = m.next_pre(pos, ROOT_MEM_CGROUP, false);
+        }
+        assert_eq!(order.len(), 16, "every group once");
+        assert_eq!(&order[..6], &[0, 1, 2, 4, 8, 9]);
+        // Skipping group 2's subtree goes to its sibling.
+        assert_eq!(m.next_pre(2, ROOT_MEM_CGROUP, true), 3);
+        // A walk rooted at 2 never leaves its subtree.
+        let mut pos = 2;
+        let mut n = 0;
+        while pos != NO_MEMCG {
+            n += 1;
+            pos = m.next_pre(pos, 2, false);
+        }
+        assert_eq!(n, 7, "2, 4, 5, 8, 9, 10, 11");
+    }
+
+    #[test]
+    fn hard_limit_refuses_the_charge_at_the_limited_ancestor() {
+        let mut m = tree(6);
+        m.set_max(1, 10);
+        for _ in 0..10 {
+            m.page_counter_try_charge(5, 1).unwrap();
+        }
+        assert_eq!(m.page_counter_try_charge(5, 1), Err(1));
+        assert_eq!(m.groups[5].memory.usage, 10, "the failed charge was undone");
+        assert_eq!(m.groups[0].memory.usage, 10);
+        assert_eq!(m.groups[1].memory.failcnt, 1);
+        m.page_counter_uncharge(5, 10);
+        assert!(m.groups.iter().all(|g| g.memory.usage == 0));
+    }
+
+    #[test]
+    fn eligibility_climbs_and_children_in_excess_skip_subtrees() {
+        let mut m = tree(14);
+        // Group 9 (below 1 → 2 → 4) goes over a soft limit of 0.
+        m.set_soft_limit(9, 0);
+        m.page_counter_try_charge(9, 3).unwrap();
+        m.mem_cgroup_update_soft_limit(9, 0);
+        assert_eq!(m.groups[4].children_in_excess, 1);
+        assert_eq!(m.groups[1].children_in_excess, 1);
+        assert_eq!(m.groups[3].children_in_excess, 0);
+        assert_eq!(m.soft_reclaim_eligible(9, 0, true).0, MemcgFilter::Visit);
+        assert_eq!(m.soft_reclaim_eligible(3, 0, true).0, MemcgFilter::SkipTree);
+        assert_eq!(m.soft_reclaim_eligible(3, 0, false).0, MemcgFilter::Skip);
+        assert_eq!(m.soft_reclaim_eligible(2, 0, true).0, MemcgFilter::Skip);
+        // The climb of a deep group walks every ancestor to the root.
+        let (_, climbs) = m.soft_reclaim_eligible(15, 0, false);
+        assert_eq!(climbs, m.groups[15].depth as u64 + 1);
+        // The soft-limit tree holds the group in excess, keyed by its excess.
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(9));
+        m.page_counter_uncharge(9, 3);
+        m.mem_cgroup_update_soft_limit(9, 0);
+        assert_eq!(m.groups[1].children_in_excess, 0);
+        assert!(m.check_invariants(&vec![0; m.groups.len()]).is_ok());
+    }
+
+    #[test]
+    fn the_soft_limit_tree_hands_out_the_largest_excess_first() {
+        let mut m = tree(6);
+        for (g, soft, usage) in [(3u32, 10u64, 50u64), (5, 0, 20), (7, 100, 90), (4, 5, 200)] {
+            m.set_soft_limit(g, soft);
+            m.page_counter_try_charge(g, usage).unwrap();
+            m.mem_cgroup_update_soft_limit(g, 0);
+        }
+        // Group 7 is under its soft limit; 1 (the parent of all) has no soft limit.
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(4)); // excess 195
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(3)); // 40
+        m.reinsert_exceeded(4, 0);
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(4));
+        assert_eq!(m.pop_largest_soft_limit_node(0), Some(5)); // 20
+        assert_eq!(m.pop_largest_soft_limit_node(0), None);
+        // A group whose excess went away meanwhile is dropped, not handed out.
+        m.reinsert_exceeded(5, 0);
+        m.page_counter_uncharge(5, 20);
+        assert_eq!(m.pop_largest_soft_limit_node(0), None);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Act {
+            Charge(u32, u64),
+            Uncharge(u32, u64),
+            Soft(u32, u64),
+            Max(u32, u64),
+        }
+
+        fn act() -> impl Strategy<Value = Act> {
+            prop_oneof![
+                (0u32..31, 1u64..40).prop_map(|(g, n)| Act::Charge(g, n)),
+                (0u32..31, 1u64..40).prop_map(|(g, n)| Act::Uncharge(g, n)),
+                (0u32..31, 0u64..60).prop_map(|(g, n)| Act::Soft(g, n)),
+                (0u32..31, 0u64..200).prop_map(|(g, n)| Act::Max(g, n)),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn charges_balance_limits_hold_and_children_in_excess_recounts(
+                acts in proptest::collection::vec(act(), 1..200)
+            ) {
+                let mut m = tree(29); // 31 groups
+                let mut local = vec![0u64; m.groups.len()];
+                for a in acts {
+                    match a {
+                        Act::Charge(g, n) => {
+                            if m.page_counter_try_charge(g, n).is_ok() {
+                                local[g as usize] += n;
+                            }
+                        }
+                        Act::Uncharge(g, n) => {
+                            let n = n.min(local[g as usize]);
+                            m.page_counter_uncharge(g, n);
+                            local[g as usize] -= n;
+                        }
+                        Act::Soft(g, n) => m.set_soft_limit(g, n),
+                        Act::Max(g, n) => {
+                            m.set_max(g, n);
+                        }
+                    }
+                    // Every group's state is refreshed (the ratelimit reached) before checking.
+                    for g in 1..m.groups.len() as u32 {
+                        m.mem_cgroup_update_soft_limit(g, 0);
+                    }
+                    prop_assert_eq!(m.check_invariants(&local), Ok(()));
+                    for (i, g) in m.groups.iter().enumerate() {
+                        prop_assert_eq!(g.soft_contributed, i != 0 && g.soft_limit_excess() > 0);
+                    }
+                }
+            }
+        }
+    }
+}

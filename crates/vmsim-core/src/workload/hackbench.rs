@@ -1,0 +1,323 @@
+//! hackbench in process mode (hackbench.c, `hackbench GROUPS process LOOPS`).
+//!
+//! The parent creates, for each group, `fds` receivers, each with its own
+//! AF_UNIX stream socket, then `fds` senders that share all the group's
+//! sockets; every worker faults in its memory and reports ready; once all
+//! are ready the parent starts the clock and wakes them. Each sender writes
+//! `loops` rounds of one `datasize`-byte message to every receiver of its
+//! group; each receiver reads `fds × loops` messages. The parent waits for
+//! every worker and reports the time since the start — the "Time:" that
+//! hackbench prints (`hackbench_seconds` in the run's workload metrics).
+//!
+//! Workers re-touch the first `wss` bytes of their memory (stack and data)
+//! at every step, so pages that reclaim swapped out come back as major
+//! faults.
+
+use super::{Program, Step, StepCtx, StepOut};
+use crate::engine::lock::TaskId;
+use crate::kernel::AllocResult;
+use crate::mm::memory::Fault;
+use crate::mm::page::PAGE_SIZE;
+use crate::net::af_unix::Send;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// What the parent and its workers share (the ready pipe and the wake-up fd).
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// Workers in all.
+    pub total: u64,
+    /// Workers that reported ready.
+    pub ready: u64,
+    /// Workers still running.
+    pub running: u64,
+    /// The parent's wait queue.
+    pub parent_wq: usize,
+    /// The queue workers wait on for the start (the wakefd poll).
+    pub start_wq: usize,
+    /// When the parent started the clock [ns].
+    pub start_ns: u64,
+}
+
+/// The parent process: forks the workers, starts them, waits for them.
+pub struct Parent {
+    shared: Rc<RefCell<Shared>>,
+    children: Vec<TaskId>,
+    forked: usize,
+    started: bool,
+}
+
+impl Parent {
+    /// A parent that will fork `children` (already registered, not yet started).
+    pub fn new(shared: Rc<RefCell<Shared>>, children: Vec<TaskId>) -> Self {
+        Parent {
+            shared,
+            children,
+            forked: 0,
+            started: false,
+        }
+    }
+}
+
+impl Program for Parent {
+    fn step(&mut self, cx: &mut StepCtx) -> StepOut {
+        // wait(): the parent also notices workers the OOM killer removed (1 s poll).
+        let wait = |wq| StepOut {
+            user_ns: 0,
+            next: Step::Block {
+                wq,
+                timeout: Some(1_000_000_000),
+            },
+        };
+        // group(): fork the workers one by one (copy_process runs in the parent).
+        while self.forked < self.children.len() {
+            if cx.k.mm.acc >= cx.quantum {
+                return StepOut {
+                    user_ns: 0,
+                    next: Step::Run,
+                };
+            }
+            let child = self.children[self.forked];
+            match cx.k.copy_process_from(cx.tid, child, cx.now + cx.k.mm.acc) {
+                AllocResult::Page(_) => self.forked += 1,
+                // Throttled in reclaim: sleep, then fork again.
+                AllocResult::Retry => {
+                    return StepOut {
+                        user_ns: 0,
+                        next: Step::Run,
+                    }
+                }
+                // fork() failed: hackbench gives up ("fork()" barf); the parent exits.
+                AllocResult::Failed | AllocResult::Killed => {
+                    return StepOut {
+                        user_ns: 0,
+                        next: Step::Exit,
+                    }
+                }
+            }
+        }
+        let dead = self
+            .children
+            .iter()
+            .filter(|&&c| {
+                !cx.k.tasks[c as usize].alive && cx.k.tasks[c as usize].stats.start_ns > 0
+            })
+            .count() as u64;
+        let sh = self.shared.borrow();
+        if !self.started {
+            if sh.ready < sh.total {
+                return wait(sh.parent_wq);
+            }
+            drop(sh);
+            // gettimeofday(&start); write(wakefd, …)
+            self.started = true;
+            let mut sh = self.shared.borrow_mut();
+            sh.start_ns = cx.now + cx.k.mm.acc;
+            cx.k.pending_wakeups.push(sh.start_wq);
+            return StepOut {
+                user_ns: 0,
+                next: Step::Run,
+            };
+        }
+        if sh.running > 0 && dead < sh.total {
+            return wait(sh.parent_wq);
+        }
+        let secs = (cx.now + cx.k.mm.acc).saturating_sub(sh.start_ns) as f64 / 1e9;
+        cx.k.metrics.insert("hackbench_seconds".to_string(), secs);
+        StepOut {
+            user_ns: 0,
+            next: Step::Exit,
+        }
+    }
+}
+
+/// A worker's role.
+#[derive(Debug, Clone)]
+pub enum Role {
+    /// Writes `loops` rounds to every socket of the group.
+    Sender {
+        /// The group's sockets.
+        socks: Vec<usize>,
+    },
+    /// Reads `packets` messages from its socket.
+    Receiver {
+        /// Its socket.
+        sock: usize,
+    },
+}
+
+/// A sender or receiver process.
+pub struct Worker {
+    shared: Rc<RefCell<Shared>>,
+    role: Role,
+    /// Pages faulted in before reporting ready.
+    memory_pages: u64,
+    /// Pages re-touched at every step.
+    wss_pages: u64,
+    truesize: u64,
+    /// Messages left to send or receive.
+    left: u64,
+    /// Next receiver a sender writes to.
+    next_fd: usize,
+    touched: u64,
+    phase: u8,
+}
+
+impl Worker {
+    /// A worker that faults in `memory` bytes, re-touches `wss` bytes and moves `messages` messages.
+    pub fn new(
+        shared: Rc<RefCell<Shared>>,
+        role: Role,
+        memory: u64,
+        wss: u64,
+        truesize: u64,
+        messages: u64,
+    ) -> Self {
+        Worker {
+            shared,
+            role,
+            memory_pages: memory.div_ceil(PAGE_SIZE),
+            wss_pages: wss.div_ceil(PAGE_SIZE),
+            truesize,
+            left: messages,
+            next_fd: 0,
+            touched: 0,
+            phase: 0,
+        }
+    }
+
+    /// Exits, telling the parent (a worker that dies before ready() counts as ready).
+    fn exit(&mut self, cx: &mut StepCtx, user: u64) -> StepOut {
+        let mut sh = self.shared.borrow_mut();
+        if self.phase == 0 {
+            self.phase = 1;
+            sh.ready += 1;
+        }
+        sh.running -= 1;
+        if sh.running == 0 || sh.ready == sh.total {
+            cx.k.pending_wakeups.push(sh.parent_wq);
+        }
+        StepOut {
+            user_ns: user,
+            next: Step::Exit,
+        }
+    }
+}
+
+impl Program for Worker {
+    fn step(&mut self, cx: &mut StepCtx) -> StepOut {
+        let mut user = 0u64;
+        let msg_user = cx.k.mm.cost.msg_user;
+        if self.phase == 0 {
+            // Fault in the worker's memory (its copy-on-write and heap pages), then ready().
+            while self.touched < self.memory_pages {
+                if user + cx.k.mm.acc >= cx.quantum {
+                    return StepOut {
+                        user_ns: user,
+                        next: Step::Run,
+                    };
+                }
+                match cx.k.handle_mm_fault(cx.tid, self.touched) {
+                    Fault::Access | Fault::Minor => user += cx.k.mm.cost.touch_page,
+                    // Read back from swap: the touch completes after the sleep.
+                    Fault::Major => {
+                        self.touched += 1;
+                        return StepOut {
+                            user_ns: user,
+                            next: Step::Run,
+                        };
+                    }
+                    Fault::Retry => {
+                        return StepOut {
+                            user_ns: user,
+                            next: Step::Run,
+                        }
+                    }
+                    Fault::Failed | Fault::Killed => return self.exit(cx, user),
+                }
+                self.touched += 1;
+            }
+            self.phase = 1;
+            let mut sh = self.shared.borrow_mut();
+            sh.ready += 1;
+            if sh.ready == sh.total {
+                cx.k.pending_wakeups.push(sh.parent_wq);
+            }
+            return StepOut {
+                user_ns: user,
+                next: Step::Block {
+                    wq: sh.start_wq,
+                    timeout: None,
+                },
+            };
+        }
+        // The stack and data the loop uses.
+        for i in 0..self.wss_pages.min(self.memory_pages).max(1) {
+            match cx.k.handle_mm_fault(cx.tid, i) {
+                Fault::Access | Fault::Minor => user += cx.k.mm.cost.touch_page,
+                // Sleep for the swap-in or the reclaim throttle; the loop re-touches after.
+                Fault::Major | Fault::Retry => {
+                    return StepOut {
+                        user_ns: user,
+                        next: Step::Run,
+                    }
+                }
+                Fault::Failed | Fault::Killed => return self.exit(cx, user),
+            }
+        }
+        let cpu = cx.k.tasks[cx.tid as usize].cpu;
+        loop {
+            if self.left == 0 {
+                return self.exit(cx, user);
+            }
+            if user + cx.k.mm.acc >= cx.quantum {
+                return StepOut {
+                    user_ns: user,
+                    next: Step::Run,
+                };
+            }
+            match &self.role {
+                Role::Sender { socks } => {
+                    let s = socks[self.next_fd];
+                    match cx.k.unix_stream_sendmsg(cx.tid, s, self.truesize) {
+                        Send::Sent => {
+                            user += msg_user;
+                            self.left -= 1;
+                            self.next_fd = (self.next_fd + 1) % socks.len();
+                        }
+                        Send::Full => {
+                            let wq = cx.k.sockets[s].writer_wq;
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Block { wq, timeout: None },
+                            };
+                        }
+                        Send::Retry => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
+                            }
+                        }
+                        Send::Failed => return self.exit(cx, user),
+                    }
+                }
+                Role::Receiver { sock } => {
+                    let s = *sock;
+                    let per = cx.k.mm.cost.unix_recvmsg + msg_user;
+                    let budget = cx.quantum.saturating_sub(user + cx.k.mm.acc);
+                    let max = (budget / per.max(1)).max(1).min(self.left);
+                    let n = cx.k.unix_stream_recvmsg(s, max, self.truesize, cpu);
+                    if n == 0 {
+                        let wq = cx.k.sockets[s].reader_wq;
+                        return StepOut {
+                            user_ns: user,
+                            next: Step::Block { wq, timeout: None },
+                        };
+                    }
+                    user += n * msg_user;
+                    self.left -= n;
+                }
+            }
+        }
+    }
+}
