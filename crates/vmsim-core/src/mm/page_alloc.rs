@@ -154,6 +154,7 @@ impl Mm {
                 kswapd_wait: usize::MAX,
                 pgdat_dirty: false,
                 pgdat_writeback: false,
+                lruvec_congested: false,
             });
         }
 
