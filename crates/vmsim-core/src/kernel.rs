@@ -302,22 +302,10 @@ impl Kernel {
         self.mm.acc += self.mm.cost.fork;
         // The engine creates tasks outside any task's step: nothing may sleep here.
         self.no_throttle = true;
-        for _ in 0..self.mm.kcfg.kernel_stack_pages {
-            match self.alloc_pages(GFP_KERNEL, 0, tid) {
-                AllocResult::Page(p) => {
-                    self.mm.map[p as usize].set_kind(PageKind::KStack);
-                    self.mm.map[p as usize].owner = tid;
-                    self.tasks[t].kstack.push(p);
-                    let nid = self.mm.pfn_to_nid(p);
-                    self.mm
-                        .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, 4);
-                }
-                _ => {
-                    self.no_throttle = false;
-                    self.exit_task(tid, now);
-                    return false;
-                }
-            }
+        if !matches!(self.alloc_thread_stack(tid, tid), AllocResult::Page(_)) {
+            self.no_throttle = false;
+            self.exit_task(tid, now);
+            return false;
         }
         self.no_throttle = false;
         true
@@ -332,18 +320,9 @@ impl Kernel {
         if self.tasks[c].kstack.is_empty() {
             self.mm.acc += self.mm.cost.fork;
         }
-        while (self.tasks[c].kstack.len() as u32) < self.mm.kcfg.kernel_stack_pages {
-            match self.alloc_pages(GFP_KERNEL, 0, parent) {
-                AllocResult::Page(p) => {
-                    self.mm.map[p as usize].set_kind(PageKind::KStack);
-                    self.mm.map[p as usize].owner = child;
-                    self.tasks[c].kstack.push(p);
-                    let nid = self.mm.pfn_to_nid(p);
-                    self.mm
-                        .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, 4);
-                }
-                other => return other,
-            }
+        let r = self.alloc_thread_stack(child, parent);
+        if !matches!(r, AllocResult::Page(_)) {
+            return r;
         }
         self.tasks[c].alive = true;
         self.tasks[c].stats.start_ns = now;
@@ -361,6 +340,26 @@ impl Kernel {
             self.reclaim_done(tid);
         }
         self.sleep_after > 0
+    }
+
+    /// Allocates what is missing of `task`'s kernel stack, as task `by` (alloc_thread_stack_node);
+    /// stops at the first allocation that does not succeed and returns it.
+    fn alloc_thread_stack(&mut self, task: TaskId, by: TaskId) -> AllocResult {
+        let t = task as usize;
+        while (self.tasks[t].kstack.len() as u32) < self.mm.kcfg.kernel_stack_pages {
+            match self.alloc_pages(GFP_KERNEL, 0, by) {
+                AllocResult::Page(p) => {
+                    self.mm.map[p as usize].set_kind(PageKind::KStack);
+                    self.mm.map[p as usize].owner = task;
+                    self.tasks[t].kstack.push(p);
+                    let nid = self.mm.pfn_to_nid(p);
+                    self.mm
+                        .mod_node_page_state(nid, NodeStat::NR_KERNEL_STACK, 4);
+                }
+                other => return other,
+            }
+        }
+        AllocResult::Page(crate::mm::page::NIL)
     }
 
     /// Creates a task with its kernel stack at once; None if the stack cannot be allocated.

@@ -442,23 +442,18 @@ fn spawn_hackbench(eng: &mut Engine, h: &crate::config::HackbenchSpec, ncpu: usi
                 .sockets
                 .push(crate::net::af_unix::UnixSock::new(h.sndbuf.0, r, w));
             socks.push(s);
-            let prog = Worker::new(
-                Rc::clone(&shared),
-                Role::Receiver { sock: s },
-                h.worker_memory.0,
-                h.worker_wss.0,
-                truesize,
-                h.fds * h.loops,
-            );
-            children.push(eng.spawn_deferred(&h.name, cpu % ncpu, Box::new(prog)));
-            cpu += 1;
         }
-        for _ in 0..h.fds {
+        // Receivers first, then the senders that share the group's sockets (group()).
+        let roles = socks
+            .iter()
+            .map(|&sock| Role::Receiver { sock })
+            .chain((0..h.fds).map(|_| Role::Sender {
+                socks: socks.clone(),
+            }));
+        for role in roles {
             let prog = Worker::new(
                 Rc::clone(&shared),
-                Role::Sender {
-                    socks: socks.clone(),
-                },
+                role,
                 h.worker_memory.0,
                 h.worker_wss.0,
                 truesize,

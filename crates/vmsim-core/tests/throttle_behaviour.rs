@@ -189,3 +189,36 @@ fn hackbench_under_memory_pressure_swaps_and_is_deterministic() {
         serde_json::to_string(&b).unwrap()
     );
 }
+
+#[test]
+fn throttled_reclaimers_are_traced_with_their_reason() {
+    // dd beside swapping tasks on today's kernel: kswapd finds every dirty page it meets
+    // already queued for writeback, tags the node congested (LRUVEC_NODE_CONGESTED), and
+    // direct reclaimers then sleep with VMSCAN_THROTTLE_CONGESTED.
+    let text = include_str!("../../../scenarios/swap-and-dd.toml");
+    let sc = Scenario::from_toml(text).unwrap();
+    let (_, tracer) = vmsim_core::sim::run_traced(
+        &sc,
+        Some(vmsim_core::trace::TraceFormat::Modern),
+        &mut |_, _| {},
+    );
+    let mut out = Vec::new();
+    tracer.unwrap().write_to(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let reasons: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" mm_vmscan_throttled: "))
+        .map(|l| l.rsplit("reason=").next().unwrap())
+        .collect();
+    assert!(
+        reasons.contains(&"VMSCAN_THROTTLE_CONGESTED"),
+        "{reasons:?}"
+    );
+    // The tracepoint records 1 << reason: every line names one reason.
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.starts_with("VMSCAN_THROTTLE_") && *r != "VMSCAN_THROTTLE_NONE"),
+        "{reasons:?}"
+    );
+}

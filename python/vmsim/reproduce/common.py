@@ -179,6 +179,15 @@ def write_output_dir(out: Path, files: Mapping[str, str]) -> None:
         os.replace(tmp, out / name)
 
 
+def save_result(out: Path | None, result: Mapping[str, Any], report: str) -> None:
+    """With an output directory, writes ``result.json`` and ``report.txt`` into it (whole or
+    not at all, as :func:`write_output_dir`)."""
+    if out is not None:
+        write_output_dir(
+            out, {"result.json": json.dumps(result, indent=1) + "\n", "report.txt": report}
+        )
+
+
 def check_output_dir(out: Path | None) -> None:
     """Raises ReproduceError if ``out`` cannot be used as the output directory."""
     if out is None:

@@ -46,8 +46,8 @@ from vmsim.reproduce.common import (
     load_template,
     mean_metrics,
     parse_size,
+    save_result,
     scaled_bytes,
-    write_output_dir,
 )
 
 NAME = "fragmentation"
@@ -442,14 +442,7 @@ def reproduce(
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     _draw_map(maps, plan, map_path)
-    if output_dir is not None:
-        write_output_dir(
-            output_dir,
-            {
-                "result.json": json.dumps(result, indent=1) + "\n",
-                "report.txt": render_text(result),
-            },
-        )
+    save_result(output_dir, result, render_text(result))
     return result
 
 

@@ -26,7 +26,6 @@ draws each job's anonymous size and CPU time from the run's seed.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import random
 import re
@@ -44,8 +43,8 @@ from vmsim.reproduce.common import (
     fmt_ms,
     load_template,
     parse_size,
+    save_result,
     scaled_bytes,
-    write_output_dir,
 )
 from vmsim.reproduce.writeback import _kernbench_tasks, _seconds
 
@@ -357,14 +356,7 @@ def reproduce(
         "seed": SEED,
         "agreement": agreement(cases),
     }
-    if output_dir is not None:
-        write_output_dir(
-            output_dir,
-            {
-                "result.json": json.dumps(result, indent=1) + "\n",
-                "report.txt": render_text(result),
-            },
-        )
+    save_result(output_dir, result, render_text(result))
     return result
 
 

@@ -21,9 +21,7 @@ current directory).
 from __future__ import annotations
 
 import copy
-import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +36,7 @@ from vmsim.reproduce.common import (
     load_template,
     mean_metrics,
     parse_size,
-    write_output_dir,
+    save_result,
 )
 
 NAME = "throttle"
@@ -223,14 +221,7 @@ def reproduce(
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     draw_sweep(result["sweep"], plot_path)
-    if output_dir is not None:
-        write_output_dir(
-            output_dir,
-            {
-                "result.json": json.dumps(result, indent=1) + "\n",
-                "report.txt": render_text(result),
-            },
-        )
+    save_result(output_dir, result, render_text(result))
     return result
 
 
@@ -380,46 +371,3 @@ def draw_sweep(sweep: dict[str, dict[str, float | None]], path: Path) -> None:
     fig.savefig(tmp, dpi=100)
     plt.close(fig)
     tmp.replace(path)
-
-
-def json_summary(result: dict[str, Any]) -> dict[str, Any]:
-    """The ``--json`` object of the issue: the means per kernel, and the rest."""
-    keys = [k for k, _, _ in METRICS]
-    return {
-        "experiment": NAME,
-        "kernels": {k: {m: result["kernels"][k][m] for m in keys} for k in KERNELS},
-        "sweep": result["sweep"],
-        "seed": result["seed"],
-        "agreement": result["agreement"],
-        "runs": result["runs"],
-        "scale": result["scale"],
-        "notes": result["notes"],
-    }
-
-
-def main(
-    runs: int = 3, scale: float = 1.0, as_json: bool = False, output_dir: Path | None = None
-) -> int:
-    """Runs the reproduction and prints the report (or JSON); returns the exit code."""
-    try:
-        result = reproduce(runs, scale, output_dir=output_dir)
-    except ReproduceError as e:
-        print(f"vmsim: error: {e}", file=sys.stderr)
-        return 2
-    if as_json:
-        print(json.dumps(json_summary(result)))
-    else:
-        print(render_text(result), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m vmsim.reproduce.throttle")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--output-dir", type=Path)
-    a = p.parse_args()
-    sys.exit(main(a.runs, a.scale, a.json, a.output_dir))

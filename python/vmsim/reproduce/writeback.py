@@ -26,7 +26,6 @@ runs differ as repeated real runs do; the same arguments give the same bytes.
 from __future__ import annotations
 
 import copy
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -48,9 +47,9 @@ from vmsim.reproduce.common import (
     mean_metrics,
     parse_size,
     run_traced,
+    save_result,
     scaled_bytes,
     side_by_side,
-    write_output_dir,
 )
 
 NAME = "writeback"
@@ -526,14 +525,7 @@ def reproduce(
         "agreement": agreement(means),
         "notes": notes,
     }
-    if output_dir is not None:
-        write_output_dir(
-            output_dir,
-            {
-                "result.json": json.dumps(result, indent=1) + "\n",
-                "report.txt": render_text(result),
-            },
-        )
+    save_result(output_dir, result, render_text(result))
     return result
 
 

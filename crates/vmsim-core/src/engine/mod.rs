@@ -165,6 +165,25 @@ impl Engine {
         kthread: bool,
         program: Box<dyn Program>,
     ) -> TaskId {
+        let tid = self.register(comm, cpu, at, kthread, program);
+        self.schedule_at(at, Ev::Start(tid));
+        tid
+    }
+
+    /// Registers a task that another task's program will fork (via `Kernel::pending_starts`).
+    pub fn spawn_deferred(&mut self, comm: &str, cpu: usize, program: Box<dyn Program>) -> TaskId {
+        self.register(comm, cpu, u64::MAX, false, program)
+    }
+
+    /// Gives a new task its kernel and scheduler records; nothing is scheduled yet.
+    fn register(
+        &mut self,
+        comm: &str,
+        cpu: usize,
+        at: u64,
+        kthread: bool,
+        program: Box<dyn Program>,
+    ) -> TaskId {
         let tid = self.sched.len() as TaskId;
         let cpu = cpu % self.cpus.len();
         let ktid = self.kernel.alloc_task_struct(comm, cpu, kthread);
@@ -182,27 +201,6 @@ impl Engine {
         if !kthread {
             self.live_user_tasks += 1;
         }
-        self.schedule_at(at, Ev::Start(tid));
-        tid
-    }
-
-    /// Registers a task that another task's program will fork (via `Kernel::pending_starts`).
-    pub fn spawn_deferred(&mut self, comm: &str, cpu: usize, program: Box<dyn Program>) -> TaskId {
-        let tid = self.sched.len() as TaskId;
-        let cpu = cpu % self.cpus.len();
-        let ktid = self.kernel.alloc_task_struct(comm, cpu, false);
-        debug_assert_eq!(ktid, tid, "kernel and scheduler task ids agree");
-        self.sched.push(SchedEntity {
-            state: TaskState::Pending,
-            cpu,
-            token: 0,
-            pending_sys: 0,
-            runnable_since: 0,
-            start_at: u64::MAX,
-            kthread: false,
-        });
-        self.programs.push(Some(program));
-        self.live_user_tasks += 1;
         tid
     }
 

@@ -291,4 +291,6 @@ pub struct PgData {
     pub pgdat_dirty: bool,
     /// PGDAT_WRITEBACK: reclaim met many pages under writeback.
     pub pgdat_writeback: bool,
+    /// LRUVEC_NODE_CONGESTED: kswapd found every dirty page it met queued for writeback.
+    pub lruvec_congested: bool,
 }

@@ -155,6 +155,7 @@ impl Mm {
                 kswapd_wait: usize::MAX,
                 pgdat_dirty: false,
                 pgdat_writeback: false,
+                lruvec_congested: false,
             });
         }
 

@@ -42,6 +42,8 @@ pub const VMSCAN_THROTTLE_WRITEBACK: i32 = 0;
 pub const VMSCAN_THROTTLE_ISOLATED: i32 = 1;
 /// VMSCAN_THROTTLE_NOPROGRESS.
 pub const VMSCAN_THROTTLE_NOPROGRESS: i32 = 2;
+/// VMSCAN_THROTTLE_CONGESTED.
+pub const VMSCAN_THROTTLE_CONGESTED: i32 = 3;
 
 /// Per-call totals of shrink_folio_list (struct reclaim_stat) and of a shrink_node pass (sc->nr).
 #[derive(Debug, Clone, Copy, Default)]
@@ -865,6 +867,15 @@ impl Kernel {
             if sc.nr.nr_immediate > 0 {
                 self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_WRITEBACK);
             }
+            // Tag the node congested if all the dirty pages met were queued for writeback.
+            if sc.nr.nr_dirty > 0 && sc.nr.nr_dirty == sc.nr.nr_congested {
+                self.mm.nodes[nid].lruvec_congested = true;
+            }
+        } else if self.mm.nodes[nid].lruvec_congested
+            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+        {
+            // Stall direct reclaim for I/O completions while the node is congested.
+            self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_CONGESTED);
         }
     }
 
@@ -937,7 +948,8 @@ impl Kernel {
                 nid: nid as i32,
                 usec_timeout: (timeout / 1000) as i32,
                 usec_delayed: (timeout / 1000) as i32,
-                reason,
+                // __entry->reason = 1U << reason
+                reason: 1 << reason,
             },
         );
     }
@@ -1486,6 +1498,11 @@ impl crate::workload::Program for Kswapd {
             match self.state.clone() {
                 KswapdState::TryToSleep => {
                     if self.prepare_kswapd_sleep(k) {
+                        // clear_pgdat_congested(): the node is balanced.
+                        let node = &mut k.mm.nodes[self.nid];
+                        node.lruvec_congested = false;
+                        node.pgdat_dirty = false;
+                        node.pgdat_writeback = false;
                         self.state = KswapdState::ShortSleep(cx.now);
                         k.mm.nodes[self.nid].kswapd_sleeping = true;
                         return StepOut {
