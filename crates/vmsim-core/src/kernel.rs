@@ -100,6 +100,8 @@ pub struct TaskStruct {
     pub reclaim: Option<ReclaimResume>,
     /// When its current direct reclaim began [ns].
     pub reclaim_start: u64,
+    /// Pages it holds isolated while asleep inside reclaim: (node, file, pages).
+    pub isolated_held: (usize, bool, u64),
     /// Statistics.
     pub stats: TaskStats,
 }
@@ -288,6 +290,7 @@ impl Kernel {
             throttled_since: None,
             reclaim: None,
             reclaim_start: 0,
+            isolated_held: (0, false, 0),
             stats: TaskStats::default(),
         });
         tid

@@ -222,3 +222,47 @@ fn throttled_reclaimers_are_traced_with_their_reason() {
         "{reasons:?}"
     );
 }
+
+/// A kernel whose task has faulted in `pages` anonymous pages, outside any engine.
+fn kernel_with_anon(writeback: &str, pages: u64) -> (vmsim_core::kernel::Kernel, u32) {
+    let sc = Scenario::from_toml(&format!(
+        "[machine]\nmemory = \"256MiB\"\ncpus = 1\nswap = \"256MiB\"\n\
+         [kernel]\nreclaim_writeback = \"{writeback}\"\n"
+    ))
+    .unwrap();
+    let mut k = vmsim_core::kernel::Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+    let tid = k.alloc_task_struct("hog", 0, false);
+    k.tasks[tid as usize].alive = true;
+    for i in 0..pages {
+        k.handle_mm_fault(tid, i);
+    }
+    (k, tid)
+}
+
+#[test]
+fn too_many_isolated_pages_throttle_todays_direct_reclaimers() {
+    use vmsim_core::mm::gfp::GFP_KERNEL;
+    use vmsim_core::mm::vmstat::NodeStat;
+    use vmsim_core::trace::{TraceFormat, Tracer};
+    for (writeback, throttled) in [("modern", true), ("traceonly", false)] {
+        let (mut k, tid) = kernel_with_anon(writeback, 20_000);
+        k.tracer = Some(Tracer::new(TraceFormat::Modern, 1));
+        // Other reclaimers, asleep in get_request_wait, hold more than an eighth of the
+        // inactive anon list isolated.
+        let inactive = k.mm.nodes[0].vm_stat[NodeStat::NR_INACTIVE_ANON as usize];
+        assert!(inactive > 1000, "{inactive}");
+        k.mm.nodes[0].vm_stat[NodeStat::NR_ISOLATED_ANON as usize] = inactive / 8 + 1;
+        let r = k.try_to_free_pages(GFP_KERNEL, 0, tid);
+        let mut out = Vec::new();
+        k.tracer.take().unwrap().write_to(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let isolated = text.contains("reason=VMSCAN_THROTTLE_ISOLATED");
+        assert_eq!(isolated, throttled, "{writeback}");
+        if throttled {
+            // reclaim_throttle(VMSCAN_THROTTLE_ISOLATED) sleeps HZ/50; reclaim resumes after it.
+            assert_eq!(r, None);
+            assert_eq!(k.sleep_after, 1_000_000_000 / 50);
+            assert!(k.tasks[tid as usize].reclaim.is_some());
+        }
+    }
+}

@@ -121,12 +121,15 @@ pub struct ScanControl {
     pub cpu: usize,
     /// The group whose subtree is reclaimed; the root for global reclaim (target_mem_cgroup).
     pub target_mem_cgroup: u32,
+    /// The last batch shrink_inactive_list isolated: (node, file, pages).
+    pub last_isolated: (usize, bool, u64),
 }
 
 impl ScanControl {
     /// A scan_control for a reclaimer.
     pub fn new(gfp: Gfp, order: usize, nr_to_reclaim: u64, tid: TaskId, cpu: usize) -> Self {
         ScanControl {
+            last_isolated: (0, false, 0),
             nr_to_reclaim,
             gfp_mask: gfp,
             order,
@@ -624,8 +627,17 @@ impl Kernel {
         l: usize,
     ) -> u64 {
         let file = lru::is_file_lru(l);
+        if !sc.kswapd
+            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+            && self.too_many_isolated(nid, file, sc)
+        {
+            // Wait a little for the other reclaimers' isolated pages to come back.
+            self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_ISOLATED);
+            return 0;
+        }
         let (mut list, nr_scanned) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
         let nr_taken = list.len() as u64;
+        sc.last_isolated = (nid, file, nr_taken);
         let iso = if file {
             NodeStat::NR_ISOLATED_FILE
         } else {
@@ -962,6 +974,7 @@ impl Kernel {
     pub fn try_to_free_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> Option<u64> {
         let cpu = self.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(gfp, order, SWAP_CLUSTER_MAX, tid, cpu);
+        self.release_isolated(tid);
         match self.tasks[tid as usize].reclaim.take() {
             Some(r) => {
                 sc.priority = r.priority;
@@ -1005,7 +1018,9 @@ impl Kernel {
             }
             if self.must_wait_for_io() && sc.priority > 0 {
                 // The pass's writes found the disk without a free request: the reclaimer
-                // sleeps in get_request_wait and carries on with the next priority after it.
+                // sleeps in get_request_wait — inside shrink_folio_list, its last batch still
+                // isolated — and carries on with the next priority after it.
+                self.hold_isolated(tid, sc.last_isolated);
                 self.tasks[tid as usize].reclaim = Some(crate::kernel::ReclaimResume {
                     priority: sc.priority - 1,
                     nr_reclaimed: sc.nr_reclaimed,
@@ -1072,6 +1087,29 @@ impl Kernel {
             .nodes
             .iter()
             .all(|n| n.kswapd_failures >= MAX_RECLAIM_RETRIES && n.pgfree_at_failure == pgfree)
+    }
+
+    /// Whether reclaimers hold more isolated pages of this kind than an eighth of the
+    /// inactive list — the whole list for reclaimers that may not do I/O (too_many_isolated).
+    fn too_many_isolated(&self, nid: usize, file: bool, sc: &ScanControl) -> bool {
+        let vs = &self.mm.nodes[nid].vm_stat;
+        let (inactive, isolated) = if file {
+            (
+                vs[NodeStat::NR_INACTIVE_FILE as usize],
+                vs[NodeStat::NR_ISOLATED_FILE as usize],
+            )
+        } else {
+            (
+                vs[NodeStat::NR_INACTIVE_ANON as usize],
+                vs[NodeStat::NR_ISOLATED_ANON as usize],
+            )
+        };
+        let inactive = if sc.gfp_mask.has(__GFP_FS) && sc.gfp_mask.has(__GFP_IO) {
+            inactive >> 3
+        } else {
+            inactive
+        };
+        isolated > inactive
     }
 
     /// Whether the current task queued a write the disk had no request for: it sleeps in
@@ -1150,12 +1188,35 @@ impl Kernel {
         Some(nr)
     }
 
+    /// Counts a sleeping reclaimer's batch as isolated until it wakes (NR_ISOLATED_*).
+    fn hold_isolated(&mut self, tid: TaskId, (nid, file, n): (usize, bool, u64)) {
+        let item = if file {
+            NodeStat::NR_ISOLATED_FILE
+        } else {
+            NodeStat::NR_ISOLATED_ANON
+        };
+        self.mm.mod_node_page_state(nid, item, n as i64);
+        self.tasks[tid as usize].isolated_held = (nid, file, n);
+    }
+
+    /// The batch a reclaimer held isolated while asleep goes back (putback_movable_pages).
+    pub fn release_isolated(&mut self, tid: TaskId) {
+        let (nid, file, n) = std::mem::take(&mut self.tasks[tid as usize].isolated_held);
+        let item = if file {
+            NodeStat::NR_ISOLATED_FILE
+        } else {
+            NodeStat::NR_ISOLATED_ANON
+        };
+        self.mm.mod_node_page_state(nid, item, -(n as i64));
+    }
+
     /// A direct reclaimer leaves: the count drops and, under the limit, every waiter is
     /// woken (atomic_dec(&nr_reclaimers); wake_up_all(&reclaim_throttle_waitq)).
     pub fn reclaim_done(&mut self, tid: TaskId) {
         let t1 = self.mm.clock() + self.sleep_after;
         let t0 = self.tasks[tid as usize].reclaim_start;
         self.tasks[tid as usize].reclaim = None;
+        self.release_isolated(tid);
         self.nr_reclaimers -= 1;
         self.max_try_to_free_pages_ns = self.max_try_to_free_pages_ns.max(t1.saturating_sub(t0));
         if self.mm.kcfg.reclaim_throttle == crate::config::ReclaimThrottle::Limit
