@@ -557,15 +557,7 @@ impl Kernel {
                 }
             }
         }
-        cc.total_free_scanned += scanned;
-        self.mm.acc += scanned * self.mm.cost.compact_scan_page;
-        self.mm
-            .count_vm_events(Event::COMPACT_FREE_SCANNED, scanned);
-        if cc.kcompactd {
-            self.mm
-                .count_vm_events(Event::COMPACT_DAEMON_FREE_SCANNED, scanned);
-        }
-        self.mm.count_vm_events(Event::COMPACT_ISOLATED, taken);
+        self.count_free_scanned(cc, scanned, taken);
         self.trace(
             cc.tid,
             TraceEvent::MmCompactionFastIsolateFreepages {
@@ -575,6 +567,20 @@ impl Kernel {
                 nr_taken: taken,
             },
         );
+    }
+
+    /// Charges and counts a free-scanner pass: compact_free_scanned (and the kcompactd
+    /// copy), compact_isolated (the accounting at the end of isolate_freepages_block).
+    fn count_free_scanned(&mut self, cc: &mut CompactControl, scanned: u64, taken: u64) {
+        cc.total_free_scanned += scanned;
+        self.mm.acc += scanned * self.mm.cost.compact_scan_page;
+        self.mm
+            .count_vm_events(Event::COMPACT_FREE_SCANNED, scanned);
+        if cc.kcompactd {
+            self.mm
+                .count_vm_events(Event::COMPACT_DAEMON_FREE_SCANNED, scanned);
+        }
+        self.mm.count_vm_events(Event::COMPACT_ISOLATED, taken);
     }
 
     /// Moves the free scanner down pageblock by pageblock, isolating free pages until
@@ -613,15 +619,7 @@ impl Kernel {
                     }
                 }
             }
-            cc.total_free_scanned += scanned;
-            self.mm.acc += scanned * self.mm.cost.compact_scan_page;
-            self.mm
-                .count_vm_events(Event::COMPACT_FREE_SCANNED, scanned);
-            if cc.kcompactd {
-                self.mm
-                    .count_vm_events(Event::COMPACT_DAEMON_FREE_SCANNED, scanned);
-            }
-            self.mm.count_vm_events(Event::COMPACT_ISOLATED, taken);
+            self.count_free_scanned(cc, scanned, taken);
             self.trace(
                 cc.tid,
                 TraceEvent::MmCompactionIsolateFreepages {
