@@ -76,6 +76,10 @@ section! {
         lowmem_reserve_ratio: Vec<u64> = vec![256, 256, 32], "[ratio]";
         /// vm.percpu_pagelist_high_fraction; 0 sizes pcp->high from the low watermark.
         percpu_pagelist_high_fraction: u64 = 0, "[fraction]";
+        /// pcp->high as a multiple of pcp->batch, as the 2.6-era setup_pageset() set it (2.6.14: 8, its hot list's 6 plus its cold list's 2; seed 003's V19: 4); 0 keeps today's zone_highsize().
+        pcp_high_batches: u64 = 0, "[batches]";
+        /// Each per-CPU list drains at pcp->high by itself rather than all of a CPU's lists together (seed 003's V19 006_percpu, whose kernel and easy-reclaim lists each had their own count and high).
+        pcp_high_per_list: bool = false, "[bool]";
         /// Reserve MIGRATE_HIGHATOMIC pageblocks for high-order atomic allocations (reserve_highatomic_pageblock).
         highatomic_reserve: bool = true, "[bool]";
         /// ALLOC_NOFRAGMENT for Normal-zone requests when DMA32 is populated (alloc_flags_nofragment, 5.0+).
@@ -96,6 +100,10 @@ section! {
         reclaim_limit: u64 = 0, "[tasks]";
         /// How a reclaim pass sizes its scan of each LRU list: modern (get_scan_count with swappiness and the proportional cut-off; active anon only deactivated when the inactive list is low) or classic (2.6.2x shrink_zone: every list, active ones included, scanned by (size >> priority) + 1 carried over in zone->nr_scan_*, with no cut-off).
         reclaim_scan: ReclaimScan = ReclaimScan::Modern, "[policy]";
+        /// Drain every CPU's per-CPU lists when an allocation still fails after direct reclaim (drain_all_pages in today's __alloc_pages_direct_reclaim); false is 2.6.14 and seed 003's V19, whose __alloc_pages left per-CPU pages where they were (the drain came with the anti-fragmentation patches of November 2005 onwards).
+        drain_pcp_on_failure: bool = true, "[bool]";
+        /// Direct-reclaim passes an allocation of order >= 5 gets before it fails (highorder_retry of seed 003's 005_largealloc_tryharder: 3); 1 is every mainline kernel.
+        highorder_retry: u64 = 1, "[passes]";
         /// Lumpy reclaim (2.6.23–3.x): for high orders, reclaim also takes the LRU neighbours of each page in its aligned block.
         lumpy_reclaim: bool = false, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
@@ -777,6 +785,18 @@ impl Scenario {
             return inv(format!(
                 "kernel.watermark_boost_factor = {} is out of range (0..=1000000)",
                 k.watermark_boost_factor
+            ));
+        }
+        if k.pcp_high_batches > 64 {
+            return inv(format!(
+                "kernel.pcp_high_batches = {} is out of range (0..=64)",
+                k.pcp_high_batches
+            ));
+        }
+        if !(1..=16).contains(&k.highorder_retry) {
+            return inv(format!(
+                "kernel.highorder_retry = {} is out of range (1..=16)",
+                k.highorder_retry
             ));
         }
         if k.swappiness > 200 {

@@ -94,6 +94,8 @@ pub struct TaskStruct {
     pub kstack: Vec<Pfn>,
     /// Reclaim passes without progress carried across throttled retries (no_progress_loops).
     pub no_progress_loops: u32,
+    /// Direct-reclaim passes of the current high-order allocation so far (V19's highorder_retry).
+    pub highorder_passes: u32,
     /// When the task first found the direct-reclaimer limit reached, while it waits.
     pub throttled_since: Option<u64>,
     /// A direct reclaim this task is inside of and sleeping in.
@@ -287,6 +289,7 @@ impl Kernel {
             slab_held: VecDeque::new(),
             kstack: Vec::new(),
             no_progress_loops: 0,
+            highorder_passes: 0,
             throttled_since: None,
             reclaim: None,
             reclaim_start: 0,

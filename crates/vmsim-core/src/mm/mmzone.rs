@@ -140,6 +140,8 @@ pub struct FreeArea {
 pub struct PerCpuPages {
     /// Pages on all lists (count).
     pub count: u32,
+    /// Pages on each list (V19's per-list count[]).
+    pub counts: [u32; MIGRATE_PCPTYPES],
     /// Drain to the buddy lists when count reaches this (high).
     pub high: u32,
     /// Pages moved to or from the buddy lists at once (batch).

@@ -323,8 +323,12 @@ impl Mm {
         batch.max(1) as u32
     }
 
-    /// pcp->high of a zone (zone_highsize, without CPU hotplug).
+    /// pcp->high of a zone (zone_highsize, without CPU hotplug; setup_pageset's multiple of batch
+    /// when `pcp_high_batches` is set).
     pub fn zone_highsize(&self, zid: usize, batch: u32) -> u32 {
+        if self.kcfg.pcp_high_batches > 0 {
+            return (self.kcfg.pcp_high_batches as u32).saturating_mul(batch);
+        }
         let z = &self.zones[zid];
         let total = match self.kcfg.percpu_pagelist_high_fraction {
             0 => z.watermark[Wmark::Low as usize],
@@ -343,6 +347,7 @@ impl Mm {
             for _ in 0..self.nr_cpus {
                 pcp.push(PerCpuPages {
                     count: 0,
+                    counts: [0; MIGRATE_PCPTYPES],
                     high,
                     batch,
                     lists: Default::default(),
@@ -830,6 +835,7 @@ impl Mm {
                 n += 1;
             }
             mm.pcp[idx].count += n;
+            mm.pcp[idx].counts[mt as usize] += n;
             n
         })
     }
@@ -852,6 +858,7 @@ impl Mm {
         let pcp = &mut self.pcp[idx];
         let p = pcp.lists[mt as usize].pop_front(&mut self.map)?;
         pcp.count -= 1;
+        pcp.counts[mt as usize] -= 1;
         self.acc += self.cost.pcp_alloc;
         Some(p)
     }
@@ -1293,6 +1300,7 @@ impl Mm {
                     }
                     mm.pcp[idx].lists[pindex].remove(&mut mm.map, tail);
                     mm.pcp[idx].count -= 1;
+                    mm.pcp[idx].counts[pindex] -= 1;
                     count -= 1;
                     mm.map[tail as usize].flags = 0;
                     let mt = mm.get_pageblock_migratetype(tail);
@@ -1325,9 +1333,15 @@ impl Mm {
         let pcp = &mut self.pcp[idx];
         pcp.lists[mt as usize].push_front(&mut self.map, pfn);
         pcp.count += 1;
+        pcp.counts[mt as usize] += 1;
         self.acc += self.cost.pcp_free;
         let pcp = &self.pcp[idx];
-        if pcp.count >= pcp.high {
+        let held = if self.kcfg.pcp_high_per_list {
+            pcp.counts[mt as usize]
+        } else {
+            pcp.count
+        };
+        if held >= pcp.high {
             let batch = pcp
                 .batch
                 .clamp(1, pcp.high.saturating_sub(pcp.batch).max(1));
@@ -1497,7 +1511,8 @@ impl Mm {
         let mut pcp_total = 0u64;
         for (i, pcp) in self.pcp.iter().enumerate() {
             let mut cnt = 0u32;
-            for l in &pcp.lists {
+            for (li, l) in pcp.lists.iter().enumerate() {
+                let before = cnt;
                 for p in l.iter(&self.map) {
                     let page = &self.map[p as usize];
                     if !page.test(pg::PCP) || seen[p as usize] {
@@ -1511,6 +1526,13 @@ impl Mm {
                     }
                     seen[p as usize] = true;
                     cnt += 1;
+                }
+                if cnt - before != pcp.counts[li] {
+                    return Err(format!(
+                        "pcp {i}: list {li} count {} but the list holds {}",
+                        pcp.counts[li],
+                        cnt - before
+                    ));
                 }
             }
             if cnt != pcp.count {
@@ -1618,11 +1640,13 @@ impl Kernel {
                 match r {
                     AllocResult::Page(p) => {
                         task.no_progress_loops = 0;
+                        task.highorder_passes = 0;
                         self.wakeup_kswapd_for_boost(p, tid);
                     }
                     AllocResult::Retry => {}
                     AllocResult::Failed | AllocResult::Killed => {
                         task.no_progress_loops = 0;
+                        task.highorder_passes = 0;
                         stats.alloc_failed += 1;
                         self.mm.frag.alloc_fail[order] += 1;
                     }
@@ -1630,6 +1654,26 @@ impl Kernel {
                 r
             }
         }
+    }
+
+    /// V19's 005_largealloc_tryharder (__alloc_pages): an order >= MAX_ORDER/2 request that direct
+    /// reclaim did not satisfy rebalances until `--highorder_retry` reaches 0, after a
+    /// blk_congestion_wait(WRITE, HZ/50) nap when reclaim made progress.
+    fn highorder_retry(&mut self, gfp: Gfp, order: usize, progress: bool, tid: TaskId) -> bool {
+        use super::gfp::__GFP_NORETRY;
+        const HIGHORDER_MIN: usize = 5; // MAX_ORDER / 2 on i386, MAX_ORDER = 11
+        if order < HIGHORDER_MIN || gfp.has(__GFP_NORETRY) || self.no_throttle {
+            return false;
+        }
+        let task = &mut self.tasks[tid as usize];
+        task.highorder_passes += 1;
+        if (task.highorder_passes as u64) < self.mm.kcfg.highorder_retry {
+            if progress {
+                self.congestion_wait(self.mm.kcfg.hz / 50);
+            }
+            return true;
+        }
+        false
     }
 
     /// Whether another round of reclaim might let this allocation succeed (should_reclaim_retry).
@@ -1688,6 +1732,9 @@ impl Kernel {
             return (Some(p), Some(true));
         }
         self.mm.unreserve_highatomic_pageblock(ac, false);
+        if !self.mm.kcfg.drain_pcp_on_failure {
+            return (None, Some(true));
+        }
         self.mm.drain_all_pages();
         (
             self.mm.get_page_from_freelist(order, alloc_flags, ac),
@@ -1812,6 +1859,9 @@ impl Kernel {
                 self.__alloc_pages_direct_compact(gfp, order, alloc_flags, ac, tid)
             {
                 return AllocResult::Page(p);
+            }
+            if self.highorder_retry(gfp, order, progress, tid) {
+                return AllocResult::Retry;
             }
             if gfp.has(__GFP_NORETRY) || (costly_order && !gfp.has(__GFP_RETRY_MAYFAIL)) {
                 return AllocResult::Failed;
@@ -1952,5 +2002,80 @@ mod tests {
             assert_eq!(z.nr_free_mt[MigrateType::Reclaimable as usize], 0);
         }
         m.check_invariants().unwrap();
+    }
+
+    fn mm_with(kernel: &str) -> Mm {
+        let sc = Scenario::from_toml(&format!(
+            "[machine]\nmemory=\"256MiB\"\ncpus=2\n[kernel]\n{kernel}\n"
+        ))
+        .unwrap();
+        Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+    }
+
+    #[test]
+    fn pcp_high_batches_sizes_high_as_setup_pageset_did() {
+        let modern = mm_with("");
+        let old = mm_with("pcp_high_batches = 8");
+        for (a, b) in modern.pcp.iter().zip(&old.pcp) {
+            assert_eq!(b.batch, a.batch);
+            assert_eq!(b.high, 8 * b.batch);
+        }
+        let zid = 1;
+        assert_eq!(
+            modern.pcp[zid * modern.nr_cpus].high,
+            modern.zone_highsize(zid, modern.pcp[zid * modern.nr_cpus].batch)
+        );
+    }
+
+    /// Frees `n` pages of each of the movable and the unmovable pageblocks onto CPU 0's
+    /// lists; returns the lists' counts afterwards and pcp->high.
+    fn free_onto_pcp(per_list: bool) -> ([u32; MIGRATE_PCPTYPES], u32) {
+        let mut m = mm_with(&format!(
+            "pcp_high_batches = 4\npcp_high_per_list = {per_list}"
+        ));
+        let zid = 1;
+        let idx = zid * m.nr_cpus;
+        let high = m.pcp[idx].high;
+        let n = (high - 1) as usize;
+        let mut pages = Vec::new();
+        for gfp in [GFP_HIGHUSER_MOVABLE, GFP_KERNEL] {
+            let want = if gfp == GFP_KERNEL {
+                MigrateType::Unmovable
+            } else {
+                MigrateType::Movable
+            };
+            let mut got = 0;
+            while got < n {
+                let p = m.alloc_pages_fast(gfp, 0, 0, 0).0.unwrap();
+                assert_eq!(m.page_zone(p), zid);
+                if m.get_pageblock_migratetype(p) == want {
+                    pages.push(p);
+                    got += 1;
+                }
+            }
+        }
+        m.drain_all_pages();
+        assert_eq!(m.pcp[idx].count, 0);
+        for p in pages {
+            m.free_pages(p, 0, 0);
+        }
+        m.check_invariants().unwrap();
+        (m.pcp[idx].counts, high)
+    }
+
+    #[test]
+    fn pcp_high_per_list_drains_each_list_by_itself() {
+        let (counts, high) = free_onto_pcp(true);
+        assert_eq!(counts[MigrateType::Movable as usize], high - 1);
+        assert_eq!(counts[MigrateType::Unmovable as usize], high - 1);
+        assert!(
+            counts.iter().sum::<u32>() > high,
+            "V19: the lists together may hold more than high"
+        );
+        let (counts, high) = free_onto_pcp(false);
+        assert!(
+            counts.iter().sum::<u32>() < high,
+            "today: all lists together stay below high"
+        );
     }
 }
