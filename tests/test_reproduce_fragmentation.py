@@ -142,3 +142,51 @@ def test_cli_reproduce_fragmentation(cli, tmp_path):
     assert data["kernels"]["grouping"]["load_attempts"] == frag.attempts_per_pass(SCALE)
     assert (out / frag.MAP_FILE).read_bytes()[:8] == PNG_MAGIC
     assert {"result.json", "report.txt"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.fixture(scope="module")
+def quarter() -> dict:
+    """Three runs per kernel at scale 0.25 (40 attempts per pass)."""
+    mp = pytest.MonkeyPatch()
+    try:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            mp.chdir(d)
+            return frag.reproduce(3, 0.25, progress=False)
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("pass_", ["load", "rest"])
+def test_small_scale_moves_in_the_seeds_direction(quarter, pass_):
+    """Grouping (with V19's per-CPU lists and retries) succeeds more often than vanilla,
+    by more than the noise threshold, under load and at rest, as in the seed."""
+    a = quarter["agreement"][pass_]
+    assert a["direction"] == "same", a
+    assert a["vmsim_diff_points"] >= a["noise_points"], a
+
+
+def test_kernels_differ_by_the_v19_patches_only():
+    v, _ = frag.build_scenario("vanilla", 1, SCALE)
+    g, _ = frag.build_scenario("grouping", 1, SCALE)
+    differ = {
+        k for k in set(v["kernel"]) | set(g["kernel"]) if v["kernel"].get(k) != g["kernel"].get(k)
+    }
+    assert differ == {
+        "name",
+        "mobility_grouping",
+        "pcp_high_batches",
+        "pcp_high_per_list",
+        "highorder_retry",
+    }
+    assert v["kernel"]["drain_pcp_on_failure"] is False
+    assert g["kernel"]["drain_pcp_on_failure"] is False
+
+
+def test_ablation_table(tmp_path):
+    rows = frag.ablation(1, SCALE, progress=False)
+    assert [r["variant"] for r in rows] == [label for label, _ in frag.ABLATION]
+    assert rows[-1]["kernel"] == frag.KERNEL_KNOBS["grouping"]
+    text = frag.render_ablation(rows, 1, SCALE)
+    assert "grouping by mobility only" in text and "seed: Clean 18 %" in text

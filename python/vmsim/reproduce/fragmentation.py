@@ -6,11 +6,17 @@ of a kernel tree made and compiled at -j2 plus the primary tree, and after a
 minute 160 attempts at an order-10 allocation, one every 0.1 s, under load;
 then the same "at rest". Two kernels:
 
-- ``vanilla`` (``kernel.mobility_grouping = false``): one free list per order,
-  as 2.6.14-rc5-mm1 "Clean";
-- ``grouping`` (``true``): vmsim's grouping of pages by mobility (the 6.15+
-  rules that descend from V19; see "Disagreements" in
-  docs/reproduce-fragmentation.md for how they differ from "MBuddy V19").
+- ``vanilla``: 2.6.14-rc5-mm1 "Clean": one free list per order
+  (``kernel.mobility_grouping = false``), per-CPU lists of 8 batches (the hot
+  list's 6 plus the cold list's 2) and no draining of them when a high-order
+  allocation fails;
+- ``grouping``: "MBuddy V19" as far as vmsim models it: grouping of pages by
+  mobility (vmsim's 6.15+ rules that descend from V19; see "Disagreements" in
+  docs/reproduce-fragmentation.md), V19's 006_percpu (each per-CPU list drains
+  at 4 batches by itself) and 005_largealloc_tryharder (three direct-reclaim
+  passes for order >= 5).
+
+:data:`KERNEL_KNOBS` holds each kernel's ``[kernel]`` settings.
 
 The scenario is built from ``scenarios/fragmentation.toml``; each kernel runs
 it ``runs`` times (seeds 1..runs: the seed draws each compile job's memory and
@@ -56,7 +62,18 @@ TEMPLATE = "fragmentation"
 MAP_FILE = "fragmentation-map.png"
 
 KERNELS = ("vanilla", "grouping")
-GROUPING = {"vanilla": False, "grouping": True}
+# Each kernel's [kernel] settings on top of the template's (which holds what the
+# two share: 2.6.14's __alloc_pages never drained the per-CPU lists).
+KERNEL_KNOBS: dict[str, dict[str, Any]] = {
+    "vanilla": {"mobility_grouping": False, "pcp_high_batches": 8},
+    "grouping": {
+        "mobility_grouping": True,
+        "pcp_high_batches": 4,  # V19 006_percpu: hot 3 + cold 1 batches ...
+        "pcp_high_per_list": True,  # ... per list (kernel, easy-reclaim)
+        "highorder_retry": 3,  # V19 005_largealloc_tryharder
+    },
+}
+GROUPING = {k: bool(v["mobility_grouping"]) for k, v in KERNEL_KNOBS.items()}
 SEED_LABELS = {"vanilla": "2.6.14-rc5-mm1 Clean", "grouping": "2.6.14-rc5-mm1 MBuddy V19"}
 LOAD_COMM = "highalloc"
 REST_COMM = "highalloc-rest"
@@ -176,7 +193,7 @@ def build_scenario(
     for key in ("read_bandwidth", "write_bandwidth"):
         tpl["disk"][key] = max(1 << 20, int(tpl["disk"][key] * scale))
     tpl["kernel"]["name"] = kernel
-    tpl["kernel"]["mobility_grouping"] = GROUPING[kernel]
+    tpl["kernel"].update(KERNEL_KNOBS[kernel])
     tpl["seed"] = seed
 
     tree = scaled_bytes(wl["tree"], scale)
@@ -697,9 +714,12 @@ def render_text(result: dict[str, Any]) -> str:
         out += [f"  {n}" for n in result["notes"]]
     out += [
         "",
-        "The modelled 2.6.14 kernels have no lumpy reclaim and vmsim has no compaction: an",
-        "order-10 allocation succeeds only when reclaim (kswapd's order-aware balance_pgdat,",
-        "direct reclaim) frees every page of an aligned 4 MiB block.",
+        "The modelled 2.6.14 kernels have no lumpy reclaim and no compaction: an order-10",
+        "allocation succeeds only when reclaim (kswapd's order-aware balance_pgdat, direct",
+        "reclaim) frees every page of an aligned 4 MiB block, and no page of it is parked on",
+        "a per-CPU list (2.6.14 never drained them for a failing allocation). 'grouping' is",
+        "grouping by mobility plus V19's per-CPU lists and its three direct-reclaim passes;",
+        "`python -m vmsim.reproduce.fragmentation --ablation` shows what each part contributes.",
         "See docs/reproduce-fragmentation.md.",
     ]
     return "\n".join(out) + "\n"
@@ -717,6 +737,66 @@ def json_summary(result: dict[str, Any]) -> dict[str, Any]:
         "notes": result["notes"],
         "map": result["map"],
     }
+
+
+# The ablation: "grouping" taken apart, each variant's [kernel] settings on top of vanilla's.
+ABLATION: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("vanilla (2.6.14 Clean)", {}),
+    ("grouping by mobility only", {"mobility_grouping": True}),
+    (
+        "+ V19 per-CPU lists",
+        {
+            "mobility_grouping": True,
+            **{k: KERNEL_KNOBS["grouping"][k] for k in ("pcp_high_batches", "pcp_high_per_list")},
+        },
+    ),
+    ("+ V19 retries", {"mobility_grouping": True, "highorder_retry": 3}),
+    ("grouping (all of V19)", KERNEL_KNOBS["grouping"]),
+)
+
+
+def ablation(runs: int, scale: float, *, progress: bool | None = None) -> list[dict[str, Any]]:
+    """Runs each :data:`ABLATION` variant ``runs`` times; returns per variant its label, its
+    settings and each run's load-pass success % and at-rest successes."""
+    check_args(runs, scale)
+    rows = []
+    with Progress(len(ABLATION) * runs, "fragmentation ablation", enabled=progress) as bar:
+        for label, knobs in ABLATION:
+            load, rest = [], []
+            for seed in range(1, runs + 1):
+                bar.describe(f"{label} run {seed}/{runs}")
+                sc, plan = build_scenario("vanilla", seed, scale)
+                sc["kernel"].update(knobs)
+                m = _metrics(_run(sc, f"{label} run {seed}", scale), plan, [])
+                load.append(m["load_success_pct"])
+                rest.append(m["rest_success"])
+                bar.advance()
+            rows.append(
+                {
+                    "variant": label,
+                    "kernel": knobs,
+                    "load_success_pct": load,
+                    "rest_success": rest,
+                    "rest_attempts": plan["attempts_per_pass"],
+                }
+            )
+    return rows
+
+
+def render_ablation(rows: list[dict[str, Any]], runs: int, scale: float) -> str:
+    """The ablation as a table: means (min-max over runs)."""
+    out = [
+        f"seed 003 ablation: {runs} run{'s' if runs != 1 else ''} per variant, scale {scale:g}; "
+        "means (min-max over runs)",
+        f"{'variant':<28}{'under load, % success':>24}{'at rest, successes':>26}",
+    ]
+    for r in rows:
+        load, rest = r["load_success_pct"], r["rest_success"]
+        load_txt = f"{_num(sum(load) / len(load))}{_range(load)}"
+        rest_txt = f"{_num(sum(rest) / len(rest))}{_range(rest)} of {r['rest_attempts']}"
+        out.append(f"{r['variant']:<28}{load_txt:>24}{rest_txt:>26}")
+    out.append("seed: Clean 18 % and 45 of 160; MBuddy V19 47 % and 159 of 160")
+    return "\n".join(out) + "\n"
 
 
 def main(
@@ -743,5 +823,18 @@ if __name__ == "__main__":
     p.add_argument("--scale", type=float, default=1.0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--output-dir", type=Path)
+    p.add_argument(
+        "--ablation",
+        action="store_true",
+        help="run vanilla, grouping and the parts of V19 in between instead",
+    )
     a = p.parse_args()
+    if a.ablation:
+        try:
+            rows = ablation(a.runs, a.scale)
+        except ReproduceError as e:
+            print(f"vmsim: error: {e}", file=sys.stderr)
+            sys.exit(2)
+        print(json.dumps(rows) if a.json else render_ablation(rows, a.runs, a.scale), end="")
+        sys.exit(0)
     sys.exit(main(a.runs, a.scale, a.json, a.output_dir))
