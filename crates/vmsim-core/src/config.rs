@@ -1004,6 +1004,19 @@ mod tests {
     }
 
     #[test]
+    fn seed_era_pcp_and_retry_knobs_are_range_checked() {
+        for (knob, bad) in [("pcp_high_batches", 65), ("highorder_retry", 0)] {
+            let e = Scenario::from_toml(&format!("[kernel]\n{knob} = {bad}\n")).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("kernel.{knob} = {bad}")),
+                "{e}"
+            );
+        }
+        let ok = Scenario::from_toml("[kernel]\npcp_high_batches = 8\nhighorder_retry = 3\n");
+        assert!(ok.is_ok());
+    }
+
+    #[test]
     fn knobs_are_documented() {
         let t = knob_table();
         assert!(t.iter().any(|k| k.name == "min_free_kbytes"));
