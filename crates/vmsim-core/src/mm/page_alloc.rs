@@ -1908,12 +1908,17 @@ mod tests {
     use super::*;
     use crate::config::Scenario;
 
-    fn mm(mem: &str, grouping: bool) -> Mm {
+    /// A 2-CPU machine of `mem` booted with the `[kernel]` lines `kernel`.
+    fn mm_kernel(mem: &str, kernel: &str) -> Mm {
         let sc = Scenario::from_toml(&format!(
-            "[machine]\nmemory=\"{mem}\"\ncpus=2\n[kernel]\nmobility_grouping={grouping}\n"
+            "[machine]\nmemory=\"{mem}\"\ncpus=2\n[kernel]\n{kernel}\n"
         ))
         .unwrap();
         Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+    }
+
+    fn mm(mem: &str, grouping: bool) -> Mm {
+        mm_kernel(mem, &format!("mobility_grouping={grouping}"))
     }
 
     #[test]
@@ -2005,11 +2010,7 @@ mod tests {
     }
 
     fn mm_with(kernel: &str) -> Mm {
-        let sc = Scenario::from_toml(&format!(
-            "[machine]\nmemory=\"256MiB\"\ncpus=2\n[kernel]\n{kernel}\n"
-        ))
-        .unwrap();
-        Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+        mm_kernel("256MiB", kernel)
     }
 
     #[test]
