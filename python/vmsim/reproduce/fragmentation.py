@@ -744,13 +744,13 @@ ABLATION: tuple[tuple[str, dict[str, Any]], ...] = (
     ("vanilla (2.6.14 Clean)", {}),
     ("grouping by mobility only", {"mobility_grouping": True}),
     (
-        "+ V19 per-CPU lists",
+        "grouping + V19 per-CPU lists",
         {
             "mobility_grouping": True,
             **{k: KERNEL_KNOBS["grouping"][k] for k in ("pcp_high_batches", "pcp_high_per_list")},
         },
     ),
-    ("+ V19 retries", {"mobility_grouping": True, "highorder_retry": 3}),
+    ("grouping + V19 retries", {"mobility_grouping": True, "highorder_retry": 3}),
     ("grouping (all of V19)", KERNEL_KNOBS["grouping"]),
 )
 
@@ -788,13 +788,13 @@ def render_ablation(rows: list[dict[str, Any]], runs: int, scale: float) -> str:
     out = [
         f"seed 003 ablation: {runs} run{'s' if runs != 1 else ''} per variant, scale {scale:g}; "
         "means (min-max over runs)",
-        f"{'variant':<28}{'under load, % success':>24}{'at rest, successes':>26}",
+        f"{'variant':<30}{'under load, % success':>24}{'at rest, successes':>26}",
     ]
     for r in rows:
         load, rest = r["load_success_pct"], r["rest_success"]
         load_txt = f"{_num(sum(load) / len(load))}{_range(load)}"
         rest_txt = f"{_num(sum(rest) / len(rest))}{_range(rest)} of {r['rest_attempts']}"
-        out.append(f"{r['variant']:<28}{load_txt:>24}{rest_txt:>26}")
+        out.append(f"{r['variant']:<30}{load_txt:>24}{rest_txt:>26}")
     out.append("seed: Clean 18 % and 45 of 160; MBuddy V19 47 % and 159 of 160")
     return "\n".join(out) + "\n"
 
