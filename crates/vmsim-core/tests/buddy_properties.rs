@@ -69,8 +69,13 @@ enum Op {
 }
 
 fn boot(memory: &str, cpus: u32, grouping: bool) -> Mm {
+    boot_kernel(memory, cpus, &format!("mobility_grouping={grouping}"))
+}
+
+/// A machine booted with the `[kernel]` lines `kernel`.
+fn boot_kernel(memory: &str, cpus: u32, kernel: &str) -> Mm {
     let sc = Scenario::from_toml(&format!(
-        "[machine]\nmemory=\"{memory}\"\ncpus={cpus}\nreserved=\"8MiB\"\n[kernel]\nmobility_grouping={grouping}\n"
+        "[machine]\nmemory=\"{memory}\"\ncpus={cpus}\nreserved=\"8MiB\"\n[kernel]\n{kernel}\n"
     ))
     .unwrap();
     Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
@@ -254,6 +259,22 @@ proptest! {
     #[test]
     fn buddy_invariants_hold_with_grouping(ops in prop::collection::vec(op_strategy(2), 1..300)) {
         let mut mm = boot("128MiB", 2, true);
+        run_ops(&mut mm, &ops)?;
+    }
+
+    /// Seed 003's V19 per-CPU lists (each list drains at 4 batches by itself) and
+    /// 2.6.14's (8 batches for all lists together): the per-list counts stay exact.
+    #[test]
+    fn buddy_invariants_hold_with_seed_era_per_cpu_lists(
+        ops in prop::collection::vec(op_strategy(2), 1..300),
+        v19 in any::<bool>(),
+    ) {
+        let kernel = if v19 {
+            "mobility_grouping=true\npcp_high_batches=4\npcp_high_per_list=true"
+        } else {
+            "mobility_grouping=false\npcp_high_batches=8"
+        };
+        let mut mm = boot_kernel("128MiB", 2, kernel);
         run_ops(&mut mm, &ops)?;
     }
 
