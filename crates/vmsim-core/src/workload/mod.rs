@@ -122,6 +122,32 @@ impl OpProgram {
             next: Step::Run,
         }
     }
+
+    /// What the step does when an allocation returned no page: a retry ends the step
+    /// (the task runs again and repeats the request), a kill ends the task, and a
+    /// failure ends the task when `failure_exits` (a fault the task needs) or is
+    /// counted. None when the operation goes on.
+    fn unless_allocated(
+        &mut self,
+        r: AllocResult,
+        user: u64,
+        failure_exits: bool,
+    ) -> Option<StepOut> {
+        let next = match r {
+            AllocResult::Page(_) => return None,
+            AllocResult::Retry => Step::Run,
+            AllocResult::Killed => Step::Exit,
+            AllocResult::Failed if failure_exits => Step::Exit,
+            AllocResult::Failed => {
+                self.failed_allocs += 1;
+                return None;
+            }
+        };
+        Some(StepOut {
+            user_ns: user,
+            next,
+        })
+    }
 }
 
 /// The gfp mask of an explicit allocation type.
@@ -241,21 +267,9 @@ impl Program for OpProgram {
                     user += 1;
                 }
                 Op::Alloc { order, kind, .. } => {
-                    match cx.k.alloc_held(tid, alloc_type_gfp(*kind), *order as usize) {
-                        AllocResult::Page(_) => {}
-                        AllocResult::Retry => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Run,
-                            }
-                        }
-                        AllocResult::Failed => self.failed_allocs += 1,
-                        AllocResult::Killed => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Exit,
-                            }
-                        }
+                    let r = cx.k.alloc_held(tid, alloc_type_gfp(*kind), *order as usize);
+                    if let Some(out) = self.unless_allocated(r, user, false) {
+                        return out;
                     }
                     self.left -= 1;
                 }
@@ -275,21 +289,9 @@ impl Program for OpProgram {
                 }
                 Op::Slab { cache, .. } => {
                     let c = builtin_cache(cache).unwrap_or(0);
-                    match cx.k.kmem_cache_alloc(c, tid) {
-                        AllocResult::Page(_) => {}
-                        AllocResult::Retry => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Run,
-                            }
-                        }
-                        AllocResult::Failed => self.failed_allocs += 1,
-                        AllocResult::Killed => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Exit,
-                            }
-                        }
+                    let r = cx.k.kmem_cache_alloc(c, tid);
+                    if let Some(out) = self.unless_allocated(r, user, false) {
+                        return out;
                     }
                     self.left -= 1;
                 }
@@ -317,60 +319,36 @@ impl Program for OpProgram {
                     let ino = cx.k.lookup_or_create(file);
                     let n = size.0.div_ceil(PAGE_SIZE);
                     let index = self.file_base + (n - self.left);
-                    match cx.k.file_write_page(tid, ino, index) {
-                        AllocResult::Page(_) => {
-                            user += cx.k.mm.cost.touch_page;
-                            self.left -= 1;
-                            self.dirtied += 1;
-                            if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
-                                || self.left == 0
-                            {
-                                // balance_dirty_pages_ratelimited()
-                                cx.k.balance_dirty_pages(tid, self.dirtied);
-                                self.dirtied = 0;
-                                if cx.k.sleep_after > 0 {
-                                    return self.yield_for_io(user);
-                                }
-                            }
-                        }
-                        AllocResult::Retry => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Run,
-                            }
-                        }
-                        AllocResult::Failed | AllocResult::Killed => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Exit,
-                            };
+                    let r = cx.k.file_write_page(tid, ino, index);
+                    if let Some(out) = self.unless_allocated(r, user, true) {
+                        return out;
+                    }
+                    user += cx.k.mm.cost.touch_page;
+                    self.left -= 1;
+                    self.dirtied += 1;
+                    if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
+                        || self.left == 0
+                    {
+                        // balance_dirty_pages_ratelimited()
+                        cx.k.balance_dirty_pages(tid, self.dirtied);
+                        self.dirtied = 0;
+                        if cx.k.sleep_after > 0 {
+                            return self.yield_for_io(user);
                         }
                     }
                 }
                 Op::Read { file, .. } => {
                     let ino = cx.k.lookup_or_create(file);
                     let index = self.read_pages - self.left;
-                    match cx.k.file_read_page(tid, ino, index) {
-                        AllocResult::Page(_) => {
-                            user += cx.k.mm.cost.touch_page;
-                            self.left -= 1;
-                            if cx.k.sleep_after > 0 {
-                                // Waiting for the read: resume after it.
-                                return self.yield_for_io(user);
-                            }
-                        }
-                        AllocResult::Retry => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Run,
-                            }
-                        }
-                        AllocResult::Failed | AllocResult::Killed => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Exit,
-                            };
-                        }
+                    let r = cx.k.file_read_page(tid, ino, index);
+                    if let Some(out) = self.unless_allocated(r, user, true) {
+                        return out;
+                    }
+                    user += cx.k.mm.cost.touch_page;
+                    self.left -= 1;
+                    if cx.k.sleep_after > 0 {
+                        // Waiting for the read: resume after it.
+                        return self.yield_for_io(user);
                     }
                 }
                 Op::Madvise { .. }
