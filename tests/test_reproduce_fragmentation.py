@@ -190,3 +190,18 @@ def test_ablation_table(tmp_path):
     assert rows[-1]["kernel"] == frag.KERNEL_KNOBS["grouping"]
     text = frag.render_ablation(rows, 1, SCALE)
     assert "grouping by mobility only" in text and "seed: Clean 18 %" in text
+
+
+def test_ablation_bad_scale_is_one_line_error(capsys):
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-m", "vmsim.reproduce.fragmentation", "--ablation", "--scale", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--scale" in lines[0], p.stderr
