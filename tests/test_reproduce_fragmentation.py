@@ -192,7 +192,7 @@ def test_ablation_table(tmp_path):
     assert "grouping by mobility only" in text and "seed: Clean 18 %" in text
 
 
-def test_ablation_bad_scale_is_one_line_error(capsys):
+def test_ablation_bad_scale_is_one_line_error():
     import subprocess
     import sys
 
