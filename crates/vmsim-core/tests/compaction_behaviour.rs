@@ -440,3 +440,70 @@ fn thpfioscale_runs_to_the_end_with_consistent_state() {
     );
     assert!(k.thp.regions.iter().all(|r| r.1 > 0));
 }
+
+/// Takes every free page of the machine as movable pages held by nobody (not on the
+/// LRU, so compaction cannot move them), ignoring watermarks.
+fn take_all_free_pages(k: &mut Kernel) {
+    use vmsim_core::mm::gfp::alloc_flags::ALLOC_NO_WATERMARKS;
+    let ac = k.mm.prepare_alloc_pages(GFP_HIGHUSER_MOVABLE, 0, 0);
+    for _ in 0..8 {
+        for order in (0..=10).rev() {
+            while k
+                .mm
+                .get_page_from_freelist(order, ALLOC_NO_WATERMARKS, &ac)
+                .is_some()
+            {}
+        }
+        k.mm.drain_all_pages();
+    }
+    assert_eq!(k.mm.nr_free_pages(), 0);
+}
+
+#[test]
+fn skip_bits_spare_later_runs_the_blocks_a_failed_run_scanned_until_reset() {
+    let (mut k, tid, _) = fragmented();
+    take_all_free_pages(&mut k);
+    let zid = dma32(&k);
+    let run = |k: &mut Kernel| {
+        let mut cc = CompactControl::new(zid, PAGEBLOCK_ORDER, true, tid);
+        k.compact_zone_begin(&mut cc);
+        let ret = loop {
+            let r = k.compact_zone_iter(&mut cc);
+            if r != CompactResult::Continue {
+                break r;
+            }
+        };
+        k.compact_zone_end(&mut cc, ret);
+        (ret, cc.total_free_scanned, cc.total_migrate_scanned)
+    };
+    // Nothing to migrate to: the free scanner walks every movable block down to the
+    // migrate scanner, and marks each one.
+    let (ret, free1, _) = run(&mut k);
+    assert_eq!(ret, CompactResult::Complete);
+    assert!(free1 > 10_000, "first run scanned only {free1} frames");
+    assert!(k.compact.zone(zid).blockskip_flush, "direct compaction met");
+    // Again before any reset: the marked blocks are skipped.
+    let (_, free2, _) = run(&mut k);
+    assert!(free2 * 20 < free1, "second run scanned {free2} of {free1}");
+    // kswapd going to sleep clears the marks of blocks with LRU or free pages.
+    k.reset_isolation_suitable(0);
+    assert!(!k.compact.zone(zid).blockskip_flush);
+    let (_, free3, _) = run(&mut k);
+    assert!(free3 * 2 > free1, "after the reset {free3} of {free1}");
+    k.mm.check_invariants().unwrap();
+}
+
+#[test]
+fn compaction_restarts_with_fresh_skip_bits_after_the_longest_deferral() {
+    let mut k = boot("watermark_boost_factor = 0");
+    let zid = dma32(&k);
+    for _ in 0..=vmsim_core::mm::compaction::COMPACT_MAX_DEFER_SHIFT {
+        k.defer_compaction(zid, PAGEBLOCK_ORDER, 0);
+    }
+    assert!(!k.compaction_restarting(zid, PAGEBLOCK_ORDER));
+    while k.compaction_deferred(zid, PAGEBLOCK_ORDER, 0) {}
+    assert!(k.compaction_restarting(zid, PAGEBLOCK_ORDER));
+    // A success clears the deferral, and with it the restart.
+    k.compaction_defer_reset(zid, PAGEBLOCK_ORDER, 0);
+    assert!(!k.compaction_restarting(zid, PAGEBLOCK_ORDER));
+}

@@ -11,7 +11,15 @@
 //! (`try_to_compact_pages()`, called from the allocator's slow path) and the
 //! per-node kcompactd thread with `wakeup_kcompactd()`.
 //!
-//! Simplifications: no skip bits (`PB_compact_skip`); the migrate scanner is
+//! Pageblock skip bits (`PB_compact_skip`) as `isolation_suitable()`,
+//! `update_pageblock_skip()` and `__reset_isolation_suitable()` keep them:
+//! set on a block the free scanner scanned whole or the migrate scanner took
+//! nothing from, cleared when kswapd goes to sleep or compaction restarts
+//! after its longest deferral, once a direct compaction's scanners have met.
+//!
+//! Simplifications: the reset samples every block for both LRU and free
+//! pages (the kernel's first pass looks for sources, then targets) and
+//! restarts the scanners at the zone's ends; the migrate scanner is
 //! linear (no `fast_find_migrateblock`); the free scanner first searches the
 //! movable free lists (`fast_isolate_freepages`, without its search-order
 //! memory or `fast_isolate_around`), then scans linearly. Pages under writeback, dirty pages and swap-cache
@@ -75,6 +83,10 @@ pub struct ZoneCompact {
     pub cached_migrate_pfn: Pfn,
     /// compact_cached_free_pfn (0 = the zone end).
     pub cached_free_pfn: Pfn,
+    /// PB_compact_skip of the zone's pageblocks, one bit each, from its first pageblock.
+    pub skip: Vec<u64>,
+    /// compact_blockskip_flush: a direct compaction's scanners met since the last reset.
+    pub blockskip_flush: bool,
 }
 
 /// A node's kcompactd (the `kcompactd_*` fields of pg_data_t).
@@ -88,6 +100,36 @@ pub struct NodeCompact {
     pub wait: usize,
     /// Whether kcompactd is asleep on its wait queue.
     pub sleeping: bool,
+}
+
+impl ZoneCompact {
+    /// The bit of the pageblock holding `pfn` in a zone starting at `zone_start`.
+    fn skip_bit(zone_start: Pfn, pfn: Pfn) -> (usize, u64) {
+        let i = ((pfn >> PAGEBLOCK_ORDER) - (zone_start >> PAGEBLOCK_ORDER)) as usize;
+        (i / 64, 1u64 << (i % 64))
+    }
+
+    /// get_pageblock_skip.
+    pub fn get_skip(&self, zone_start: Pfn, pfn: Pfn) -> bool {
+        let (w, b) = Self::skip_bit(zone_start, pfn);
+        self.skip.get(w).is_some_and(|&x| x & b != 0)
+    }
+
+    /// set_pageblock_skip / clear_pageblock_skip.
+    pub fn set_skip(&mut self, zone_start: Pfn, pfn: Pfn, on: bool) {
+        let (w, b) = Self::skip_bit(zone_start, pfn);
+        if self.skip.len() <= w {
+            if !on {
+                return;
+            }
+            self.skip.resize(w + 1, 0);
+        }
+        if on {
+            self.skip[w] |= b;
+        } else {
+            self.skip[w] &= !b;
+        }
+    }
 }
 
 /// Compaction and kcompactd state of the whole machine.
@@ -327,6 +369,68 @@ impl Kernel {
         );
     }
 
+    /// Whether compaction is about to be retried after the longest deferral (compaction_restarting).
+    pub fn compaction_restarting(&mut self, zid: usize, order: usize) -> bool {
+        let zc = self.compact.zone(zid);
+        order >= zc.order_failed
+            && zc.defer_shift == COMPACT_MAX_DEFER_SHIFT
+            && zc.considered >= 1 << zc.defer_shift
+    }
+
+    /// Clears the skip bit of every pageblock that a sample of its pages (one in
+    /// 1 << PAGE_ALLOC_COSTLY_ORDER) shows to hold an LRU page or a free page, once a
+    /// direct compaction's scanners have met (__reset_isolation_suitable); the
+    /// scanners start again from the zone's ends.
+    pub fn __reset_isolation_suitable(&mut self, zid: usize) {
+        if !self.compact.zone(zid).blockskip_flush {
+            return;
+        }
+        let z = &self.mm.zones[zid];
+        let (start, end) = (z.zone_start_pfn, z.zone_end_pfn());
+        let mut suitable = Vec::new();
+        let mut block = pageblock_start(start);
+        while block < end {
+            let lo = block.max(start);
+            let hi = (block + PAGEBLOCK_NR_PAGES as Pfn).min(end);
+            let has_source_or_target = (lo..hi).step_by(1 << PAGE_ALLOC_COSTLY_ORDER).any(|pfn| {
+                let p = &self.mm.map[pfn as usize];
+                p.test(pg::LRU) || p.test(pg::BUDDY)
+            });
+            if has_source_or_target {
+                suitable.push(lo);
+            }
+            block += PAGEBLOCK_NR_PAGES as Pfn;
+        }
+        let zc = self.compact.zone(zid);
+        zc.blockskip_flush = false;
+        for pfn in suitable {
+            zc.set_skip(start, pfn, false);
+        }
+        zc.cached_migrate_pfn = 0;
+        zc.cached_free_pfn = 0;
+    }
+
+    /// __reset_isolation_suitable for every zone of a node (reset_isolation_suitable).
+    pub fn reset_isolation_suitable(&mut self, nid: usize) {
+        for zid in 0..self.mm.zones.len() {
+            if self.mm.zones[zid].nid == nid && self.mm.zones[zid].populated() {
+                self.__reset_isolation_suitable(zid);
+            }
+        }
+    }
+
+    /// Whether the scanners may look at the pageblock of `pfn` (isolation_suitable).
+    fn isolation_suitable(&mut self, zid: usize, pfn: Pfn) -> bool {
+        let start = self.mm.zones[zid].zone_start_pfn;
+        !self.compact.zone(zid).get_skip(start, pfn)
+    }
+
+    /// Marks the pageblock of `pfn` to be skipped by later runs (set_pageblock_skip).
+    fn set_pageblock_skip(&mut self, zid: usize, pfn: Pfn) {
+        let start = self.mm.zones[zid].zone_start_pfn;
+        self.compact.zone(zid).set_skip(start, pfn, true);
+    }
+
     /// Whether compacting is needed and can help (compaction_suit_allocation_order):
     /// Success if the allocation would already succeed, Skipped if compaction cannot help.
     pub fn compaction_suit_allocation_order(
@@ -400,10 +504,14 @@ impl Kernel {
     /// (compact_finished / __compact_finished).
     fn compact_finished(&mut self, cc: &CompactControl) -> CompactResult {
         let ret = if cc.free_pfn >> PAGEBLOCK_ORDER <= cc.migrate_pfn >> PAGEBLOCK_ORDER {
-            // compact_scanners_met(): reset the cached positions for the next run.
+            // compact_scanners_met(): reset the cached positions for the next run, and
+            // let kswapd clear the skip bits when it next sleeps (direct compaction only).
             let zc = self.compact.zone(cc.zid);
             zc.cached_migrate_pfn = 0;
             zc.cached_free_pfn = 0;
+            if !cc.kcompactd {
+                zc.blockskip_flush = true;
+            }
             if cc.whole_zone {
                 CompactResult::Complete
             } else {
@@ -466,7 +574,11 @@ impl Kernel {
         let mut taken = Vec::new();
         let mut pfn = start;
         let mut scanned = 0u64;
-        if self.suitable_migration_source(cc, start) {
+        let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
+        let at_block_start = start == pageblock_start(start) || start == zone_start;
+        if at_block_start && !self.isolation_suitable(cc.zid, start) {
+            pfn = block_end;
+        } else if self.suitable_migration_source(cc, start) {
             while pfn < block_end && taken.len() < COMPACT_CLUSTER_MAX {
                 let p = &self.mm.map[pfn as usize];
                 scanned += 1;
@@ -478,6 +590,10 @@ impl Kernel {
                     taken.push(pfn);
                 }
                 pfn += 1;
+            }
+            if pfn >= block_end && taken.is_empty() {
+                // Nothing isolated in a block scanned to its end: skip it next time.
+                self.set_pageblock_skip(cc.zid, start);
             }
         } else {
             pfn = block_end;
@@ -597,7 +713,7 @@ impl Kernel {
             let mut scanned = 0u64;
             let mut taken = 0u64;
             let mut failed = false;
-            if self.suitable_migration_target(start) {
+            if self.suitable_migration_target(start) && self.isolation_suitable(cc.zid, start) {
                 let mut pfn = start;
                 while pfn < end {
                     let p = self.mm.map[pfn as usize];
@@ -617,6 +733,10 @@ impl Kernel {
                     } else {
                         pfn += if p.test(pg::HEAD) { 1 << p.order() } else { 1 };
                     }
+                }
+                if !failed {
+                    // The whole pageblock was scanned (update_pageblock_skip).
+                    self.set_pageblock_skip(cc.zid, start);
                 }
             }
             self.count_free_scanned(cc, scanned, taken);
@@ -771,6 +891,10 @@ impl Kernel {
         );
         if ret != CompactResult::Continue {
             return ret;
+        }
+        // Clear the skip bits if compaction is retried after the longest deferral.
+        if self.compaction_restarting(cc.zid, cc.order) {
+            self.__reset_isolation_suitable(cc.zid);
         }
         self.compact_zone_begin(cc);
         let ret = loop {

@@ -1559,6 +1559,8 @@ impl crate::workload::Program for Kswapd {
             match self.state.clone() {
                 KswapdState::TryToSleep => {
                     if self.prepare_kswapd_sleep(k) {
+                        // kswapd_try_to_sleep(): compaction may succeed again now.
+                        k.reset_isolation_suitable(self.nid);
                         // clear_pgdat_congested(): the node is balanced.
                         let node = &mut k.mm.nodes[self.nid];
                         node.lruvec_congested = false;
