@@ -72,7 +72,7 @@ fn pinned_page_cache(kernel: &str) -> (Kernel, u32) {
 /// Pages on CPU 1's per-CPU lists, over every zone.
 fn cpu1_pcp(k: &Kernel) -> u32 {
     (0..k.mm.zones.len())
-        .map(|zid| k.mm.pcp[zid * k.mm.nr_cpus + 1].count)
+        .map(|zid| k.mm.pcp[zid * k.mm.nr_cpus + 1].count())
         .sum()
 }
 

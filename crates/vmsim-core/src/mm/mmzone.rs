@@ -138,9 +138,7 @@ pub struct FreeArea {
 /// Per-CPU page lists of one zone on one CPU (struct per_cpu_pages), order 0 only.
 #[derive(Debug, Clone, Default)]
 pub struct PerCpuPages {
-    /// Pages on all lists (count).
-    pub count: u32,
-    /// Pages on each list (V19's per-list count[]).
+    /// Pages on each list (V19's per-list count[]); their sum is today's pcp->count.
     pub counts: [u32; MIGRATE_PCPTYPES],
     /// Drain to the buddy lists when count reaches this (high).
     pub high: u32,
@@ -148,6 +146,14 @@ pub struct PerCpuPages {
     pub batch: u32,
     /// One list per pcp migratetype (lists[]).
     pub lists: [ListHead; MIGRATE_PCPTYPES],
+}
+
+impl PerCpuPages {
+    /// Pages on all lists (pcp->count).
+    #[inline]
+    pub fn count(&self) -> u32 {
+        self.counts.iter().sum()
+    }
 }
 
 /// A zone (struct zone).

@@ -346,7 +346,6 @@ impl Mm {
             let high = self.zone_highsize(zid, batch);
             for _ in 0..self.nr_cpus {
                 pcp.push(PerCpuPages {
-                    count: 0,
                     counts: [0; MIGRATE_PCPTYPES],
                     high,
                     batch,
@@ -834,7 +833,6 @@ impl Mm {
                 mm.pcp[idx].lists[mt as usize].push_back(&mut mm.map, p);
                 n += 1;
             }
-            mm.pcp[idx].count += n;
             mm.pcp[idx].counts[mt as usize] += n;
             n
         })
@@ -857,7 +855,6 @@ impl Mm {
         }
         let pcp = &mut self.pcp[idx];
         let p = pcp.lists[mt as usize].pop_front(&mut self.map)?;
-        pcp.count -= 1;
         pcp.counts[mt as usize] -= 1;
         self.acc += self.cost.pcp_alloc;
         Some(p)
@@ -1286,7 +1283,7 @@ impl Mm {
         let idx = zid * self.nr_cpus + cpu;
         self.with_zone_lock(zid, |mm| {
             let mut pindex = pindex + MIGRATE_PCPTYPES - 1;
-            while count > 0 && mm.pcp[idx].count > 0 {
+            while count > 0 && mm.pcp[idx].count() > 0 {
                 loop {
                     pindex = (pindex + 1) % MIGRATE_PCPTYPES;
                     if !mm.pcp[idx].lists[pindex].is_empty() {
@@ -1299,7 +1296,6 @@ impl Mm {
                         break;
                     }
                     mm.pcp[idx].lists[pindex].remove(&mut mm.map, tail);
-                    mm.pcp[idx].count -= 1;
                     mm.pcp[idx].counts[pindex] -= 1;
                     count -= 1;
                     mm.map[tail as usize].flags = 0;
@@ -1332,14 +1328,13 @@ impl Mm {
         }
         let pcp = &mut self.pcp[idx];
         pcp.lists[mt as usize].push_front(&mut self.map, pfn);
-        pcp.count += 1;
         pcp.counts[mt as usize] += 1;
         self.acc += self.cost.pcp_free;
         let pcp = &self.pcp[idx];
         let held = if self.kcfg.pcp_high_per_list {
             pcp.counts[mt as usize]
         } else {
-            pcp.count
+            pcp.count()
         };
         if held >= pcp.high {
             let batch = pcp
@@ -1372,7 +1367,7 @@ impl Mm {
     pub fn drain_all_pages(&mut self) {
         for zid in 0..self.zones.len() {
             for cpu in 0..self.nr_cpus {
-                let count = self.pcp[zid * self.nr_cpus + cpu].count;
+                let count = self.pcp[zid * self.nr_cpus + cpu].count();
                 if count > 0 {
                     self.free_pcppages_bulk(zid, cpu, count, 0);
                 }
@@ -1401,7 +1396,7 @@ impl Mm {
 
     /// Pages on per-CPU lists of every zone and CPU.
     pub fn nr_pcp_pages(&self) -> u64 {
-        self.pcp.iter().map(|p| p.count as u64).sum()
+        self.pcp.iter().map(|p| p.count() as u64).sum()
     }
 
     /// Checks every free-list invariant; returns the first violation found.
@@ -1535,8 +1530,11 @@ impl Mm {
                     ));
                 }
             }
-            if cnt != pcp.count {
-                return Err(format!("pcp {i}: count {} but lists hold {cnt}", pcp.count));
+            if cnt != pcp.count() {
+                return Err(format!(
+                    "pcp {i}: count {} but lists hold {cnt}",
+                    pcp.count()
+                ));
             }
             pcp_total += cnt as u64;
         }
@@ -2056,7 +2054,7 @@ mod tests {
             }
         }
         m.drain_all_pages();
-        assert_eq!(m.pcp[idx].count, 0);
+        assert_eq!(m.pcp[idx].count(), 0);
         for p in pages {
             m.free_pages(p, 0, 0);
         }
