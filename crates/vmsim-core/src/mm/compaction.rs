@@ -70,6 +70,17 @@ pub enum CompactResult {
     Success = 8,
 }
 
+/// The events of mm_compaction_defer_template.
+#[derive(Debug, Clone, Copy)]
+enum DeferEvent {
+    /// mm_compaction_deferred.
+    Deferred,
+    /// mm_compaction_defer_compaction.
+    DeferCompaction,
+    /// mm_compaction_defer_reset.
+    DeferReset,
+}
+
 /// A zone's compaction state (the `compact_*` fields of struct zone).
 #[derive(Debug, Clone, Default)]
 pub struct ZoneCompact {
@@ -298,6 +309,43 @@ impl Kernel {
         (z.nid as i32, z.zone_type as u32)
     }
 
+    /// Emits one event of the kernel's mm_compaction_defer_template with the zone's
+    /// deferral state (trace_mm_compaction_deferred, _defer_compaction, _defer_reset).
+    fn trace_defer(&mut self, which: DeferEvent, zid: usize, order: usize, tid: TaskId) {
+        let zc = self.compact.zone(zid);
+        let (considered, defer_shift) = (zc.considered, zc.defer_shift);
+        let order_failed = zc.order_failed as i32;
+        let (nid, idx) = self.zone_trace_ids(zid);
+        let order = order as i32;
+        let ev = match which {
+            DeferEvent::Deferred => TraceEvent::MmCompactionDeferred {
+                nid,
+                idx,
+                order,
+                considered,
+                defer_shift,
+                order_failed,
+            },
+            DeferEvent::DeferCompaction => TraceEvent::MmCompactionDeferCompaction {
+                nid,
+                idx,
+                order,
+                considered,
+                defer_shift,
+                order_failed,
+            },
+            DeferEvent::DeferReset => TraceEvent::MmCompactionDeferReset {
+                nid,
+                idx,
+                order,
+                considered,
+                defer_shift,
+                order_failed,
+            },
+        };
+        self.trace(tid, ev);
+    }
+
     /// Whether compaction of this zone at `order` is to be skipped after recent failures
     /// (compaction_deferred).
     pub fn compaction_deferred(&mut self, zid: usize, order: usize, tid: TaskId) -> bool {
@@ -307,19 +355,7 @@ impl Kernel {
         }
         zc.considered = zc.considered.saturating_add(1);
         if zc.considered < 1 << zc.defer_shift {
-            let (c, s, f) = (zc.considered, zc.defer_shift, zc.order_failed);
-            let (nid, idx) = self.zone_trace_ids(zid);
-            self.trace(
-                tid,
-                TraceEvent::MmCompactionDeferred {
-                    nid,
-                    idx,
-                    order: order as i32,
-                    considered: c,
-                    defer_shift: s,
-                    order_failed: f as i32,
-                },
-            );
+            self.trace_defer(DeferEvent::Deferred, zid, order, tid);
             return true;
         }
         false
@@ -331,19 +367,7 @@ impl Kernel {
         zc.considered = 0;
         zc.defer_shift = (zc.defer_shift + 1).min(COMPACT_MAX_DEFER_SHIFT);
         zc.order_failed = zc.order_failed.min(order);
-        let (c, s, f) = (zc.considered, zc.defer_shift, zc.order_failed);
-        let (nid, idx) = self.zone_trace_ids(zid);
-        self.trace(
-            tid,
-            TraceEvent::MmCompactionDeferCompaction {
-                nid,
-                idx,
-                order: order as i32,
-                considered: c,
-                defer_shift: s,
-                order_failed: f as i32,
-            },
-        );
+        self.trace_defer(DeferEvent::DeferCompaction, zid, order, tid);
     }
 
     /// Clears the deferral after a success at `order` (compaction_defer_reset).
@@ -354,19 +378,7 @@ impl Kernel {
         if order >= zc.order_failed {
             zc.order_failed = order + 1;
         }
-        let (c, s, f) = (zc.considered, zc.defer_shift, zc.order_failed);
-        let (nid, idx) = self.zone_trace_ids(zid);
-        self.trace(
-            tid,
-            TraceEvent::MmCompactionDeferReset {
-                nid,
-                idx,
-                order: order as i32,
-                considered: c,
-                defer_shift: s,
-                order_failed: f as i32,
-            },
-        );
+        self.trace_defer(DeferEvent::DeferReset, zid, order, tid);
     }
 
     /// Whether compaction is about to be retried after the longest deferral (compaction_restarting).

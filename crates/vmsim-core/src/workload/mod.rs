@@ -123,31 +123,34 @@ impl OpProgram {
         }
     }
 
-    /// What the step does when an allocation returned no page: a retry ends the step
-    /// (the task runs again and repeats the request), a kill ends the task, and a
-    /// failure ends the task when `failure_exits` (a fault the task needs) or is
-    /// counted. None when the operation goes on.
+    /// [`step_unless_allocated`], counting the failures the operation goes on after.
     fn unless_allocated(
         &mut self,
         r: AllocResult,
         user: u64,
         failure_exits: bool,
     ) -> Option<StepOut> {
-        let next = match r {
-            AllocResult::Page(_) => return None,
-            AllocResult::Retry => Step::Run,
-            AllocResult::Killed => Step::Exit,
-            AllocResult::Failed if failure_exits => Step::Exit,
-            AllocResult::Failed => {
-                self.failed_allocs += 1;
-                return None;
-            }
-        };
-        Some(StepOut {
-            user_ns: user,
-            next,
-        })
+        if r == AllocResult::Failed && !failure_exits {
+            self.failed_allocs += 1;
+        }
+        step_unless_allocated(r, user, failure_exits)
     }
+}
+
+/// What a step does when an allocation returned no page: a retry ends the step (the
+/// task runs again and repeats the request), a kill ends the task, and so does a
+/// failure when `failure_exits` (a page the task needs). None when the operation goes on.
+pub fn step_unless_allocated(r: AllocResult, user: u64, failure_exits: bool) -> Option<StepOut> {
+    let next = match r {
+        AllocResult::Page(_) => return None,
+        AllocResult::Failed if !failure_exits => return None,
+        AllocResult::Retry => Step::Run,
+        AllocResult::Killed | AllocResult::Failed => Step::Exit,
+    };
+    Some(StepOut {
+        user_ns: user,
+        next,
+    })
 }
 
 /// The gfp mask of an explicit allocation type.

@@ -9,10 +9,9 @@
 //! it got a huge page (thpfioscale.c uses `mincore()` on page 64 of the
 //! region for that). The `signal`/`wait` operations order the phases.
 
-use super::{Step, StepCtx, StepOut};
+use super::{step_unless_allocated, Step, StepCtx, StepOut};
 use crate::config::{Advice, Op};
 use crate::engine::rng::Stream;
-use crate::kernel::AllocResult;
 use crate::mm::huge_memory::HPAGE_PMD_NR;
 use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
@@ -123,15 +122,9 @@ impl ThpOpState {
                     // create_on_open: a new file, with its dentry and inode.
                     for cache in ["dentry", "xfs_inode"] {
                         let c = builtin_cache(cache).unwrap_or(0);
-                        match cx.k.kmem_cache_alloc(c, tid) {
-                            AllocResult::Page(_) | AllocResult::Failed => {}
-                            AllocResult::Retry => return Some(run(*user)),
-                            AllocResult::Killed => {
-                                return Some(StepOut {
-                                    user_ns: *user,
-                                    next: Step::Exit,
-                                })
-                            }
+                        let r = cx.k.kmem_cache_alloc(c, tid);
+                        if let Some(out) = step_unless_allocated(r, *user, false) {
+                            return Some(out);
                         }
                     }
                     let pid = cx.k.tasks[tid as usize].pid;
@@ -141,28 +134,21 @@ impl ThpOpState {
                     self.file_pages = ppf;
                 }
                 let ino = self.files[f as usize];
-                match cx.k.file_write_page(tid, ino, page) {
-                    AllocResult::Page(_) => {
-                        *user += cx.k.mm.cost.touch_page;
-                        *left -= 1;
-                        self.dirtied += 1;
-                        if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
-                            || *left == 0
-                        {
-                            cx.k.balance_dirty_pages(tid, self.dirtied);
-                            self.dirtied = 0;
-                            if cx.k.sleep_after > 0 {
-                                return Some(run(*user));
-                            }
-                        }
-                        None
-                    }
-                    AllocResult::Retry => Some(run(*user)),
-                    AllocResult::Failed | AllocResult::Killed => Some(StepOut {
-                        user_ns: *user,
-                        next: Step::Exit,
-                    }),
+                let r = cx.k.file_write_page(tid, ino, page);
+                if let Some(out) = step_unless_allocated(r, *user, true) {
+                    return Some(out);
                 }
+                *user += cx.k.mm.cost.touch_page;
+                *left -= 1;
+                self.dirtied += 1;
+                if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES || *left == 0 {
+                    cx.k.balance_dirty_pages(tid, self.dirtied);
+                    self.dirtied = 0;
+                    if cx.k.sleep_after > 0 {
+                        return Some(run(*user));
+                    }
+                }
+                None
             }
             Op::FioRead { until, count } => {
                 if self.files.is_empty() || cx.k.signal_count(until) >= *count {
@@ -175,21 +161,16 @@ impl ThpOpState {
                 }
                 let ino = self.files[self.read_file];
                 let page = rng.below(self.file_pages.max(1));
-                match cx.k.file_read_page(tid, ino, page) {
-                    AllocResult::Page(_) => {
-                        *user += cx.k.mm.cost.touch_page;
-                        self.reads_left_on_file -= 1;
-                        if cx.k.sleep_after > 0 {
-                            return Some(run(*user));
-                        }
-                        None
-                    }
-                    AllocResult::Retry => Some(run(*user)),
-                    AllocResult::Failed | AllocResult::Killed => Some(StepOut {
-                        user_ns: *user,
-                        next: Step::Exit,
-                    }),
+                let r = cx.k.file_read_page(tid, ino, page);
+                if let Some(out) = step_unless_allocated(r, *user, true) {
+                    return Some(out);
                 }
+                *user += cx.k.mm.cost.touch_page;
+                self.reads_left_on_file -= 1;
+                if cx.k.sleep_after > 0 {
+                    return Some(run(*user));
+                }
+                None
             }
             _ => None,
         }
