@@ -8,6 +8,7 @@
 use crate::error::{Error, Result};
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
+use std::ops::RangeInclusive;
 
 /// One documented knob: where it lives, its unit and what it means.
 #[derive(Debug, Clone, Serialize)]
@@ -743,22 +744,33 @@ impl Scenario {
             ));
         }
         let k = &self.kernel;
-        if !(1..=3000).contains(&k.watermark_scale_factor) {
-            return inv(format!(
-                "kernel.watermark_scale_factor = {} is out of range (1..=3000)",
-                k.watermark_scale_factor
-            ));
+        // The knobs whose only rule is a range.
+        let ranges: [(&str, u64, RangeInclusive<u64>); 7] = [
+            ("watermark_scale_factor", k.watermark_scale_factor, 1..=3000),
+            ("kernel_stack_pages", k.kernel_stack_pages as u64, 1..=64),
+            ("extfrag_threshold", k.extfrag_threshold, 0..=1000),
+            (
+                "watermark_boost_factor",
+                k.watermark_boost_factor,
+                0..=1_000_000,
+            ),
+            ("pcp_high_batches", k.pcp_high_batches, 0..=64),
+            ("highorder_retry", k.highorder_retry, 1..=16),
+            ("swappiness", k.swappiness, 0..=200),
+        ];
+        for (name, v, r) in ranges {
+            if !r.contains(&v) {
+                return inv(format!(
+                    "kernel.{name} = {v} is out of range ({}..={})",
+                    r.start(),
+                    r.end()
+                ));
+            }
         }
         if k.lowmem_reserve_ratio.len() != 3 || k.lowmem_reserve_ratio.contains(&0) {
             return inv(
                 "kernel.lowmem_reserve_ratio needs three ratios >= 1 (DMA, DMA32, Normal)".into(),
             );
-        }
-        if k.kernel_stack_pages == 0 || k.kernel_stack_pages > 64 {
-            return inv(format!(
-                "kernel.kernel_stack_pages = {} is out of range (1..=64)",
-                k.kernel_stack_pages
-            ));
         }
         if ![100, 250, 300, 1000].contains(&k.hz) {
             return inv(format!(
@@ -774,36 +786,6 @@ impl Scenario {
         }
         if k.dirty_writeback_centisecs == 0 {
             return inv("kernel.dirty_writeback_centisecs must be > 0".into());
-        }
-        if k.extfrag_threshold > 1000 {
-            return inv(format!(
-                "kernel.extfrag_threshold = {} is out of range (0..=1000)",
-                k.extfrag_threshold
-            ));
-        }
-        if k.watermark_boost_factor > 1_000_000 {
-            return inv(format!(
-                "kernel.watermark_boost_factor = {} is out of range (0..=1000000)",
-                k.watermark_boost_factor
-            ));
-        }
-        if k.pcp_high_batches > 64 {
-            return inv(format!(
-                "kernel.pcp_high_batches = {} is out of range (0..=64)",
-                k.pcp_high_batches
-            ));
-        }
-        if !(1..=16).contains(&k.highorder_retry) {
-            return inv(format!(
-                "kernel.highorder_retry = {} is out of range (1..=16)",
-                k.highorder_retry
-            ));
-        }
-        if k.swappiness > 200 {
-            return inv(format!(
-                "kernel.swappiness = {} is out of range (0..=200)",
-                k.swappiness
-            ));
         }
         if m.swap.0 > 4u64 << 40 {
             return inv(format!(
