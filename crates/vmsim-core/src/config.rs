@@ -455,6 +455,13 @@ pub enum Op {
         #[serde(default = "one")]
         count: u64,
     },
+    /// Read /proc/vmstat, /proc/buddyinfo, /proc/slabinfo and every memory cgroup's
+    /// memory.stat now, as a person between two steps of an experiment does; the run
+    /// result lists them under `snapshots`.
+    Snapshot {
+        /// Name of the moment (e.g. the phase that just ended).
+        name: String,
+    },
     /// Sleep.
     Sleep {
         /// How long [time].

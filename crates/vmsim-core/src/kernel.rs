@@ -190,6 +190,8 @@ pub struct Kernel {
     pub pending_starts: Vec<TaskId>,
     /// Figures a workload reports itself (hackbench's "Time:"), by name.
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// /proc files read by `snapshot` operations, in the order they were read.
+    pub proc_snapshots: Vec<crate::mm::vmstat::ProcSnapshot>,
 }
 
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
@@ -251,6 +253,7 @@ impl Kernel {
             sockets: Vec::new(),
             pending_starts: Vec::new(),
             metrics: Default::default(),
+            proc_snapshots: Vec::new(),
         }
     }
 

@@ -243,6 +243,9 @@ pub struct RunResult {
     /// Memory cgroups, when the scenario declares any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memcg: Option<crate::mm::memcontrol::MemcgReport>,
+    /// /proc files read by the workload's `snapshot` operations.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<crate::mm::vmstat::ProcSnapshot>,
 }
 
 /// Items recorded in the time series.
@@ -629,5 +632,6 @@ fn result(
         thp: k.thp.report(),
         workload: k.metrics.clone(),
         memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
+        snapshots: k.proc_snapshots.clone(),
     }
 }

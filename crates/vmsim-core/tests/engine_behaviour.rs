@@ -837,3 +837,42 @@ fn exit_work_is_charged_and_timed_at_the_exit() {
         "sys with explicit free {se} s, with the free at exit {sx} s"
     );
 }
+
+// ---------------------------------------------------------------------------
+// (g) snapshot operations: /proc read between two steps
+
+#[test]
+fn snapshot_reads_proc_between_steps() {
+    let r = run(r#"
+duration = "30s"
+[machine]
+memory = "256MiB"
+cpus = 1
+[[cgroup]]
+path = "g"
+[[task]]
+name = "w"
+cgroup = "g"
+program = [
+  { op = "write", file = "a", size = "8MiB" },
+  { op = "snapshot", name = "after-a" },
+  { op = "write", file = "b", size = "4MiB" },
+  { op = "snapshot", name = "after-b" },
+]
+"#);
+    assert_eq!(r.snapshots.len(), 2);
+    let (a, b) = (&r.snapshots[0], &r.snapshots[1]);
+    assert_eq!((a.name.as_str(), b.name.as_str()), ("after-a", "after-b"));
+    assert!(a.time_seconds > 0.0 && b.time_seconds >= a.time_seconds);
+    // 8 MiB then 4 MiB more dirtied: 2048 and 3072 pages since boot.
+    let boot = r.vmstat["nr_dirtied"] - r.vmstat_delta.get("nr_dirtied").copied().unwrap_or(0);
+    assert_eq!(a.vmstat["nr_dirtied"] - boot, 2048);
+    assert_eq!(b.vmstat["nr_dirtied"] - boot, 3072);
+    assert!(a.buddyinfo.starts_with("Node 0, zone"));
+    assert!(a.slabinfo.starts_with("slabinfo - version: 2.1"));
+    let g = &a.memcg.as_ref().expect("memcg declared").groups["g"];
+    assert_eq!(g.stat["cache"], 2048 * 4096);
+    // A scenario without snapshot operations reports none (its JSON has no `snapshots` key).
+    let plain = run("[machine]\nmemory=\"256MiB\"\n[[task]]\nname=\"t\"\nprogram=[{op=\"touch\",size=\"1MiB\"}]\n");
+    assert!(!serde_json::to_string(&plain).unwrap().contains("\"snapshots\""));
+}

@@ -118,6 +118,42 @@ impl Mm {
     }
 }
 
+/// The /proc files and memory cgroups as a `snapshot` operation read them.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProcSnapshot {
+    /// Name given by the operation.
+    pub name: String,
+    /// When it was read [s].
+    pub time_seconds: f64,
+    /// /proc/vmstat, in the kernel's order.
+    pub vmstat: indexmap::IndexMap<&'static str, i64>,
+    /// /proc/buddyinfo text.
+    pub buddyinfo: String,
+    /// /proc/slabinfo text.
+    pub slabinfo: String,
+    /// Every memory cgroup's counters and memory.stat, when the scenario declares any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcg: Option<super::memcontrol::MemcgReport>,
+}
+
+impl crate::kernel::Kernel {
+    /// Reads /proc/vmstat, /proc/buddyinfo, /proc/slabinfo and memory.stat at `now` [ns]
+    /// (vmstat_show, frag_show, slabinfo_show, memcg_stat_show) into `proc_snapshots`.
+    pub fn proc_snapshot(&mut self, name: &str, now: u64) {
+        let snap = self.vmstat_snapshot();
+        let mm = &self.mm;
+        let s = ProcSnapshot {
+            name: name.to_string(),
+            time_seconds: now as f64 / 1e9,
+            vmstat: snap.into_iter().collect(),
+            buddyinfo: mm.buddyinfo(),
+            slabinfo: self.slab.slabinfo(),
+            memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
+        };
+        self.proc_snapshots.push(s);
+    }
+}
+
 /// Renders a snapshot as /proc/vmstat text.
 pub fn vmstat_text(snap: &VmstatSnapshot) -> String {
     let mut s = String::with_capacity(snap.len() * 24);

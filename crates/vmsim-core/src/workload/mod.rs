@@ -203,7 +203,7 @@ impl Program for OpProgram {
                     Op::Free { count, .. } => count.unwrap_or(u64::MAX),
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
-                    Op::Sleep { .. } | Op::Exit | Op::Unlink { .. } => 1,
+                    Op::Sleep { .. } | Op::Exit | Op::Unlink { .. } | Op::Snapshot { .. } => 1,
                     Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
                     Op::FioRead { .. } => 1,
                     Op::ThpFault { size } => {
@@ -373,6 +373,11 @@ impl Program for OpProgram {
                 }
                 Op::Unlink { file } => {
                     cx.k.unlink(tid, file);
+                    self.left = 0;
+                }
+                Op::Snapshot { name } => {
+                    let now = cx.now + user + cx.k.mm.acc;
+                    cx.k.proc_snapshot(name, now);
                     self.left = 0;
                 }
                 Op::Sleep { time } => {
