@@ -446,6 +446,102 @@ def reproduce_cmd(
         click.echo(rep.render_text(result), nl=False)
 
 
+@main_group.command("fidelity")
+@click.argument("names", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
+@click.option(
+    "--record",
+    "record_name",
+    metavar="NAME",
+    help="Run experiment NAME on the running kernel (root) and write its recording.",
+)
+@click.option(
+    "--runs", type=int, default=2, show_default=True, help="Runs of a recording (with --record)."
+)
+@click.option(
+    "--experiments",
+    "experiments_path",
+    type=click.Path(path_type=Path),
+    help="Directory of experiment files (default: those shipped with vmsim).",
+)
+@click.option(
+    "--recordings",
+    "recordings_path",
+    type=click.Path(path_type=Path),
+    help="Directory of recordings, one subdirectory per machine (default: those shipped).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(path_type=Path),
+    default=Path("/var/tmp"),
+    show_default=True,
+    help="Where a recording's files are made (a disk filesystem, not tmpfs).",
+)
+@click.option("--no-trace", is_flag=True, help="Record without tracepoint counts.")
+@click.option("--list", "list_only", is_flag=True, help="List experiments and recordings.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of vmsim's runs.")
+def fidelity_cmd(
+    names: tuple[str, ...],
+    as_json: bool,
+    record_name: str | None,
+    runs: int,
+    experiments_path: Path | None,
+    recordings_path: Path | None,
+    work_dir: Path,
+    no_trace: bool,
+    list_only: bool,
+    seed: int,
+) -> None:
+    """vmsim beside the real kernel: recorded experiments, metric by metric (docs/fidelity.md).
+
+    Without --record, runs vmsim on every recorded experiment (or the NAMEs
+    given) and prints real against vmsim with ratios and the score. With
+    --record NAME, runs the experiment on this machine's kernel (root) and
+    writes its recording.
+    """
+    from vmsim import fidelity as fd
+
+    try:
+        exps = fd.load_experiments(experiments_path)
+        root = recordings_path or fd.recordings_dir()
+        if list_only:
+            from vmsim.fidelity.compare import find_recordings
+
+            recs = find_recordings(root) if root.is_dir() else {}
+            for n, e in exps.items():
+                where = [mk for mk, files in recs.items() if n in files]
+                missing = f"  [vmsim lacks: {'; '.join(e.missing)}]" if e.missing else ""
+                click.echo(f"{n:<22} {', '.join(where) or 'not recorded'}{missing}")
+            return
+        if record_name is not None:
+            if names:
+                raise UserError("--record takes one experiment; give no other names")
+            if record_name not in exps:
+                raise UserError(f"unknown experiment '{record_name}' (known: {', '.join(exps)})")
+            log = (lambda m: click.echo(m, err=True)) if not as_json else (lambda m: None)
+            path = fd.record(exps[record_name], runs, root, work_dir, trace=not no_trace, log=log)
+            if as_json:
+                click.echo(json.dumps({"recording": str(path)}))
+            else:
+                click.echo(f"wrote {path}")
+            return
+        if not (0 <= seed < 2**64):
+            raise UserError(f"--seed {seed}: out of range (0..2^64-1)")
+        tty = sys.stderr.isatty()
+
+        def progress(name: str, i: int, n: int) -> None:
+            if tty:
+                click.echo(f"vmsim fidelity: {name} ({i + 1} of {n})", err=True)
+
+        result = fd.fidelity(exps, list(names), root, seed=seed, progress=progress)
+    except fd.FidelityError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        click.echo(fd.render_text(result), nl=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the command, turning every user error into one line and exit code 2."""
     try:

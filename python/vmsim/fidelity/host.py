@@ -1,0 +1,648 @@
+"""The running kernel: what /proc and sysfs say, and the processes an experiment runs.
+
+Everything here reads or writes only what an experiment made or what it
+restores afterwards: its own memory cgroup (cgroup v1, under
+``/sys/fs/cgroup/memory``), the ``vm.*`` sysctls it sets, ``nr_hugepages``,
+its own tracefs instance and its own work directory. Each change registers
+its undo on a :class:`contextlib.ExitStack` the moment it is made, so an
+error, Ctrl-C or SIGTERM half-way leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import multiprocessing
+import os
+import random
+import re
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from vmsim.fidelity.experiment import FidelityError, Step
+
+PAGE_SIZE = 4096
+MEMCG_ROOT = Path("/sys/fs/cgroup/memory")
+TRACEFS = Path("/sys/kernel/tracing")
+PROC = Path("/proc")
+# Sysctls recorded with the machine (vmsim knobs of the same name where they exist).
+RECORDED_SYSCTLS = (
+    "vm.min_free_kbytes",
+    "vm.watermark_scale_factor",
+    "vm.watermark_boost_factor",
+    "vm.swappiness",
+    "vm.dirty_ratio",
+    "vm.dirty_background_ratio",
+    "vm.dirty_expire_centisecs",
+    "vm.dirty_writeback_centisecs",
+    "vm.extfrag_threshold",
+    "vm.compaction_proactiveness",
+    "vm.overcommit_memory",
+    "vm.nr_hugepages",
+    "vm.vfs_cache_pressure",
+    "vm.page-cluster",
+)
+IO_CHUNK = 1 << 20
+
+
+# ---------------------------------------------------------------------------
+# Reading /proc and sysfs
+# ---------------------------------------------------------------------------
+
+
+def read_text(path: Path) -> str:
+    """A whole procfs/sysfs file."""
+    return path.read_text(encoding="utf-8")
+
+
+def parse_kv(text: str) -> dict[str, int]:
+    """``name value`` lines (/proc/vmstat, memory.stat) as a dict."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            with contextlib.suppress(ValueError):
+                out[parts[0]] = int(parts[1])
+    return out
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """/proc/meminfo as a dict (kB figures in kB, counts as counts)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z0-9_()]+):\s+(\d+)", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def read_vmstat() -> dict[str, int]:
+    """/proc/vmstat now."""
+    return parse_kv(read_text(PROC / "vmstat"))
+
+
+def read_meminfo() -> dict[str, int]:
+    """/proc/meminfo now."""
+    return parse_meminfo(read_text(PROC / "meminfo"))
+
+
+def sysctl_path(name: str) -> Path:
+    """The /proc/sys file of a dotted sysctl name."""
+    return PROC / "sys" / name.replace(".", "/")
+
+
+def read_sysctl(name: str) -> str:
+    """A sysctl's value as text, stripped."""
+    return read_text(sysctl_path(name)).strip()
+
+
+def bracketed(text: str) -> str:
+    """The selected word of a sysfs choice like ``always [madvise] never``."""
+    m = re.search(r"\[([^\]]+)\]", text)
+    return m.group(1) if m else text.strip()
+
+
+def present_bytes() -> int:
+    """Physical memory the zones span as present pages (/proc/zoneinfo) [bytes]."""
+    total = 0
+    for m in re.finditer(r"^\s+present\s+(\d+)$", read_text(PROC / "zoneinfo"), re.M):
+        total += int(m.group(1))
+    return total * PAGE_SIZE
+
+
+def mount_of(path: Path) -> tuple[str, str, str]:
+    """(device, mount point, filesystem type) of the mount holding ``path``."""
+    best = ("", "/", "")
+    rp = str(path.resolve())
+    for line in read_text(PROC / "mounts").splitlines():
+        dev, mnt, fstype = line.split()[:3]
+        mnt = mnt.replace("\\040", " ")
+        if (rp == mnt or rp.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[1]):
+            best = (dev, mnt, fstype)
+    return best
+
+
+def block_queue(dev: str) -> Path | None:
+    """The sysfs queue directory of the disk under a block device node."""
+    name = Path(dev).name
+    p = Path("/sys/class/block") / name
+    if not p.exists():
+        return None
+    q = p / "queue"
+    if q.is_dir():
+        return q
+    parent = p.resolve().parent / "queue"  # a partition: its disk's queue
+    return parent if parent.is_dir() else None
+
+
+def memcg_available() -> str | None:
+    """None when a cgroup-v1 memory controller is mounted, else why not."""
+    if not (MEMCG_ROOT / "memory.limit_in_bytes").exists():
+        return f"no cgroup-v1 memory controller at {MEMCG_ROOT}"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The machine
+# ---------------------------------------------------------------------------
+
+
+def measure_disk(work: Path, size: int = 256 << 20) -> dict[str, float]:
+    """Sequential O_DIRECT write and read bandwidth [bytes/s] and random 4 KiB read latency [ns].
+
+    Measured on a file of ``size`` in the work directory (deleted after), with
+    1 MiB requests for bandwidth and 256 random 4 KiB reads for latency,
+    bypassing the page cache so that the figures are the device's.
+    """
+    path = work / "disk-probe"
+    buf = mmap.mmap(-1, IO_CHUNK)  # page-aligned, as O_DIRECT needs
+    buf.write(os.urandom(4096) * (IO_CHUNK // 4096))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o600)
+        try:
+            t0 = time.perf_counter()
+            for _ in range(size // IO_CHUNK):
+                os.write(fd, buf)
+            os.fsync(fd)
+            write_s = time.perf_counter() - t0
+        finally:
+            os.close(fd)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            t0 = time.perf_counter()
+            while os.readv(fd, [buf]) > 0:
+                pass
+            read_s = time.perf_counter() - t0
+            small = mmap.mmap(-1, 4096)
+            rng = random.Random(1)
+            n = 256
+            t0 = time.perf_counter()
+            for _ in range(n):
+                os.preadv(fd, [small], rng.randrange(size // 4096) * 4096)
+            lat = (time.perf_counter() - t0) / n
+            small.close()
+        finally:
+            os.close(fd)
+    finally:
+        buf.close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return {
+        "write_bandwidth": round(size / write_s),
+        "read_bandwidth": round(size / read_s),
+        "latency_ns": round(lat * 1e9),
+        "probe_bytes": size,
+    }
+
+
+def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
+    """What the recording says of the machine: kernel, memory, CPUs, sysctls, THP, disk."""
+    mi = read_meminfo()
+    nodes = len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or 1
+    sysctl = {}
+    for name in RECORDED_SYSCTLS:
+        with contextlib.suppress(OSError, ValueError):
+            sysctl[name] = int(read_sysctl(name))
+    thp = {}
+    for k in ("enabled", "defrag"):
+        with contextlib.suppress(OSError):
+            thp[k] = bracketed(read_text(Path("/sys/kernel/mm/transparent_hugepage") / k))
+    dev, mnt, fstype = mount_of(work)
+    q = block_queue(dev)
+    queue: dict[str, int] = {}
+    if q is not None:
+        for k in ("read_ahead_kb", "nr_requests", "max_sectors_kb", "rotational"):
+            with contextlib.suppress(OSError, ValueError):
+                queue[k] = int(read_text(q / k).strip())
+    lru_gen = None
+    with contextlib.suppress(OSError):
+        lru_gen = read_text(Path("/sys/kernel/mm/lru_gen/enabled")).strip()
+    info: dict[str, Any] = {
+        "kernel": os.uname().release,
+        "arch": os.uname().machine,
+        "memory_bytes": present_bytes(),
+        "mem_total_kb": mi.get("MemTotal", 0),
+        "cpus": os.cpu_count() or 1,
+        "nodes": nodes,
+        "swap_bytes": mi.get("SwapTotal", 0) * 1024,
+        "hugepagesize_kb": mi.get("Hugepagesize", 2048),
+        "sysctl": sysctl,
+        "thp": thp,
+        "lru_gen": lru_gen,
+        "filesystem": fstype,
+        "device": Path(dev).name,
+        "disk": dict(queue),
+    }
+    if disk:
+        info["disk"].update(measure_disk(work))
+    return info
+
+
+def machine_key(info: dict[str, Any]) -> str:
+    """The recordings directory of a machine: ``<kernel>-<memory>GiB-<cpus>cpu``."""
+    release = re.match(r"^\d+\.\d+(?:\.\d+)?", info["kernel"])
+    rel = release.group(0) if release else re.sub(r"[^A-Za-z0-9.]", "_", info["kernel"])
+    gib = round(info["memory_bytes"] / (1 << 30))
+    return f"{rel}-{gib}GiB-{info['cpus']}cpu"
+
+
+# ---------------------------------------------------------------------------
+# Changes that are undone
+# ---------------------------------------------------------------------------
+
+
+def set_sysctl(stack: contextlib.ExitStack, name: str, value: int | str) -> None:
+    """Writes a sysctl and registers writing its old value back."""
+    old = read_sysctl(name)
+    stack.callback(_write_quiet, sysctl_path(name), old)
+    sysctl_path(name).write_text(f"{value}\n")
+
+
+def _write_quiet(path: Path, value: str) -> None:
+    with contextlib.suppress(OSError):
+        path.write_text(f"{value}\n")
+
+
+def set_nr_hugepages(pages: int) -> int:
+    """Asks for a hugetlb pool of ``pages`` and returns the pool the kernel made."""
+    sysctl_path("vm.nr_hugepages").write_text(f"{pages}\n")
+    return int(read_sysctl("vm.nr_hugepages"))
+
+
+def make_cgroup(stack: contextlib.ExitStack, name: str, limit: int | None) -> Path:
+    """Creates a v1 memory cgroup and registers its removal."""
+    why = memcg_available()
+    if why:
+        raise FidelityError(why)
+    path = MEMCG_ROOT / name
+    path.mkdir()
+    stack.callback(remove_cgroup, path)
+    if limit is not None:
+        (path / "memory.limit_in_bytes").write_text(f"{limit}\n")
+    return path
+
+
+def remove_cgroup(path: Path) -> None:
+    """Removes a memory cgroup once its processes are gone (kills any left in it)."""
+    if not path.exists():
+        return
+    for _ in range(50):
+        try:
+            pids = [int(p) for p in read_text(path / "cgroup.procs").split()]
+        except OSError:
+            pids = []
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if not pids:
+            with contextlib.suppress(OSError):
+                (path / "memory.force_empty").write_text("0\n")
+            try:
+                path.rmdir()
+                return
+            except OSError as e:
+                if e.errno not in (errno.EBUSY, errno.ENOTEMPTY):
+                    raise
+        time.sleep(0.1)
+    path.rmdir()
+
+
+def cgroup_state(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """(memory.stat, the limit files failcnt/max_usage_in_bytes/usage_in_bytes) of a group."""
+    stat = parse_kv(read_text(path / "memory.stat"))
+    files = {}
+    for k in ("failcnt", "max_usage_in_bytes", "usage_in_bytes", "limit_in_bytes"):
+        files[k] = int(read_text(path / f"memory.{k}").strip())
+    with contextlib.suppress(OSError, ValueError):
+        files["kmem.usage_in_bytes"] = int(read_text(path / "memory.kmem.usage_in_bytes").strip())
+    return stat, files
+
+
+@contextlib.contextmanager
+def signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt (as Ctrl-C does), so undo steps run."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+# ---------------------------------------------------------------------------
+# Tracepoint counts
+# ---------------------------------------------------------------------------
+
+_TRACE_LINE = re.compile(r"^\s*.+?\s+\[\d+\]\s+\S+\s+(\d+\.\d+):\s+(\w+):\s?(.*)$")
+_FIELD = re.compile(r"(\w+)=(\S+)")
+_CMP = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+}
+
+
+def parse_trace_line(line: str) -> tuple[float, str, str] | None:
+    """(timestamp [s], event, fields text) of an ftrace text line; None for other lines."""
+    m = _TRACE_LINE.match(line)
+    if not m:
+        return None
+    return float(m.group(1)), m.group(2), m.group(3)
+
+
+class TraceCounter:
+    """Counts trace lines by event, and by event with field filters (``name:field<N``)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self.counts: dict[str, int] = {k: 0 for k in keys}
+        self.filters: list[tuple[str, str, str, str, int]] = []
+        for k in keys:
+            m = re.fullmatch(r"(\w+):(\w+)(<=|>=|<|>|==)(-?\d+)", k)
+            if m:
+                self.filters.append((k, m.group(1), m.group(2), m.group(3), int(m.group(4))))
+
+    def feed(self, line: str) -> float | None:
+        """Counts one line; returns its timestamp [s] when it is an event line."""
+        parsed = parse_trace_line(line)
+        if parsed is None:
+            return None
+        self.add(parsed[1], parsed[2])
+        return parsed[0]
+
+    def add(self, event: str, fields_text: str) -> None:
+        """Counts one event with the text of its fields."""
+        if event in self.counts:
+            self.counts[event] += 1
+        for key, ev, fld, cmp, val in self.filters:
+            if ev == event:
+                fields = dict(_FIELD.findall(fields_text))
+                try:
+                    v = int(fields[fld], 0)
+                except (KeyError, ValueError):
+                    continue
+                if _CMP[cmp](v, val):
+                    self.counts[key] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        """The counts so far."""
+        return dict(self.counts)
+
+
+class TraceInstance:
+    """A private tracefs instance with some events enabled, read by a thread.
+
+    Made with ``mkdir instances/NAME`` (the global buffer and its settings are
+    not touched) and removed on close.
+    """
+
+    def __init__(self, stack: contextlib.ExitStack, name: str, events: list[str], keys: list[str]):
+        if not (TRACEFS / "instances").is_dir():
+            os.makedirs(TRACEFS, exist_ok=True)
+            rc = os.system(f"mount -t tracefs nodev {TRACEFS} 2>/dev/null")
+            if rc != 0 or not (TRACEFS / "instances").is_dir():
+                raise FidelityError(f"tracefs is not mounted at {TRACEFS} and cannot be")
+            stack.callback(os.system, f"umount {TRACEFS} 2>/dev/null")
+        self.dir = TRACEFS / "instances" / name
+        self.dir.mkdir()
+        stack.callback(self._remove)
+        (self.dir / "buffer_size_kb").write_text("8192\n")
+        for ev in events:
+            sysname, evname = ev.split(":")
+            enable = self.dir / "events" / sysname / evname / "enable"
+            if not enable.exists():
+                raise FidelityError(f"this kernel has no tracepoint {ev}")
+            enable.write_text("1\n")
+        self.counter = TraceCounter(keys)
+        self._stop = threading.Event()
+        self._fd = os.open(self.dir / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        rest = b""
+        while not self._stop.is_set():
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                time.sleep(0.02)
+                continue
+            except OSError:
+                return
+            if not chunk:
+                time.sleep(0.02)
+                continue
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                self.counter.feed(line.decode("utf-8", "replace"))
+
+    def snapshot(self) -> dict[str, int]:
+        """Counts so far, after letting the reader drain the buffer."""
+        time.sleep(0.3)
+        return self.counter.snapshot()
+
+    def lost(self) -> int:
+        """Events the buffer overwrote before they were read (per-CPU overrun)."""
+        total = 0
+        for stats in (self.dir / "per_cpu").glob("cpu*/stats"):
+            m = re.search(r"^overrun: (\d+)", read_text(stats), re.M)
+            if m:
+                total += int(m.group(1))
+        return total
+
+    def _remove(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.dir / "events" / "enable").write_text("0\n")
+        self._stop.set()
+        self._thread.join(timeout=5)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        for _ in range(20):
+            try:
+                self.dir.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+# ---------------------------------------------------------------------------
+# Worker processes
+# ---------------------------------------------------------------------------
+
+
+def _touch(m: mmap.mmap) -> None:
+    import numpy as np
+
+    a = np.frombuffer(m, dtype=np.uint8)
+    a[::PAGE_SIZE] = 1
+    del a
+
+
+def run_step(step: Step, work: Path, anon: list[mmap.mmap], data: bytes) -> dict[str, Any]:
+    """Does one task step in this process; returns what it observed."""
+    a = step.args
+    if step.op == "write":
+        fd = os.open(work / a["file"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            left = a["size"]
+            while left > 0:
+                left -= os.write(fd, data[: min(left, len(data))])
+        finally:
+            os.close(fd)
+    elif step.op == "read":
+        fd = os.open(work / a["file"], os.O_RDONLY)
+        buf = bytearray(IO_CHUNK)
+        try:
+            left = a.get("size", 1 << 62)
+            while left > 0:
+                n = os.readv(fd, [buf])
+                if n == 0:
+                    break
+                left -= n
+        finally:
+            os.close(fd)
+    elif step.op == "unlink":
+        os.unlink(work / a["file"])
+    elif step.op == "anon":
+        if a["size"] > 0:
+            m = mmap.mmap(-1, a["size"], flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            if a.get("hugepage"):
+                m.madvise(mmap.MADV_HUGEPAGE)
+            anon.append(m)
+            _touch(m)
+    elif step.op == "anon_free":
+        while anon:
+            anon.pop().close()
+    elif step.op == "files":
+        d = work / a["dir"]
+        d.mkdir(exist_ok=True)
+        content = data[: a["size"]]
+        for i in range(a["count"]):
+            fd = os.open(d / f"{i:08d}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                if content:
+                    os.write(fd, content)
+            finally:
+                os.close(fd)
+    elif step.op == "unlink_files":
+        shutil.rmtree(work / a["dir"])
+    elif step.op == "sleep":
+        time.sleep(a["time"])
+    else:
+        raise FidelityError(f"op '{step.op}' is not a task step")
+    return {}
+
+
+def _worker_main(conn: Any, procs: str | None, work: str) -> None:
+    """A task: joins the cgroup, then runs the step lists it is sent until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if procs:
+        Path(procs).write_text(f"{os.getpid()}\n")
+    anon: list[mmap.mmap] = []
+    data = bytes([0x5A]) * IO_CHUNK
+    conn.send(("ready", None))
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            break
+        try:
+            for step in msg:
+                run_step(step, Path(work), anon, data)
+            conn.send(("ok", None))
+        except Exception as e:  # noqa: BLE001 - reported to the recorder as one line
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+    while anon:
+        anon.pop().close()
+
+
+class Worker:
+    """A task of an experiment, as a child process driven over a pipe."""
+
+    def __init__(self, name: str, procs: Path | None, work: Path) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.name = name
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=_worker_main, args=(child, str(procs) if procs else None, str(work))
+        )
+        self.proc.start()
+        child.close()
+        self.killed = False
+        self.busy = False
+        if not self.conn.poll(30):
+            raise FidelityError(f"task {name}: did not start")
+        self.conn.recv()
+
+    def send(self, steps: list[Step]) -> None:
+        """Starts a list of steps."""
+        if self.killed:
+            return
+        self.conn.send(steps)
+        self.busy = True
+
+    def wait(self, deadline: float) -> None:
+        """Waits for the steps to end; a task the kernel killed (OOM) is marked killed."""
+        if not self.busy or self.killed:
+            return
+        left = deadline - time.monotonic()
+        try:
+            if not self.conn.poll(max(left, 0)):
+                raise FidelityError(f"task {self.name}: phase did not end within the timeout")
+            status, msg = self.conn.recv()
+        except (EOFError, ConnectionResetError):
+            self.proc.join(5)
+            if self.proc.exitcode == -signal.SIGKILL:
+                self.killed = True
+                self.busy = False
+                return
+            raise FidelityError(
+                f"task {self.name}: died (exit code {self.proc.exitcode})"
+            ) from None
+        self.busy = False
+        if status != "ok":
+            raise FidelityError(f"task {self.name}: {msg}")
+
+    def stop(self) -> None:
+        """Ends the process (its memory is freed)."""
+        if self.proc.is_alive() and not self.killed:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+            self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(10)
+        self.conn.close()
+
+
+def check_fits(footprint: dict[str, int], work: Path) -> None:
+    """Refuses an experiment whose memory or disk use would not fit well inside the machine."""
+    mi = read_meminfo()
+    total = mi.get("MemTotal", 0) * 1024
+    avail = mi.get("MemAvailable", 0) * 1024
+    mem = footprint["memory"]
+    if mem > 0.75 * total or mem > 0.85 * avail:
+        raise FidelityError(
+            f"needs {mem >> 20} MiB of anonymous memory and hugetlb pool; this machine has "
+            f"{total >> 20} MiB ({avail >> 20} MiB available): too large to run safely here"
+        )
+    st = os.statvfs(work)
+    free = st.f_bavail * st.f_frsize
+    if footprint["disk"] > 0.5 * free:
+        raise FidelityError(
+            f"writes {footprint['disk'] >> 20} MiB; {work} has {free >> 20} MiB free: too large"
+        )

@@ -1,0 +1,219 @@
+"""``vmsim fidelity --record``: runs an experiment on the running kernel and writes a recording.
+
+A recording is one JSON file, ``<recordings>/<kernel>-<memory>GiB-<cpus>cpu/NAME.json``:
+
+```
+{"format": "vmsim-fidelity-recording/1", "experiment": NAME,
+ "experiment_sha256": …, "recorded": ISO time, "machine": {…},
+ "runs": [{"wall_seconds": …,
+           "snapshots": [{"name": "start" | PHASE, "vmstat": {…}, "meminfo": {…},
+                          "buddyinfo": TEXT, "memcg_stat": {…} | null,
+                          "memcg": {"failcnt": …, …} | null, "trace": {…} | null}, …],
+           "phases": [{"name": PHASE, "seconds": …, "killed": [TASK…],
+                       "nr_hugepages": [asked, got]…, "trace_lost": N}, …]}, …]}
+```
+
+The snapshot named after a phase is /proc read at its end; ``start`` is read
+before the first phase. Nothing of the experiment outlives the recording: its
+cgroup, sysctls, ``nr_hugepages``, tracefs instance and files are undone on
+success, error, Ctrl-C or SIGTERM alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vmsim.fidelity import host
+from vmsim.fidelity.experiment import Experiment, FidelityError
+
+FORMAT = "vmsim-fidelity-recording/1"
+MAX_RUNS = 20
+Log = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def check_can_record(exp: Experiment, work_root: Path) -> None:
+    """Refuses (one line) when this process or machine cannot run the experiment."""
+    if os.geteuid() != 0:
+        raise FidelityError(
+            "--record needs root (it makes a memory cgroup and writes /proc/sys/vm); run it as root"
+        )
+    if exp.cgroup_limit is not None or any(t.cgroup for t in exp.tasks):
+        why = host.memcg_available()
+        if why:
+            raise FidelityError(f"{exp.name}: {why}")
+    if not work_root.is_dir():
+        raise FidelityError(f"--work-dir {work_root}: no such directory")
+    _, mnt, fstype = host.mount_of(work_root)
+    if fstype in ("tmpfs", "ramfs", "devtmpfs", "proc", "sysfs"):
+        raise FidelityError(
+            f"--work-dir {work_root} is on {fstype} ({mnt}): experiments need a disk filesystem"
+        )
+    host.check_fits(exp.footprint(), work_root)
+
+
+def _snapshot(name: str, cg: Path | None, tracer: host.TraceInstance | None) -> dict[str, Any]:
+    stat = files = None
+    if cg is not None:
+        stat, files = host.cgroup_state(cg)
+    return {
+        "name": name,
+        "vmstat": host.read_vmstat(),
+        "meminfo": host.read_meminfo(),
+        "buddyinfo": host.read_text(host.PROC / "buddyinfo"),
+        "memcg_stat": stat,
+        "memcg": files,
+        "trace": tracer.snapshot() if tracer else None,
+    }
+
+
+def run_once(
+    exp: Experiment, work_root: Path, *, trace: bool = True, log: Log = _quiet
+) -> dict[str, Any]:
+    """Runs the experiment once on this kernel and returns the run's record."""
+    tag = f"vmsim-fidelity-{os.getpid()}"
+    t_start = time.monotonic()
+    with contextlib.ExitStack() as stack, host.signals_as_interrupt():
+        work = work_root / tag
+        work.mkdir()
+        stack.callback(shutil.rmtree, work, True)
+        cg = None
+        if exp.cgroup_limit is not None or any(t.cgroup for t in exp.tasks):
+            cg = host.make_cgroup(stack, tag, exp.cgroup_limit)
+        for name, value in exp.sysctl.items():
+            host.set_sysctl(stack, name, value)
+        if any(s.op == "nr_hugepages" for p in exp.phases for s in p.steps):
+            host.set_sysctl(stack, "vm.nr_hugepages", host.read_sysctl("vm.nr_hugepages"))
+        workers: dict[str, host.Worker] = {}
+        for t in exp.tasks:
+            w = host.Worker(t.name, cg / "cgroup.procs" if (cg and t.cgroup) else None, work)
+            stack.callback(w.stop)
+            workers[t.name] = w
+        tracer = None
+        if trace and exp.trace:
+            keys = [m.filter_key for m in exp.metrics if m.source == "trace"]
+            keys += [e.split(":")[1] for e in exp.trace]
+            tracer = host.TraceInstance(stack, tag, exp.trace, sorted(set(keys)))
+        snapshots = [_snapshot("start", cg, tracer)]
+        phases = []
+        for ph in exp.phases:
+            t0 = time.monotonic()
+            deadline = t0 + exp.timeout
+            for name, w in workers.items():
+                steps = [s for s in ph.steps if s.task == name]
+                if steps:
+                    w.send(steps)
+            record: dict[str, Any] = {"name": ph.name}
+            for s in ph.steps:
+                if s.task is not None:
+                    continue
+                if s.op == "nr_hugepages":
+                    got = host.set_nr_hugepages(s.args["pages"])
+                    record.setdefault("nr_hugepages", []).append([s.args["pages"], got])
+                elif s.op == "compact_memory":
+                    host.sysctl_path("vm.compact_memory").write_text("1\n")
+                elif s.op == "sleep":
+                    time.sleep(s.args["time"])
+            for w in workers.values():
+                w.wait(deadline)
+            record["seconds"] = round(time.monotonic() - t0, 6)
+            record["killed"] = [n for n, w in workers.items() if w.killed]
+            snapshots.append(_snapshot(ph.name, cg, tracer))
+            if tracer:
+                record["trace_lost"] = tracer.lost()
+            phases.append(record)
+            log(f"  {ph.name}: {record['seconds']:.1f} s")
+    return {
+        "wall_seconds": round(time.monotonic() - t_start, 3),
+        "snapshots": snapshots,
+        "phases": phases,
+    }
+
+
+def record(
+    exp: Experiment,
+    runs: int,
+    recordings: Path,
+    work_root: Path,
+    *,
+    trace: bool = True,
+    log: Log = _quiet,
+    disk_probe: bool = True,
+) -> Path:
+    """Records ``runs`` runs of an experiment and writes the recording file; returns its path."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
+        raise FidelityError(f"--runs {runs}: must be an integer from 1 to {MAX_RUNS}")
+    check_can_record(exp, work_root)
+    with tempfile.TemporaryDirectory(dir=work_root, prefix="vmsim-fidelity-probe-") as probe:
+        machine = host.machine_info(Path(probe), disk=disk_probe)
+    out = []
+    for i in range(runs):
+        log(f"{exp.name}: run {i + 1} of {runs}")
+        out.append(run_once(exp, work_root, trace=trace, log=log))
+    rec = {
+        "format": FORMAT,
+        "experiment": exp.name,
+        "experiment_sha256": exp.sha256,
+        "recorded": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine,
+        "runs": out,
+    }
+    path = recordings / host.machine_key(machine) / f"{exp.name}.json"
+    write_recording(path, rec)
+    return path
+
+
+def write_recording(path: Path, rec: dict[str, Any]) -> None:
+    """Writes a recording whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(rec, f, indent=1, sort_keys=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def load_recording(path: Path) -> dict[str, Any]:
+    """Reads and checks a recording file; raises FidelityError (one line) if it is not one."""
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise FidelityError(f"{path}: cannot read: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FidelityError(f"{path}: not a recording (bad JSON: {e})") from None
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+        raise FidelityError(f"{path}: not a recording (format is not {FORMAT})")
+    runs = rec.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise FidelityError(f"{path}: a recording without runs")
+    machine = rec.get("machine")
+    if not isinstance(machine, dict) or not {"kernel", "memory_bytes", "cpus"} <= set(machine):
+        raise FidelityError(f"{path}: the machine description is incomplete")
+    for i, r in enumerate(runs):
+        snaps = r.get("snapshots") if isinstance(r, dict) else None
+        phases = r.get("phases") if isinstance(r, dict) else None
+        if not isinstance(snaps, list) or not isinstance(phases, list):
+            raise FidelityError(f"{path}: run {i + 1} has no snapshots or phases")
+        if len(snaps) != len(phases) + 1 or snaps[0].get("name") != "start":
+            raise FidelityError(f"{path}: run {i + 1}: snapshots do not match its phases")
+        for s in snaps:
+            if not isinstance(s.get("vmstat"), dict) or not isinstance(s.get("buddyinfo"), str):
+                raise FidelityError(f"{path}: run {i + 1}: snapshot '{s.get('name')}' is damaged")
+    return rec

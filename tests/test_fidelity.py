@@ -1,0 +1,445 @@
+"""vmsim fidelity: experiment files, recordings, the comparison, and real runs on this kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from vmsim import api
+from vmsim.cli import main
+from vmsim.fidelity import compare as fc
+from vmsim.fidelity import host
+from vmsim.fidelity.experiment import (
+    FidelityError,
+    load_experiments,
+    parse_experiment,
+    parse_metric,
+)
+from vmsim.fidelity.record import FORMAT, load_recording, record, write_recording
+
+MACHINE = {
+    "kernel": "6.18.44-test",
+    "memory_bytes": 1 << 30,
+    "cpus": 2,
+    "nodes": 1,
+    "swap_bytes": 0,
+    "sysctl": {"vm.min_free_kbytes": 8192, "vm.watermark_boost_factor": 15000},
+    "thp": {"enabled": "madvise", "defrag": "madvise"},
+    "lru_gen": None,
+    "device": "vda",
+    "disk": {"write_bandwidth": 500_000_000, "read_bandwidth": 600_000_000, "latency_ns": 200000},
+}
+
+SMALL = """
+name = "small"
+description = "a test"
+metrics = ["vmstat.nr_dirtied@write", "vmstat.pgscan_file", "memcg.cache@write",
+           "time.seconds@read", "buddy.huge_free@read"]
+[cgroup]
+limit_in_bytes = "16MiB"
+[[task]]
+name = "dd"
+cgroup = true
+[[phase]]
+name = "write"
+steps = [{ task = "dd", op = "write", file = "data", size = "8MiB" }]
+[[phase]]
+name = "read"
+steps = [{ task = "dd", op = "read", file = "data" }]
+"""
+
+
+def exp_of(text: str, name: str = "small"):
+    return parse_experiment(text, Path(f"{name}.toml"))
+
+
+def needs_real_memcg(work: Path) -> None:
+    """Skips (saying why) unless this is root on a kernel with the v1 memory controller."""
+    if os.geteuid() != 0:
+        pytest.skip("real-kernel experiment: needs root")
+    why = host.memcg_available()
+    if why:
+        pytest.skip(f"real-kernel experiment: {why}")
+    fstype = host.mount_of(work)[2]
+    if fstype in ("tmpfs", "ramfs"):
+        pytest.skip(f"real-kernel experiment: the test's directory is on {fstype}, not a disk")
+
+
+def leftovers(work: Path) -> list[str]:
+    """What a recording may have left: cgroups, work files, tracefs instances."""
+    out = [p.name for p in host.MEMCG_ROOT.glob("vmsim-fidelity-*")]
+    out += [p.name for p in work.glob("vmsim-fidelity-*")]
+    out += [p.name for p in (host.TRACEFS / "instances").glob("vmsim-fidelity-*")]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Experiment files
+
+
+def test_shipped_experiments_are_six_or_more_with_five_metrics_each():
+    exps = load_experiments()
+    real = [e for n, e in exps.items() if n != "tiny-memcg"]
+    assert len(real) >= 6
+    for e in exps.values():
+        assert len(e.metrics) >= 5, e.name
+        sc, _ = fc.vmsim_scenario(e, MACHINE | {"memory_bytes": 24 << 30})
+        api.load_scenario(sc)  # vmsim accepts every derived scenario
+
+
+def test_experiment_errors_are_one_line():
+    cases = {
+        SMALL.replace('description = "a test"', 'colour = "blue"'): "unknown key 'colour'",
+        SMALL.replace('size = "8MiB"', 'size = "8 parsecs"'): "not a size",
+        SMALL.replace("@read", "@nowhere", 1): "no phase 'nowhere'",
+        SMALL.replace('op = "read"', 'op = "teleport"'): "unknown op 'teleport'",
+        SMALL.replace('task = "dd", op = "read"', 'task = "cat", op = "read"'): "unknown task",
+        SMALL.replace('"vmstat.pgscan_file"', '"vmstat.pgscan_file", "vmstat.pgscan_file"'): (
+            "listed twice"
+        ),
+    }
+    for text, msg in cases.items():
+        with pytest.raises(FidelityError, match=msg) as ei:
+            exp_of(text)
+        assert "\n" not in str(ei.value)
+
+
+def test_metric_specs():
+    m = parse_metric("trace.mm_page_alloc_extfrag:fallback_order<9@load", ["load"], "t")
+    assert (m.source, m.name, m.phase, m.filter_key) == (
+        "trace",
+        "mm_page_alloc_extfrag",
+        "load",
+        "mm_page_alloc_extfrag:fallback_order<9",
+    )
+    with pytest.raises(FidelityError, match="only trace metrics"):
+        parse_metric("vmstat.pgfault:order<3", [], "t")
+    with pytest.raises(FidelityError, match="unknown source"):
+        parse_metric("sysfs.thing", [], "t")
+
+
+def test_footprint_counts_what_is_held_at_once():
+    e = exp_of(
+        SMALL.replace(
+            'steps = [{ task = "dd", op = "read", file = "data" }]',
+            'steps = [{ task = "dd", op = "anon", size = "1GiB" }, '
+            '{ task = "dd", op = "anon_free" }, { op = "nr_hugepages", pages = 100 }]',
+        )
+    )
+    # 1 GiB held, freed, then a 200 MiB pool: the peak is 1 GiB, not their sum.
+    assert e.footprint() == {"memory": 1 << 30, "disk": 8 << 20}
+    assert e.missing == ["a hugetlb pool (vm.nr_hugepages)"]
+
+
+# ---------------------------------------------------------------------------
+# The vmsim side
+
+
+def test_vmsim_scenario_reads_proc_after_every_phase():
+    text = SMALL.replace("[cgroup]", '[sysctl]\n"vm.watermark_boost_factor" = 0\n[cgroup]')
+    sc, missing = fc.vmsim_scenario(exp_of(text), MACHINE)
+    prog = sc["task"][0]["program"]
+    snaps = [op["name"] for op in prog if op["op"] == "snapshot"]
+    assert snaps == ["start", "write", "read"]
+    ops = [op["op"] for op in prog if op["op"] not in ("signal", "wait", "snapshot")]
+    assert ops == ["write", "read"]
+    assert sc["kernel"]["watermark_boost_factor"] == 0  # the experiment's sysctl wins
+    assert sc["kernel"]["min_free_kbytes"] == 8192  # the recorded machine's
+    assert sc["disk"]["latency"] == 200000 and sc["machine"]["memory"] == "1GiB"
+    assert sc["cgroup"] == [{"path": "fidelity", "limit_in_bytes": 16 << 20}]
+    assert missing == []
+
+
+def test_vmsim_run_gives_snapshots_at_phase_ends():
+    sim = fc.run_vmsim(exp_of(SMALL), MACHINE)
+    names = [s["name"] for s in sim["snapshots"]]
+    assert names == ["start", "write", "read"]
+    t = [s["time_seconds"] for s in sim["snapshots"]]
+    assert t[0] <= t[1] <= t[2]
+    dirtied = (
+        sim["snapshots"][1]["vmstat"]["nr_dirtied"] - sim["snapshots"][0]["vmstat"]["nr_dirtied"]
+    )
+    assert dirtied == 2048  # 8 MiB written in the first phase
+
+
+# ---------------------------------------------------------------------------
+# Recordings and the arithmetic
+
+
+def fake_run(dirtied: int, scanned: int, seconds: float) -> dict:
+    buddy = "Node 0, zone   Normal " + "".join(f"{c:7d}" for c in [1] + [0] * 8 + [2, 3]) + " \n"
+    start = {
+        "name": "start",
+        "vmstat": {"nr_dirtied": 100, "pgscan_file": 5},
+        "meminfo": {},
+        "buddyinfo": buddy,
+        "memcg_stat": {"cache": 0},
+        "memcg": {"failcnt": 0},
+        "trace": None,
+    }
+    mid = dict(
+        start,
+        name="write",
+        vmstat={"nr_dirtied": 100 + dirtied, "pgscan_file": 5},
+        memcg_stat={"cache": 8 << 20},
+    )
+    end = dict(mid, name="read", vmstat={"nr_dirtied": 100 + dirtied, "pgscan_file": 5 + scanned})
+    return {
+        "wall_seconds": 1.0,
+        "snapshots": [start, mid, end],
+        "phases": [
+            {"name": "write", "seconds": 0.5, "killed": []},
+            {"name": "read", "seconds": seconds, "killed": []},
+        ],
+    }
+
+
+def fake_recording(runs: list[dict]) -> dict:
+    return {
+        "format": FORMAT,
+        "experiment": "small",
+        "experiment_sha256": "x",
+        "recorded": "2026-11-25T00:00:00Z",
+        "machine": MACHINE,
+        "runs": runs,
+    }
+
+
+def test_recording_round_trip_and_damage(tmp_path):
+    rec = fake_recording([fake_run(2048, 10, 0.25), fake_run(2050, 30, 0.35)])
+    path = tmp_path / "m" / "small.json"
+    write_recording(path, rec)
+    assert load_recording(path) == rec
+    assert [p.name for p in path.parent.iterdir()] == ["small.json"]  # no temporary left
+    path.write_text(path.read_text()[:-40])
+    with pytest.raises(FidelityError, match="bad JSON"):
+        load_recording(path)
+    bad = json.loads(json.dumps(rec))
+    bad["runs"][0]["snapshots"].pop()
+    write_recording(path, bad)
+    with pytest.raises(FidelityError, match="snapshots do not match"):
+        load_recording(path)
+
+
+def test_real_values_per_phase_and_whole():
+    e = exp_of(SMALL)
+    run = fake_run(2048, 10, 0.25)
+    got = {m.spec: fc.real_value(m, run, e.phase_names()) for m in e.metrics}
+    assert got == {
+        "vmstat.nr_dirtied@write": 2048,
+        "vmstat.pgscan_file": 10,
+        "memcg.cache@write": 8 << 20,
+        "time.seconds@read": 0.25,
+        "buddy.huge_free@read": 2 * 512 + 3 * 1024,
+    }
+
+
+def test_judge():
+    assert fc.judge([100.0], 125.0)["ok"] and not fc.judge([100.0], 126.0)["ok"]
+    assert fc.judge([100.0], 75.0)["ok"] and not fc.judge([100.0], 74.0)["ok"]
+    # The real range is wider than ±25 %: inside it is within.
+    j = fc.judge([10.0, 100.0], 95.0)
+    assert j["ok"] and j["real"] == 55.0 and j["real_min"] == 10.0 and j["ratio"] == 95 / 55
+    assert fc.judge([0.0, 0.0], 0.0) == {
+        "real": 0.0,
+        "real_min": 0.0,
+        "real_max": 0.0,
+        "runs": 2,
+        "vmsim": 0.0,
+        "ratio": 1.0,
+        "ok": True,
+    }
+    zero = fc.judge([0.0], 3.0)
+    assert zero["ratio"] is None and not zero["ok"]
+    assert not fc.judge([5.0], None)["ok"]  # vmsim has no such figure: a miss
+
+
+def test_fidelity_over_a_recording_directory(tmp_path):
+    e = exp_of(SMALL)
+    rec = fake_recording([fake_run(2048, 10, 0.25), fake_run(2050, 30, 0.35)])
+    rec["experiment_sha256"] = e.sha256
+    write_recording(tmp_path / "6.18-1GiB-2cpu" / "small.json", rec)
+    out = fc.fidelity({"small": e}, [], tmp_path)
+    ex = out["experiments"]["small"]
+    assert ex["total"] == 5 and out["total"] == 5 and out["score"] == round(out["ok"] / 5, 4)
+    m = ex["metrics"]["vmstat.nr_dirtied@write"]
+    assert (m["real"], m["real_min"], m["real_max"], m["vmsim"]) == (2049, 2048, 2050, 2048)
+    assert m["ok"] and abs(m["ratio"] - 2048 / 2049) < 1e-12
+    assert not ex["stale_recording"]
+    text = fc.render_text(out)
+    assert "vmstat.nr_dirtied@write" in text and text.rstrip().endswith(f"({out['score']:.2f})")
+    with pytest.raises(FidelityError, match="unknown experiment 'nope'"):
+        fc.fidelity({"small": e}, ["nope"], tmp_path)
+
+
+def test_count_trace_by_phase_with_filters(tmp_path):
+    t = tmp_path / "trace"
+    line = (
+        "  fio-12  [001] .....   {ts:.6f}: mm_page_alloc_extfrag: page=0x1 pfn=0x1 "
+        "alloc_order=0 fallback_order={fo} alloc_migratetype=0 fallback_migratetype=1 "
+        "fragmenting=1 change_ownership=0\n"
+    )
+    t.write_text(
+        "# tracer: nop\n"
+        + line.format(ts=0.5, fo=3)
+        + line.format(ts=1.5, fo=9)
+        + line.format(ts=1.6, fo=2)
+        + line.format(ts=3.5, fo=1)
+    )
+    keys = ["mm_page_alloc_extfrag", "mm_page_alloc_extfrag:fallback_order<9"]
+    got = fc.count_trace(t, keys, [0.0, 1.0, 2.0])
+    assert got == [
+        {"mm_page_alloc_extfrag": 1, "mm_page_alloc_extfrag:fallback_order<9": 1},
+        {"mm_page_alloc_extfrag": 2, "mm_page_alloc_extfrag:fallback_order<9": 1},
+    ]
+
+
+# ---------------------------------------------------------------------------
+# The command line
+
+
+def test_cli_fidelity_json_on_the_shipped_recording(capsys):
+    main(["fidelity", "tiny-memcg", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    e = out["experiments"]["tiny-memcg"]
+    assert set(e["metrics"]) == {m.spec for m in load_experiments()["tiny-memcg"].metrics}
+    for m in e["metrics"].values():
+        assert set(m) >= {"real", "vmsim", "ratio", "ok"}
+    assert out["total"] == e["total"] >= 5 and 0 <= out["score"] <= 1
+    main(["fidelity", "tiny-memcg", "--json"])
+    assert json.loads(capsys.readouterr().out) == out  # deterministic
+
+
+def test_cli_errors_are_one_line(capsys, monkeypatch, tmp_path):
+    for argv, msg in (
+        (["fidelity", "nope"], "unknown experiment 'nope'"),
+        (["fidelity", "--recordings", str(tmp_path / "none")], "no such directory"),
+        (["fidelity", "--record", "nope"], "unknown experiment 'nope'"),
+        (["fidelity", "--record", "tiny-memcg", "--runs", "0"], "--runs 0"),
+    ):
+        with pytest.raises(SystemExit) as ei:
+            main(argv)
+        assert ei.value.code == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, err
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SystemExit) as ei:
+        main(["fidelity", "--record", "tiny-memcg", "--recordings", str(tmp_path)])
+    assert ei.value.code == 2
+    assert "needs root" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_record_refuses_what_does_not_fit(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the size check comes after the root check")
+    e = exp_of(
+        SMALL.replace(
+            'size = "8MiB"', 'size = "8MiB" }, { task = "dd", op = "anon", size = "64TiB"'
+        )
+    )
+    with pytest.raises(FidelityError, match="too large"):
+        record(e, 1, tmp_path / "rec", tmp_path)
+    assert not (tmp_path / "rec").exists()
+
+
+# ---------------------------------------------------------------------------
+# Real experiments on this kernel (CI runs as root on the same kind of machine)
+
+
+def test_tiny_real_experiment_records_and_compares(tmp_path):
+    needs_real_memcg(tmp_path)
+    e = load_experiments()["tiny-memcg"]
+    boost = host.read_sysctl("vm.watermark_boost_factor")
+    path = record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False)
+    rec = load_recording(path)
+    assert rec["machine"]["kernel"] == os.uname().release
+    run = rec["runs"][0]
+    dirtied = fc.real_value(
+        parse_metric("vmstat.nr_dirtied@write", ["write", "read"], "t"), run, e.phase_names()
+    )
+    assert dirtied >= 16384  # the kernel dirtied at least the 64 MiB written
+    assert run["snapshots"][1]["memcg"]["max_usage_in_bytes"] <= 32 << 20
+    assert leftovers(tmp_path) == [] and host.read_sysctl("vm.watermark_boost_factor") == boost
+    out = fc.fidelity({e.name: e}, [], tmp_path / "rec")
+    assert out["total"] == len(e.metrics)
+
+
+FAILING = """
+name = "failing"
+description = "the second phase reads a file that does not exist"
+metrics = ["vmstat.nr_dirtied", "vmstat.pgscan_file", "vmstat.pgsteal_file",
+           "vmstat.oom_kill", "time.seconds"]
+trace = ["vmscan:mm_vmscan_memcg_reclaim_begin"]
+[sysctl]
+"vm.dirty_expire_centisecs" = {expire}
+[cgroup]
+limit_in_bytes = "16MiB"
+[[task]]
+name = "dd"
+cgroup = true
+[[phase]]
+name = "write"
+steps = [{{ task = "dd", op = "write", file = "data", size = "4MiB" }},
+         {{ task = "dd", op = "anon", size = "4MiB" }}]
+[[phase]]
+name = "read"
+steps = [{{ task = "dd", op = "{last}", {args} }}]
+"""
+
+
+def test_failing_experiment_leaves_nothing_behind(tmp_path):
+    needs_real_memcg(tmp_path)
+    expire = host.read_sysctl("vm.dirty_expire_centisecs")
+    text = FAILING.format(expire=int(expire) + 7, last="read", args='file = "absent"')
+    e = parse_experiment(text, Path("failing.toml"))
+    with pytest.raises(FidelityError, match="task dd: FileNotFoundError"):
+        record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False)
+    assert leftovers(tmp_path) == []
+    assert host.read_sysctl("vm.dirty_expire_centisecs") == expire
+    assert not (tmp_path / "rec").exists()
+
+
+def test_interrupted_recording_leaves_nothing_behind(tmp_path):
+    needs_real_memcg(tmp_path)
+    expire = host.read_sysctl("vm.dirty_expire_centisecs")
+    text = FAILING.format(expire=int(expire) + 7, last="sleep", args='time = "60s"')
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "failing.toml").write_text(text)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vmsim.cli",
+            "fidelity",
+            "--record",
+            "failing",
+            "--experiments",
+            str(tmp_path / "exp"),
+            "--recordings",
+            str(tmp_path / "rec"),
+            "--work-dir",
+            str(tmp_path),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any(host.MEMCG_ROOT.glob("vmsim-fidelity-*")):
+            break
+        time.sleep(0.1)
+    time.sleep(2.0)  # well inside the 60 s sleep of the last phase
+    assert host.read_sysctl("vm.dirty_expire_centisecs") != expire  # set while it runs
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0, err
+    assert leftovers(tmp_path) == []
+    assert host.read_sysctl("vm.dirty_expire_centisecs") == expire
+    assert not (tmp_path / "rec").exists()
