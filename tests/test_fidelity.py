@@ -443,3 +443,32 @@ def test_interrupted_recording_leaves_nothing_behind(tmp_path):
     assert leftovers(tmp_path) == []
     assert host.read_sysctl("vm.dirty_expire_centisecs") == expire
     assert not (tmp_path / "rec").exists()
+
+
+def test_a_phase_vmsim_did_not_finish_is_not_within(monkeypatch):
+    e = exp_of(SMALL)
+    rec = fake_recording([fake_run(2048, 10, 0.25)])
+    real = rec["runs"][0]["snapshots"]
+    # vmsim's task died in 'read': its last snapshot is /proc at the end of the run.
+    died = dict(real[2], time_seconds=0.9, incomplete=True)
+    snaps = [dict(real[0], time_seconds=0.0), dict(real[1], time_seconds=0.5), died]
+    snaps = [dict(s, memcg={"groups": {"fidelity": {"stat": s["memcg_stat"]}}}) for s in snaps]
+    sim = {
+        "snapshots": snaps,
+        "trace": None,
+        "missing": [],
+        "killed": 1,
+        "elapsed": 0.9,
+        "completed": True,
+    }
+    monkeypatch.setattr(fc, "run_vmsim", lambda *a: sim)
+    out = fc.compare_experiment(e, rec)
+    m = out["metrics"]
+    # Same figures as the real run, but the read phase never ended in vmsim.
+    assert m["vmstat.pgscan_file"]["vmsim"] == 10 and not m["vmstat.pgscan_file"]["ok"]
+    assert "killed before the end of phase read" in m["vmstat.pgscan_file"]["note"]
+    assert m["vmstat.nr_dirtied@write"]["ok"] and "note" not in m["vmstat.nr_dirtied@write"]
+    assert out["vmsim_unfinished_phases"] == ["read"]
+    # Where the real task was killed in that phase too, the figures compare as usual.
+    rec["runs"][0]["phases"][1]["killed"] = ["dd"]
+    assert fc.compare_experiment(e, rec)["metrics"]["vmstat.pgscan_file"]["ok"]
