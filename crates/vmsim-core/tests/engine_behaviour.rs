@@ -874,5 +874,7 @@ program = [
     assert_eq!(g.stat["cache"], 2048 * 4096);
     // A scenario without snapshot operations reports none (its JSON has no `snapshots` key).
     let plain = run("[machine]\nmemory=\"256MiB\"\n[[task]]\nname=\"t\"\nprogram=[{op=\"touch\",size=\"1MiB\"}]\n");
-    assert!(!serde_json::to_string(&plain).unwrap().contains("\"snapshots\""));
+    assert!(!serde_json::to_string(&plain)
+        .unwrap()
+        .contains("\"snapshots\""));
 }
