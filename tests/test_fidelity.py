@@ -366,6 +366,8 @@ def test_tiny_real_experiment_records_and_compares(tmp_path):
     )
     assert dirtied >= 16384  # the kernel dirtied at least the 64 MiB written
     assert run["snapshots"][1]["memcg"]["max_usage_in_bytes"] <= 32 << 20
+    # The group is charged for the experiment's memory, not for the recorder's copy.
+    assert run["snapshots"][0]["memcg"]["usage_in_bytes"] < 2 << 20
     assert leftovers(tmp_path) == [] and host.read_sysctl("vm.watermark_boost_factor") == boost
     out = fc.fidelity({e.name: e}, [], tmp_path / "rec")
     assert out["total"] == len(e.metrics)

@@ -495,7 +495,7 @@ def render_text(result: dict[str, Any]) -> str:
                 if m.get("real") is not None
                 else "—"
             )
-            ratio = "—" if m["ratio"] is None else f"{m['ratio']:.2f}"
+            ratio = "—" if m["ratio"] is None else f"{m['ratio'] + 0.0:.2f}"
             lines.append(
                 f"  {spec:<{w}}  {_num(m['real']):>13}  {rng:>25}  {_num(m['vmsim']):>13}  "
                 f"{ratio:>7}  {'yes' if m['ok'] else 'no'}{' *' if m.get('note') else ''}"

@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vmsim.fidelity.experiment import FidelityError, Step
 
 PAGE_SIZE = 4096
@@ -486,8 +488,6 @@ class TraceInstance:
 
 
 def _touch(m: mmap.mmap) -> None:
-    import numpy as np
-
     a = np.frombuffer(m, dtype=np.uint8)
     a[::PAGE_SIZE] = 1
     del a
@@ -549,12 +549,18 @@ def run_step(step: Step, work: Path, anon: list[mmap.mmap], data: bytes) -> dict
 
 
 def _worker_main(conn: Any, procs: str | None, work: str) -> None:
-    """A task: joins the cgroup, then runs the step lists it is sent until told to stop."""
+    """A task: joins the cgroup, then runs the step lists it is sent until told to stop.
+
+    It is a fresh interpreter (spawned, not forked: a forked child's
+    copy-on-write faults would charge the parent's memory to the group), and
+    everything it needs is imported and allocated before it joins the group,
+    so the group is charged for the experiment's own memory only.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if procs:
-        Path(procs).write_text(f"{os.getpid()}\n")
     anon: list[mmap.mmap] = []
     data = bytes([0x5A]) * IO_CHUNK
+    if procs:
+        Path(procs).write_text(f"{os.getpid()}\n")
     conn.send(("ready", None))
     while True:
         msg = conn.recv()
@@ -574,7 +580,7 @@ class Worker:
     """A task of an experiment, as a child process driven over a pipe."""
 
     def __init__(self, name: str, procs: Path | None, work: Path) -> None:
-        ctx = multiprocessing.get_context("fork")
+        ctx = multiprocessing.get_context("spawn")
         self.name = name
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(
