@@ -107,6 +107,8 @@ section! {
         highorder_retry: u64 = 1, "[passes]";
         /// Lumpy reclaim (2.6.23–3.x): for high orders, reclaim also takes the LRU neighbours of each page in its aligned block.
         lumpy_reclaim: bool = false, "[bool]";
+        /// Working-set detection of evicted page-cache pages (mm/workingset.c, 3.15+): reclaim leaves a shadow entry; a page read back within the working set's size comes back active (workingset_refault_file, _activate_file, _restore_file). false is the kernels before 3.15.
+        workingset: bool = true, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
         flusher: bool = true, "[bool]";
         /// CONFIG_HZ: timer ticks per second; throttling sleeps come in jiffies.

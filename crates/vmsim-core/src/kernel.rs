@@ -100,6 +100,8 @@ pub struct TaskStruct {
     pub throttled_since: Option<u64>,
     /// A direct reclaim this task is inside of and sleeping in.
     pub reclaim: Option<ReclaimResume>,
+    /// A memcg charge whose limit reclaim slept: where try_charge_memcg's loop resumes.
+    pub memcg_charge: Option<crate::mm::memcontrol::ChargeResume>,
     /// When its current direct reclaim began [ns].
     pub reclaim_start: u64,
     /// Pages it holds isolated while asleep inside reclaim: (node, file, pages).
@@ -182,6 +184,8 @@ pub struct Kernel {
     pub reclaim_skipped: u64,
     /// Compaction, kcompactd and huge-page fault state.
     pub compact: crate::mm::compaction::CompactState,
+    /// Shadow entries evicted page-cache pages left (mm/workingset.c).
+    pub shadows: crate::mm::workingset::ShadowTable,
     /// Huge-page faults, fault latencies and MADV_HUGEPAGE marks.
     pub thp: crate::mm::huge_memory::ThpState,
     /// AF_UNIX sockets, by id.
@@ -249,6 +253,7 @@ impl Kernel {
             reclaim_throttled: 0,
             reclaim_skipped: 0,
             compact: Default::default(),
+            shadows: Default::default(),
             thp: Default::default(),
             sockets: Vec::new(),
             pending_starts: Vec::new(),
@@ -295,6 +300,7 @@ impl Kernel {
             highorder_passes: 0,
             throttled_since: None,
             reclaim: None,
+            memcg_charge: None,
             reclaim_start: 0,
             isolated_held: (0, false, 0),
             stats: TaskStats::default(),

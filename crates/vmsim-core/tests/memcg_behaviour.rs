@@ -353,3 +353,110 @@ program = [ {{ op = "write", file = "q", size = "400MiB" }} ]
         );
     }
 }
+
+/// A writer of `size` then a reader of the same file, in a group limited to `limit`.
+fn dd_through(limit: &str, size: &str, kernel: &str) -> RunResult {
+    let sc = scenario(
+        "512MiB",
+        "0",
+        kernel,
+        &format!(
+            r#"
+[[cgroup]]
+path = "L"
+limit_in_bytes = "{limit}"
+[[task]]
+name = "dd"
+cgroup = "L"
+program = [ {{ op = "write", file = "f", size = "{size}" }}, {{ op = "read", file = "f" }} ]
+"#
+        ),
+    );
+    run_checked(&sc)
+}
+
+#[test]
+fn a_writer_over_the_limit_waits_for_the_flusher_instead_of_being_killed() {
+    // Every page the group can hold is dirty when the limit is first hit: limit reclaim
+    // wakes the flusher, sleeps (VMSCAN_THROTTLE_WRITEBACK) and waits on writeback,
+    // and the charge retries after the writes completed.
+    let r = dd_through("16MiB", "64MiB", "");
+    assert_eq!(r.summary.oom_kills, 0);
+    assert!(r.summary.completed);
+    assert_eq!(
+        r.vmstat_delta["nr_written"], 16384,
+        "every page written back"
+    );
+    assert!(
+        r.vmstat_delta["pgsteal_file"] >= 16384 - 4096,
+        "reclaimed as it went"
+    );
+    let l = &r.memcg.as_ref().unwrap().groups["L"];
+    assert!(l.max_usage_in_bytes <= 16 << 20);
+    assert!(
+        r.vmstat_delta
+            .get("nr_vmscan_immediate_reclaim")
+            .copied()
+            .unwrap_or(0)
+            > 0
+    );
+    // Limit reclaim is counted in pgscan_file and pgsteal_file only, not as direct reclaim.
+    assert_eq!(r.vmstat_delta.get("pgscan_direct"), None);
+    assert_eq!(r.vmstat_delta.get("pgsteal_direct"), None);
+    assert_eq!(r.vmstat_delta.get("allocstall_normal"), None);
+}
+
+#[test]
+fn a_file_read_back_through_a_smaller_group_refaults_every_page() {
+    // 64 MiB through 16 MiB: by the time it is read back, every page was evicted and
+    // left a shadow; the refault distance (48 MiB and more of evictions) exceeds the
+    // group's working set, so nothing comes back active.
+    let r = dd_through("16MiB", "64MiB", "");
+    assert_eq!(r.vmstat_delta["workingset_refault_file"], 16384);
+    assert_eq!(r.vmstat_delta.get("workingset_activate_file"), None);
+    // Kernels before 3.15 had no shadow entries.
+    let old = dd_through("16MiB", "64MiB", "workingset = false");
+    assert_eq!(old.vmstat_delta.get("workingset_refault_file"), None);
+}
+
+#[test]
+fn a_refault_within_the_working_set_comes_back_active() {
+    // A 24 MiB file made active (written, then read) in a 32 MiB group; a second file
+    // of 24 MiB deactivates and evicts part of it; read again, those pages refault
+    // after fewer evictions than the group's active list holds.
+    let sc = scenario(
+        "512MiB",
+        "0",
+        "",
+        r#"
+[[cgroup]]
+path = "L"
+limit_in_bytes = "32MiB"
+[[task]]
+name = "dd"
+cgroup = "L"
+program = [
+  { op = "write", file = "hot", size = "24MiB" },
+  { op = "read", file = "hot" },
+  { op = "write", file = "cold", size = "24MiB" },
+  { op = "read", file = "hot" },
+]
+"#,
+    );
+    let r = run_checked(&sc);
+    let refaults = r
+        .vmstat_delta
+        .get("workingset_refault_file")
+        .copied()
+        .unwrap_or(0);
+    let activated = r
+        .vmstat_delta
+        .get("workingset_activate_file")
+        .copied()
+        .unwrap_or(0);
+    assert!(refaults > 0, "the cold file pushed hot pages out");
+    assert!(
+        activated > 0 && activated <= refaults,
+        "{activated} of {refaults}"
+    );
+}

@@ -537,6 +537,21 @@ impl BlockDevice {
         self.sched.front().map(|s| s.end)
     }
 
+    /// When the queued writes will have completed more than `pages` pages, counting a
+    /// request's pages when its last piece completes, if the queue holds that many [ns].
+    pub fn writes_done_at(&self, pages: u64) -> Option<u64> {
+        let mut n = 0u64;
+        for s in &self.sched {
+            if s.piece.op == Op::Write {
+                n += s.piece.pages as u64;
+                if s.piece.last && n > pages {
+                    return Some(s.end);
+                }
+            }
+        }
+        None
+    }
+
     /// Projected completion of the last piece of the request tagged `tag`, if it is still queued [ns].
     pub fn projected_completion(&self, tag: u64) -> Option<u64> {
         self.sched

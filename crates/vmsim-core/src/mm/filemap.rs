@@ -49,8 +49,10 @@ pub struct Inode {
 }
 
 impl Kernel {
-    /// Inserts a page in a file's page cache at `index` and on the LRU (filemap_add_folio).
-    pub fn filemap_add_folio(&mut self, ino: u32, index: u64, p: Pfn, cpu: usize) {
+    /// Inserts a page in a file's page cache at `index` and on the LRU (filemap_add_folio):
+    /// a shadow entry in the slot is a refault, judged unless the page is for a write
+    /// (`__GFP_WRITE`).
+    pub fn filemap_add_folio(&mut self, ino: u32, index: u64, p: Pfn, cpu: usize, write: bool) {
         let inode = &mut self.inodes[ino as usize];
         let slot = inode
             .pages
@@ -64,6 +66,11 @@ impl Kernel {
         self.mem_cgroup_commit_charge(p, memcg);
         let nid = self.mm.pfn_to_nid(p);
         self.mm.mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, 1);
+        if let Some(shadow) = self.shadows.take(slot) {
+            if !write {
+                self.workingset_refault(p, shadow);
+            }
+        }
         self.mm.folio_add_lru(p, cpu);
     }
 
@@ -111,7 +118,7 @@ impl Kernel {
                 if let Some(r) = self.charge_or_free_alloc(p, memcg, tid) {
                     return r;
                 }
-                self.filemap_add_folio(ino, index, p, cpu);
+                self.filemap_add_folio(ino, index, p, cpu, true);
                 p
             }
         };
@@ -174,7 +181,7 @@ impl Kernel {
                 }
                 break;
             }
-            self.filemap_add_folio(ino, i, p, cpu);
+            self.filemap_add_folio(ino, i, p, cpu, false);
             first.get_or_insert(p);
             run.push(p);
         }
@@ -202,6 +209,8 @@ impl Kernel {
             let Some(slot) = self.inodes[ino as usize].pages.slot(i) else {
                 continue;
             };
+            // truncate_inode_pages() deletes the shadow entries too.
+            self.shadows.take(slot);
             let Entry::Page(p) = self.rmap.get(slot) else {
                 continue;
             };

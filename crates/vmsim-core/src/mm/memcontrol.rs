@@ -40,6 +40,7 @@ use crate::config::{CgroupShape, CgroupSpec, SoftLimitReclaim};
 use crate::engine::lock::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::page::PAGE_SIZE;
+use crate::trace::TraceEvent;
 use std::collections::BTreeSet;
 
 /// Id of the root group (root_mem_cgroup).
@@ -690,6 +691,15 @@ pub struct MemoryStat {
     pub stat: indexmap::IndexMap<String, u64>,
 }
 
+/// Where a charge's retry loop stands while its task sleeps inside limit reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChargeResume {
+    /// try_charge_memcg's nr_retries left.
+    pub nr_retries: u32,
+    /// Pages the last reclaim freed.
+    pub nr_reclaimed: u64,
+}
+
 /// The memory cgroups of a run's result.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct MemcgReport {
@@ -908,31 +918,52 @@ impl Kernel {
         })
     }
 
-    /// Charges one new page to group `id` before it is mapped or inserted (try_charge):
-    /// over a limit, reclaims from the limited subtree up to MAX_RECLAIM_RETRIES times,
-    /// then invokes the memcg OOM killer. `Page(NIL)` when charged; `Killed` if `tid` was
-    /// chosen; `Failed` if no victim is left.
+    /// Charges one new page to group `id` before it is mapped or inserted
+    /// (try_charge_memcg): over a limit, reclaims from the limited subtree; a reclaim
+    /// that freed pages is retried at once, one that freed none uses up one of
+    /// MAX_RECLAIM_RETRIES, and then the memcg OOM killer runs. Reclaim that sleeps
+    /// (reclaim_throttle, a wait on writeback) ends the attempt with `Retry`: the task
+    /// sleeps while the flusher and the disk run, and the loop resumes where it was
+    /// when the allocation is retried. `Page(NIL)` when charged; `Killed` if `tid`
+    /// was chosen; `Failed` if no victim is left.
     pub fn mem_cgroup_try_charge(&mut self, id: u32, tid: TaskId) -> AllocResult {
         if !self.mm.memcg.enabled() {
             return AllocResult::Page(NIL);
         }
         let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
         self.mm.acc += levels * self.mm.cost.memcg_charge;
-        let mut retries = MAX_RECLAIM_RETRIES;
+        let resume = self.tasks[tid as usize].memcg_charge.take();
+        let mut nr_retries = resume.map_or(MAX_RECLAIM_RETRIES, |r| r.nr_retries);
+        // Pages the last reclaim of this charge freed; None before the first.
+        let mut progress = resume.map(|r| r.nr_reclaimed);
         loop {
             let over = match self.mm.memcg.page_counter_try_charge(id, 1) {
                 Ok(()) => return AllocResult::Page(NIL),
                 Err(over) => over,
             };
-            if retries > 0 {
-                retries -= 1;
-                self.try_to_free_mem_cgroup_pages(over, 1, tid);
-                continue;
+            if progress == Some(0) {
+                if nr_retries == 0 {
+                    match self.mem_cgroup_out_of_memory(over) {
+                        Some(v) if v == tid => return AllocResult::Killed,
+                        // passed_oom: a victim died; start over with full retries.
+                        Some(_) => {
+                            nr_retries = MAX_RECLAIM_RETRIES;
+                            progress = None;
+                            continue;
+                        }
+                        None => return AllocResult::Failed,
+                    }
+                }
+                nr_retries -= 1;
             }
-            match self.mem_cgroup_out_of_memory(over) {
-                Some(v) if v == tid => return AllocResult::Killed,
-                Some(_) => retries = MAX_RECLAIM_RETRIES,
-                None => return AllocResult::Failed,
+            let nr_reclaimed = self.try_to_free_mem_cgroup_pages(over, 1, tid);
+            progress = Some(nr_reclaimed);
+            if self.sleep_after > 0 {
+                self.tasks[tid as usize].memcg_charge = Some(ChargeResume {
+                    nr_retries,
+                    nr_reclaimed,
+                });
+                return AllocResult::Retry;
             }
         }
     }
@@ -1034,18 +1065,35 @@ impl Kernel {
         Some(victim)
     }
 
-    /// Reclaims at least `nr_pages` from a group's subtree on every node (try_to_free_mem_cgroup_pages).
+    /// Reclaims at least `nr_pages` from a group's subtree on every node
+    /// (try_to_free_mem_cgroup_pages), between the mm_vmscan_memcg_reclaim tracepoints.
     pub fn try_to_free_mem_cgroup_pages(&mut self, id: u32, nr_pages: u64, tid: TaskId) -> u64 {
         self.mm.memcg.walk.limit_reclaims += 1;
         let cpu = self.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(GFP_KERNEL, 0, nr_pages.max(SWAP_CLUSTER_MAX), tid, cpu);
         sc.target_mem_cgroup = id;
+        self.trace(
+            tid,
+            TraceEvent::MmVmscanMemcgReclaimBegin {
+                order: 0,
+                gfp_flags: sc.gfp_mask.0,
+                may_writepage: 1,
+            },
+        );
         let now = self.mm.clock();
         self.process_io(now);
+        let nr_reclaimed = self.do_try_to_free_mem_cgroup_pages(&mut sc);
+        self.trace(tid, TraceEvent::MmVmscanMemcgReclaimEnd { nr_reclaimed });
+        nr_reclaimed
+    }
+
+    /// The priority loop of a limit reclaim (do_try_to_free_pages for a cgroup target).
+    fn do_try_to_free_mem_cgroup_pages(&mut self, sc: &mut ScanControl) -> u64 {
         loop {
             for nid in 0..self.mm.nodes.len() {
-                self.shrink_node_memcgs(nid, &mut sc);
-                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                self.shrink_node_memcgs(nid, sc);
+                // Done, or asleep (throttled, waiting on writeback): the charge decides.
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || self.sleep_after > 0 {
                     return sc.nr_reclaimed;
                 }
             }

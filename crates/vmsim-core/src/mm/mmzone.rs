@@ -264,6 +264,8 @@ pub struct Lruvec {
     pub file_cost: u64,
     /// Scan work carried to the next pass, per list (zone->nr_scan_active/inactive, classic scan).
     pub nr_scan: [u64; lru::NR_LRU_LISTS],
+    /// Evictions and activations so far, the clock of refault distances (nonresident_age) [pages].
+    pub nonresident_age: u64,
 }
 
 /// A NUMA node (pg_data_t).

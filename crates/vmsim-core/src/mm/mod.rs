@@ -20,6 +20,7 @@ pub mod vmstat;
 #[allow(missing_docs)]
 pub mod vmstat_items;
 pub mod watermark_boost;
+pub mod workingset;
 
 use crate::config::{Cost, Kernel as KernelCfg};
 use mmzone::{PerCpuPages, PgData, Zone};

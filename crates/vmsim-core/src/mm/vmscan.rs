@@ -126,6 +126,18 @@ pub struct ScanControl {
 }
 
 impl ScanControl {
+    /// Whether this reclaims one memory cgroup's subtree rather than the node (cgroup_reclaim).
+    pub fn cgroup_reclaim(&self) -> bool {
+        self.target_mem_cgroup != super::memcontrol::ROOT_MEM_CGROUP
+    }
+
+    /// Whether dirty and writeback throttling works for this reclaimer
+    /// (writeback_throttling_sane): always for global reclaim; for limit reclaim only
+    /// with cgroup v2's writeback, and vmsim's groups are v1's.
+    pub fn writeback_throttling_sane(&self) -> bool {
+        !self.cgroup_reclaim()
+    }
+
     /// A scan_control for a reclaimer.
     pub fn new(gfp: Gfp, order: usize, nr_to_reclaim: u64, tid: TaskId, cpu: usize) -> Self {
         ScanControl {
@@ -296,7 +308,7 @@ impl Kernel {
     }
 
     /// Records what reclaiming a list cost, for the anon/file balance (lru_note_cost).
-    fn lru_note_cost(&mut self, nid: usize, file: bool, nr_io: u64, nr_rotated: u64) {
+    pub(crate) fn lru_note_cost(&mut self, nid: usize, file: bool, nr_io: u64, nr_rotated: u64) {
         let lv = self.mm.scan_lruvec_mut(nid);
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         if file {
@@ -413,6 +425,11 @@ impl Kernel {
     fn move_folios_to_lru(&mut self, nid: usize, pages: &[Pfn]) -> u64 {
         for &p in pages {
             self.mm.lruvec_add_folio(p);
+            if self.mm.kcfg.workingset && self.mm.map[p as usize].test(pg::ACTIVE) {
+                let page = self.mm.map[p as usize];
+                let memcg = self.mm.memcg.folio_memcg(page.kind(), page.owner);
+                self.mm.workingset_age_nonresident(memcg, nid, 1);
+            }
         }
         let hold = pages.len() as u64 * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
@@ -455,7 +472,9 @@ impl Kernel {
     fn shrink_active_list(&mut self, nr_to_scan: u64, nid: usize, sc: &mut ScanControl, l: usize) {
         let (hold, nr_scanned) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
         let nr_taken = hold.len() as u64;
-        self.mm.count_vm_events(Event::PGREFILL, nr_scanned);
+        if !sc.cgroup_reclaim() {
+            self.mm.count_vm_events(Event::PGREFILL, nr_scanned);
+        }
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_ISOLATED_ANON, 0);
         let mut l_inactive = Vec::with_capacity(hold.len());
@@ -502,7 +521,8 @@ impl Kernel {
         let mut nr_reclaimed = 0;
         let may_enter_fs = sc.gfp_mask.has(__GFP_FS);
         let may_io = sc.gfp_mask.has(__GFP_IO);
-        for pfn in pages.drain(..) {
+        let mut todo = std::mem::take(pages).into_iter();
+        while let Some(pfn) = todo.next() {
             self.mm.acc += self.mm.cost.shrink_page;
             sc.nr_scanned += 1;
             let flags = self.mm.map[pfn as usize].flags;
@@ -522,6 +542,19 @@ impl Kernel {
             if writeback {
                 if sc.kswapd && flags & pg::RECLAIM != 0 && self.mm.nodes[nid].pgdat_writeback {
                     stat.nr_immediate += 1;
+                } else if !sc.writeback_throttling_sane()
+                    && flags & pg::RECLAIM != 0
+                    && may_enter_fs
+                    && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+                {
+                    // Case 3, cgroup v1 limit reclaim: folio_wait_writeback() on a page it
+                    // met before. The reclaimer sleeps until the disk's next completion and
+                    // puts the rest back; once written, the page is rotated to the inactive
+                    // tail and the charge's next reclaim frees it.
+                    self.folio_wait_writeback();
+                    ret.push(pfn);
+                    ret.extend(todo.by_ref());
+                    break;
                 } else {
                     self.mm.map[pfn as usize].flags |= pg::RECLAIM;
                     stat.nr_writeback += 1;
@@ -597,8 +630,15 @@ impl Kernel {
                 ret.push(pfn);
                 continue;
             }
-            // __remove_mapping(): clean and unmapped; free it.
-            self.remove_mapping_and_free(pfn, sc.cpu);
+            // __remove_mapping(): clean and unmapped; free it, leaving a file page's shadow.
+            if file && self.mm.kcfg.workingset {
+                let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
+                let slot = self.mm.map[pfn as usize].owner;
+                self.remove_mapping_and_free(pfn, sc.cpu);
+                self.shadows.store(slot, shadow);
+            } else {
+                self.remove_mapping_and_free(pfn, sc.cpu);
+            }
             nr_reclaimed += 1;
         }
         *pages = ret;
@@ -649,7 +689,10 @@ impl Kernel {
         } else {
             Event::PGSCAN_DIRECT
         };
-        self.mm.count_vm_events(ev, nr_scanned);
+        // Limit reclaim is counted in the group and in pgscan_anon/file only.
+        if !sc.cgroup_reclaim() {
+            self.mm.count_vm_events(ev, nr_scanned);
+        }
         self.mm.count_vm_events(
             if file {
                 Event::PGSCAN_FILE
@@ -670,7 +713,9 @@ impl Kernel {
         } else {
             Event::PGSTEAL_DIRECT
         };
-        self.mm.count_vm_events(ev, nr_reclaimed);
+        if !sc.cgroup_reclaim() {
+            self.mm.count_vm_events(ev, nr_reclaimed);
+        }
         self.mm.count_vm_events(
             if file {
                 Event::PGSTEAL_FILE
@@ -687,6 +732,11 @@ impl Kernel {
         {
             // Every isolated page was dirty and not queued: the flushers are not keeping up.
             self.wakeup_flusher_threads(0, crate::mm::page_writeback::WB_REASON_VMSCAN, sc.tid);
+            // cgroup v1 has no dirty throttling of its own: wait for the flushers here
+            // and later on the pages under writeback (shrink_folio_list, case 3).
+            if !sc.writeback_throttling_sane() {
+                self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_WRITEBACK);
+            }
         }
         sc.nr.nr_dirty += stat.nr_dirty;
         sc.nr.nr_congested += stat.nr_congested;
@@ -953,17 +1003,41 @@ impl Kernel {
             VMSCAN_THROTTLE_ISOLATED => jiffy * self.mm.kcfg.hz / 50,
             _ => jiffy,
         };
-        self.sleep_after += timeout;
+        let mut delayed = timeout;
+        if reason == VMSCAN_THROTTLE_WRITEBACK
+            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+        {
+            // __acct_reclaim_writeback() (5.16+): woken once more than SWAP_CLUSTER_MAX pages per
+            // throttled task (this one) have finished writeback since it went to sleep.
+            let now = self.mm.clock() + self.sleep_after;
+            if let Some(t) = self.disk.writes_done_at(SWAP_CLUSTER_MAX) {
+                delayed = timeout.min(t.saturating_sub(now).max(1));
+            }
+        }
+        self.sleep_after += delayed;
         self.trace(
             tid,
             TraceEvent::MmVmscanThrottled {
                 nid: nid as i32,
                 usec_timeout: (timeout / 1000) as i32,
-                usec_delayed: (timeout / 1000) as i32,
+                usec_delayed: (delayed / 1000) as i32,
                 // __entry->reason = 1U << reason
                 reason: 1 << reason,
             },
         );
+    }
+
+    /// Sleeps until the disk completes its next request (folio_wait_writeback, the
+    /// waited-for page being among the oldest writes in flight); a jiffy when none is.
+    fn folio_wait_writeback(&mut self) {
+        let now = self.mm.clock() + self.sleep_after;
+        let jiffy = 1_000_000_000 / self.mm.kcfg.hz;
+        let wake = self
+            .disk
+            .next_completion_at()
+            .unwrap_or(now + jiffy)
+            .max(now + 1);
+        self.sleep_after += wake - now;
     }
 
     /// Direct reclaim from the allocator's slow path (try_to_free_pages →
