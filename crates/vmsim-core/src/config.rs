@@ -519,18 +519,41 @@ pub struct CgroupGenerate {
     pub groups: u64,
 }
 
-/// One memory cgroup (a directory of the memory controller), v1 file names.
+/// Which cgroup hierarchy the memory controller is mounted on
+/// (cgroup_subsys_on_dfl(memory_cgrp_subsys)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupHierarchy {
+    /// cgroup v1 (/sys/fs/cgroup/memory): memory.limit_in_bytes, memory.soft_limit_in_bytes.
+    #[default]
+    V1,
+    /// cgroup v2, the default hierarchy: memory.max, memory.high, memory.low, memory.min.
+    V2,
+}
+
+/// One memory cgroup (a directory of the memory controller), with the file names of
+/// its hierarchy.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CgroupSpec {
     /// Path below the root, `/`-separated; the parent must be declared before.
     pub path: String,
-    /// memory.limit_in_bytes (memory.max in v2): the hard limit; none when absent.
+    /// The hierarchy the memory controller is on; every group must name the same one.
+    #[serde(default)]
+    pub hierarchy: CgroupHierarchy,
+    /// memory.limit_in_bytes (v1): the hard limit; none when absent.
     #[serde(default)]
     pub limit_in_bytes: Option<Bytes>,
-    /// memory.soft_limit_in_bytes; none when absent.
+    /// memory.soft_limit_in_bytes (v1); none when absent.
     #[serde(default)]
     pub soft_limit_in_bytes: Option<Bytes>,
+    /// memory.max (v2): the hard limit; none when absent.
+    #[serde(default)]
+    pub max: Option<Bytes>,
+    /// memory.high (v2): above it the group's allocators reclaim and are throttled on
+    /// their return to user space; none when absent.
+    #[serde(default)]
+    pub high: Option<Bytes>,
     /// memory.min (v2): usage protected from reclaim.
     #[serde(default)]
     pub min: Option<Bytes>,
@@ -923,6 +946,45 @@ impl Scenario {
                         "cgroup '{p}': its parent '{parent}' must be declared before it"
                     ));
                 }
+            }
+            let first = &self.cgroups[0];
+            if c.hierarchy != first.hierarchy {
+                return inv(format!(
+                    "cgroup '{p}' is on {:?} but '{}' is on {:?}: the memory controller is bound to one hierarchy",
+                    c.hierarchy, first.path, first.hierarchy
+                ));
+            }
+            let (foreign, names) = match c.hierarchy {
+                CgroupHierarchy::V1 => (
+                    [
+                        c.max.is_some(),
+                        c.high.is_some(),
+                        c.min.is_some(),
+                        c.low.is_some(),
+                    ],
+                    ["max", "high", "min", "low"],
+                ),
+                CgroupHierarchy::V2 => (
+                    [
+                        c.limit_in_bytes.is_some(),
+                        c.soft_limit_in_bytes.is_some(),
+                        false,
+                        false,
+                    ],
+                    [
+                        "limit_in_bytes (v2 calls it max)",
+                        "soft_limit_in_bytes (v1 only)",
+                        "",
+                        "",
+                    ],
+                ),
+            };
+            if let Some(i) = foreign.iter().position(|&f| f) {
+                let other = match c.hierarchy {
+                    CgroupHierarchy::V1 => "a cgroup v2 file (set hierarchy = \"v2\")",
+                    CgroupHierarchy::V2 => "a cgroup v1 file",
+                };
+                return inv(format!("cgroup '{p}': {} is {other}", names[i]));
             }
             known.insert(p);
             total += 1 + c.generate.as_ref().map_or(0, |g| g.groups);

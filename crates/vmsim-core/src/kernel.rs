@@ -102,6 +102,9 @@ pub struct TaskStruct {
     pub reclaim: Option<ReclaimResume>,
     /// A memcg charge whose limit reclaim slept: where try_charge_memcg's loop resumes.
     pub memcg_charge: Option<crate::mm::memcontrol::ChargeResume>,
+    /// Pages charged while a group was over memory.high, to be paid for on the return to
+    /// user space (current->memcg_nr_pages_over_high).
+    pub memcg_nr_pages_over_high: u64,
     /// When its current direct reclaim began [ns].
     pub reclaim_start: u64,
     /// Pages it holds isolated while asleep inside reclaim: (node, file, pages).
@@ -301,6 +304,7 @@ impl Kernel {
             throttled_since: None,
             reclaim: None,
             memcg_charge: None,
+            memcg_nr_pages_over_high: 0,
             reclaim_start: 0,
             isolated_held: (0, false, 0),
             stats: TaskStats::default(),

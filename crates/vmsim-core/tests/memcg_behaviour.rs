@@ -309,6 +309,23 @@ fn bad_cgroup_tables_are_one_line_errors() {
         ),
         ("[kernel]\nsoft_limit_reclaim = \"fast\"\n", "fast"),
         ("[cgroup]\npath = \"A\"\n", "[[cgroup]]"),
+        (
+            "[[cgroup]]\npath = \"A\"\nhierarchy = \"v2\"\n[[cgroup]]\npath = \"B\"\n",
+            "bound to one hierarchy",
+        ),
+        (
+            "[[cgroup]]\npath = \"A\"\nhigh = \"1MiB\"\n",
+            "high is a cgroup v2 file",
+        ),
+        (
+            "[[cgroup]]\npath = \"A\"\nlow = \"1MiB\"\n",
+            "low is a cgroup v2 file",
+        ),
+        (
+            "[[cgroup]]\npath = \"A\"\nhierarchy = \"v2\"\nlimit_in_bytes = \"1MiB\"\n",
+            "v2 calls it max",
+        ),
+        ("[[cgroup]]\npath = \"A\"\nhierarchy = \"v3\"\n", "v3"),
     ];
     for (text, needle) in bad {
         let e = Scenario::from_toml(text).expect_err(text).to_string();
@@ -324,9 +341,11 @@ fn memory_min_and_low_protect_a_group_from_global_reclaim() {
             r#"
 [[cgroup]]
 path = "P"
+hierarchy = "v2"
 {prot}
 [[cgroup]]
 path = "Q"
+hierarchy = "v2"
 [[task]]
 name = "keeper"
 cgroup = "P"
@@ -459,4 +478,190 @@ program = [
         activated > 0 && activated <= refaults,
         "{activated} of {refaults}"
     );
+}
+
+/// A writer of `size` into group "L" declared with `files` (its limit lines), stepping
+/// the run and returning it with the most dirty + writeback pages "L" ever held.
+fn dd_watching_dirty(files: &str, size: &str) -> (RunResult, u64) {
+    let sc = scenario(
+        "512MiB",
+        "0",
+        "",
+        &format!(
+            r#"
+[[cgroup]]
+path = "L"
+{files}
+[[task]]
+name = "dd"
+cgroup = "L"
+program = [ {{ op = "write", file = "f", size = "{size}" }} ]
+"#
+        ),
+    );
+    let mut eng = vmsim_core::sim::build(&sc);
+    let id = eng.kernel.mm.memcg.paths["L"];
+    let (mut t, mut most) = (0, 0);
+    while eng.live_user_tasks > 0 && t < sc.duration.0 {
+        t += 10_000_000;
+        eng.run_until(t);
+        let e = eng.kernel.mm.memcg.ext(id);
+        most = most.max(e.stat[vmsim_core::mm::memcontrol::stat::DIRTY]);
+        eng.kernel
+            .check_memcg()
+            .unwrap_or_else(|e| panic!("at {t} ns: {e}"));
+    }
+    (run(&sc), most)
+}
+
+#[test]
+fn a_v2_writer_is_paced_by_its_groups_dirty_limit_where_v1_fills_the_group() {
+    // 64 MiB through a 16 MiB group (4,096 pages). cgroup v1 has no dirty domain per
+    // group: the writer fills the group with dirty pages and limit reclaim waits for
+    // the flusher. cgroup v2's balance_dirty_pages also obeys the group's domain:
+    // dirty_ratio (20 %) of what the group can hold.
+    let (v1, v1_most) = dd_watching_dirty("limit_in_bytes = \"16MiB\"", "64MiB");
+    let (v2, v2_most) = dd_watching_dirty("hierarchy = \"v2\"\nmax = \"16MiB\"", "64MiB");
+    for r in [&v1, &v2] {
+        assert!(r.summary.completed);
+        assert_eq!(r.summary.oom_kills, 0);
+        assert_eq!(r.vmstat_delta["nr_written"], 16384);
+    }
+    assert!(
+        v1_most > 3000,
+        "v1 group filled with dirty pages: {v1_most}"
+    );
+    assert!(
+        v2_most < 1200,
+        "v2 group's dirty pages held near 20 %: {v2_most}"
+    );
+    // v2 limit reclaim never waits on writeback (case 3 is v1's) nor sleeps for the flusher.
+    assert!(v1.vmstat_delta.get("nr_vmscan_immediate_reclaim").is_some());
+    let ev = v2.memcg.as_ref().unwrap().groups["L"]
+        .events
+        .clone()
+        .unwrap();
+    assert!(ev["max"] > 0, "{ev:?}");
+    assert_eq!(ev["oom"], 0);
+    assert!(v1.memcg.as_ref().unwrap().groups["L"].events.is_none());
+}
+
+#[test]
+fn memory_high_reclaims_on_the_way_back_to_user_space() {
+    // With only memory.high, page cache above it is reclaimed as the writer returns to
+    // user space: usage stays within a charge batch or so of high, nothing is killed.
+    let (r, _) = dd_watching_dirty("hierarchy = \"v2\"\nhigh = \"16MiB\"", "64MiB");
+    assert!(r.summary.completed);
+    let l = &r.memcg.as_ref().unwrap().groups["L"];
+    assert!(
+        l.max_usage_in_bytes <= (16 << 20) + (16 << 20) / 10,
+        "max usage {} over high 16 MiB",
+        l.max_usage_in_bytes
+    );
+    assert!(l.events.as_ref().unwrap()["high"] > 0);
+    assert_eq!(l.events.as_ref().unwrap()["max"], 0);
+    assert_eq!(l.high, Some(16 << 20));
+}
+
+#[test]
+fn memory_high_throttles_growth_that_reclaim_cannot_stop() {
+    // Anonymous memory without swap cannot be reclaimed: 2 MiB over a 16 MiB memory.high,
+    // the task is made to sleep, longer as the overage grows (calculate_high_delay:
+    // about 1 s per 64 pages at the end), but it is never killed.
+    let anon = |files: &str| {
+        let sc = scenario(
+            "512MiB",
+            "0",
+            "",
+            &format!(
+                r#"
+[[cgroup]]
+path = "H"
+hierarchy = "v2"
+{files}
+[[task]]
+name = "hog"
+cgroup = "H"
+program = [ {{ op = "touch", size = "18MiB" }} ]
+"#
+            ),
+        );
+        run_checked(&sc)
+    };
+    let free = anon("");
+    let high = anon("high = \"16MiB\"");
+    assert!(free.summary.completed && high.summary.completed);
+    assert_eq!(high.summary.oom_kills, 0);
+    assert!(
+        free.summary.elapsed_seconds < 0.5,
+        "{}",
+        free.summary.elapsed_seconds
+    );
+    assert!(
+        high.summary.elapsed_seconds > 2.0,
+        "penalised: {} s",
+        high.summary.elapsed_seconds
+    );
+    assert_eq!(
+        high.memcg.as_ref().unwrap().groups["H"].max_usage_in_bytes,
+        18 << 20
+    );
+}
+
+#[test]
+fn calculate_high_delay_is_quadratic_in_the_overage_and_scaled_by_the_batch() {
+    use vmsim_core::mm::memcontrol::calculate_high_delay;
+    let one = 1u64 << 20; // an overage of 100 %, in 1/2^20
+    assert_eq!(calculate_high_delay(64, 0, 250), 0);
+    // 100 % over, one batch: 2^40 * 250 >> 34 = 16,000 jiffies.
+    assert_eq!(calculate_high_delay(64, one, 250), 16_000);
+    assert_eq!(calculate_high_delay(64, one / 2, 250), 4_000);
+    assert_eq!(calculate_high_delay(32, one, 250), 8_000);
+}
+
+#[test]
+fn shadow_nodes_are_counted_and_trimmed_to_one_per_eight_cached_pages() {
+    // 1.5 GiB of files through a 128 MiB machine: the evicted pages' shadows fill
+    // ~5,600 xarray nodes, more than the 8 pages per node the LRU can back (about
+    // 3,500 nodes), so the shadow-node shrinker frees the oldest.
+    let sc = scenario(
+        "128MiB",
+        "0",
+        "",
+        r#"
+[[task]]
+name = "dd"
+program = [
+  { op = "write", file = "a", size = "512MiB" },
+  { op = "write", file = "b", size = "512MiB" },
+  { op = "write", file = "c", size = "512MiB" },
+]
+"#,
+    );
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(sc.duration.0);
+    let k = &eng.kernel;
+    let gauge: i64 =
+        k.mm.nodes
+            .iter()
+            .map(|n| n.vm_stat[vmsim_core::mm::vmstat::NodeStat::WORKINGSET_NODES as usize])
+            .sum();
+    assert_eq!(gauge as u64, k.shadows.nr_shadow_nodes);
+    let lru: u64 =
+        k.mm.nodes
+            .iter()
+            .map(|n| n.lruvec.nr.iter().sum::<u64>())
+            .sum();
+    assert!(gauge > 1000, "{gauge}");
+    assert!(
+        (gauge as u64) <= lru / 8 + 2 * 128,
+        "{gauge} nodes for {lru} LRU pages"
+    );
+    let r = run(&sc);
+    assert!(r.vmstat_delta["workingset_nodereclaim"] > 0);
+    // Without workingset detection there are no shadows at all.
+    let mut old = sc.clone();
+    old.kernel.workingset = false;
+    let r = run(&old);
+    assert_eq!(r.vmstat_delta.get("workingset_nodereclaim"), None);
 }

@@ -499,6 +499,15 @@ impl Engine {
             };
             prog.step(&mut cx)
         };
+        // resume_user_mode_work(): a task that charged pages over memory.high pays on its
+        // way back to user space (unless it is asleep inside the kernel).
+        if out.next != Step::Exit
+            && self.kernel.tasks[tid as usize].memcg_nr_pages_over_high > 0
+            && self.kernel.sleep_after == 0
+            && self.kernel.block_on.is_none()
+        {
+            self.kernel.mem_cgroup_handle_over_high(tid);
+        }
         self.programs[tid as usize] = Some(prog);
         if out.next == Step::Exit {
             self.kernel.blk_finish_plug();

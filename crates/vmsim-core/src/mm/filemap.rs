@@ -66,7 +66,11 @@ impl Kernel {
         self.mem_cgroup_commit_charge(p, memcg);
         let nid = self.mm.pfn_to_nid(p);
         self.mm.mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, 1);
-        if let Some(shadow) = self.shadows.take(slot) {
+        let (shadow, d) = self.shadows.take(slot);
+        self.account_shadow_nodes(d);
+        let d = self.shadows.page_added(slot, nid);
+        self.account_shadow_nodes(d);
+        if let Some(shadow) = shadow {
             if !write {
                 self.workingset_refault(p, shadow);
             }
@@ -210,7 +214,8 @@ impl Kernel {
                 continue;
             };
             // truncate_inode_pages() deletes the shadow entries too.
-            self.shadows.take(slot);
+            let (_, d) = self.shadows.take(slot);
+            self.account_shadow_nodes(d);
             let Entry::Page(p) = self.rmap.get(slot) else {
                 continue;
             };
@@ -225,6 +230,8 @@ impl Kernel {
                 self.rmap.set(slot, Entry::None);
                 self.inodes[ino as usize].nrpages -= 1;
                 let nid = self.mm.pfn_to_nid(p);
+                let d = self.shadows.page_removed(slot, nid);
+                self.account_shadow_nodes(d);
                 self.mm
                     .mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, -1);
                 let page = &mut self.mm.map[p as usize];
@@ -250,6 +257,8 @@ impl Kernel {
         if let (Owner::File { ino, .. }, _) = self.rmap.owner(slot) {
             self.rmap.set(slot, Entry::None);
             self.inodes[ino as usize].nrpages -= 1;
+            let d = self.shadows.page_removed(slot, self.mm.pfn_to_nid(p));
+            self.account_shadow_nodes(d);
         }
         let nid = self.mm.pfn_to_nid(p);
         self.mm

@@ -43,6 +43,27 @@ use crate::mm::page::PAGE_SIZE;
 use crate::trace::TraceEvent;
 use std::collections::BTreeSet;
 
+/// Pages charged per refill of a CPU's charge stock (MEMCG_CHARGE_BATCH).
+pub const MEMCG_CHARGE_BATCH: u64 = 64;
+/// Fixed-point shift of an overage over memory.high (MEMCG_DELAY_PRECISION_SHIFT).
+pub const MEMCG_DELAY_PRECISION_SHIFT: u32 = 20;
+/// Scaling of the squared overage into jiffies (MEMCG_DELAY_SCALING_SHIFT).
+pub const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
+/// Longest over-high penalty per return to user space (MEMCG_MAX_HIGH_DELAY_JIFFIES = 2 * HZ) [s].
+pub const MEMCG_MAX_HIGH_DELAY_SECS: u64 = 2;
+
+/// The jiffies a task that charged `nr_pages` over memory.high sleeps for an overage
+/// (calculate_high_delay): quadratic in the overage, in proportion to the task's share
+/// of a charge batch.
+pub fn calculate_high_delay(nr_pages: u64, max_overage: u64, hz: u64) -> u64 {
+    if max_overage == 0 {
+        return 0;
+    }
+    let o = max_overage as u128;
+    let penalty = (o * o * hz as u128) >> (MEMCG_DELAY_PRECISION_SHIFT + MEMCG_DELAY_SCALING_SHIFT);
+    (penalty * nr_pages as u128 / MEMCG_CHARGE_BATCH as u128).min(u64::MAX as u128) as u64
+}
+
 /// Id of the root group (root_mem_cgroup).
 pub const ROOT_MEM_CGROUP: u32 = 0;
 /// "No group": the end of a sibling or child list.
@@ -72,8 +93,32 @@ pub mod stat {
     pub const PGSTEAL: usize = 5;
     /// Number of counters.
     pub const NR: usize = 6;
-    /// memory.stat names.
-    pub const NAMES: [&str; NR] = ["cache", "rss", "pgpgin", "pgpgout", "pgfault", "pgsteal"];
+    /// Dirty page-cache pages (NR_FILE_DIRTY; v1 dirty, v2 file_dirty); in [`super::MemcgExt`].
+    pub const DIRTY: usize = 0;
+    /// Pages under writeback, page cache and swap (NR_WRITEBACK); in [`super::MemcgExt`].
+    pub const WRITEBACK: usize = 1;
+    /// Page-cache pages read back after eviction (WORKINGSET_REFAULT_FILE); in [`super::MemcgExt`].
+    pub const WORKINGSET_REFAULT_FILE: usize = 2;
+    /// Number of the counters kept in [`super::MemcgExt`].
+    pub const NR_EXT: usize = 3;
+}
+
+/// The events of memory.events (enum memcg_memory_event).
+pub mod memcg_event {
+    /// Reclaimed while under memory.low protection (MEMCG_LOW).
+    pub const LOW: usize = 0;
+    /// Usage went over memory.high and its reclaim ran (MEMCG_HIGH).
+    pub const HIGH: usize = 1;
+    /// A charge hit memory.max (MEMCG_MAX).
+    pub const MAX: usize = 2;
+    /// The memcg OOM killer was invoked (MEMCG_OOM).
+    pub const OOM: usize = 3;
+    /// A task of the group was OOM-killed (MEMCG_OOM_KILL).
+    pub const OOM_KILL: usize = 4;
+    /// Number of events.
+    pub const NR: usize = 5;
+    /// memory.events names, in the kernel's order.
+    pub const NAMES: [&str; NR] = ["low", "high", "max", "oom", "oom_kill"];
 }
 
 /// A hierarchical page counter (struct page_counter) [pages].
@@ -131,6 +176,8 @@ pub struct MemCgroup {
     pub nr_page_events: u64,
     /// Local counters, indexed by [`stat`].
     pub stat: [u64; stat::NR],
+    /// This group's [`MemcgExt`] in `MemcgState::ext`, or NO_MEMCG before it needs one.
+    pub ext: u32,
     /// First of this group's per-node records in `MemcgState::pn`, or NO_MEMCG before its first charge.
     pub pn: u32,
 }
@@ -149,6 +196,7 @@ impl MemCgroup {
             soft_contributed: false,
             nr_page_events: 0,
             stat: [0; stat::NR],
+            ext: NO_MEMCG,
             pn: NO_MEMCG,
         }
     }
@@ -162,6 +210,28 @@ impl MemCgroup {
 
 // Empty groups must stay cheap: 100,000 of them in well under 20 MB.
 const _: () = assert!(std::mem::size_of::<MemCgroup>() <= 160);
+
+/// What a group needs once it has dirty pages, events or memory.high (kept apart so
+/// that empty groups stay small).
+#[derive(Debug, Clone)]
+pub struct MemcgExt {
+    /// Counters indexed by `stat::DIRTY`, `stat::WRITEBACK`, `stat::WORKINGSET_REFAULT_FILE`.
+    pub stat: [u64; stat::NR_EXT],
+    /// memory.events, this group's and its descendants', indexed by [`memcg_event`].
+    pub events: [u64; memcg_event::NR],
+    /// memory.high (v2) [pages].
+    pub high: u64,
+}
+
+impl Default for MemcgExt {
+    fn default() -> Self {
+        MemcgExt {
+            stat: [0; stat::NR_EXT],
+            events: [0; memcg_event::NR],
+            high: PAGE_COUNTER_MAX,
+        }
+    }
+}
 
 /// A group's state on one node (struct mem_cgroup_per_node).
 #[derive(Debug, Default)]
@@ -229,6 +299,10 @@ pub struct MemcgState {
     pub scan_memcg: u32,
     /// Walk statistics.
     pub walk: MemcgWalkStats,
+    /// The memory controller is on cgroup v2 (cgroup_subsys_on_dfl(memory_cgrp_subsys)).
+    pub dfl: bool,
+    /// The groups' [`MemcgExt`] records.
+    pub ext: Vec<MemcgExt>,
 }
 
 impl MemcgState {
@@ -245,7 +319,66 @@ impl MemcgState {
             soft_limit_tree: (0..nr_nodes).map(|_| BTreeSet::new()).collect(),
             scan_memcg: ROOT_MEM_CGROUP,
             walk: MemcgWalkStats::default(),
+            dfl: false,
+            ext: Vec::new(),
         }
+    }
+
+    /// A group's [`MemcgExt`], made on first use.
+    #[inline]
+    pub fn ext_mut(&mut self, id: u32) -> &mut MemcgExt {
+        if self.groups[id as usize].ext == NO_MEMCG {
+            self.groups[id as usize].ext = self.ext.len() as u32;
+            self.ext.push(MemcgExt::default());
+        }
+        &mut self.ext[self.groups[id as usize].ext as usize]
+    }
+
+    /// A group's [`MemcgExt`], or the defaults when it has none.
+    #[inline]
+    pub fn ext(&self, id: u32) -> std::borrow::Cow<'_, MemcgExt> {
+        match self.groups[id as usize].ext {
+            NO_MEMCG => std::borrow::Cow::Owned(MemcgExt::default()),
+            e => std::borrow::Cow::Borrowed(&self.ext[e as usize]),
+        }
+    }
+
+    /// memory.high of a group [pages].
+    #[inline]
+    pub fn high(&self, id: u32) -> u64 {
+        match self.groups[id as usize].ext {
+            NO_MEMCG => PAGE_COUNTER_MAX,
+            e => self.ext[e as usize].high,
+        }
+    }
+
+    /// Counts a memory.events event in a group and its ancestors below the root
+    /// (memcg_memory_event).
+    pub fn memcg_memory_event(&mut self, id: u32, event: usize) {
+        let mut g = id;
+        while g != ROOT_MEM_CGROUP && g != NO_MEMCG {
+            self.ext_mut(g).events[event] += 1;
+            g = self.groups[g as usize].parent;
+        }
+    }
+
+    /// The largest overage over memory.high from a group up to the root's child, in
+    /// 1/2^20 of the limit (mem_find_max_overage → calculate_overage).
+    pub fn mem_find_max_overage(&self, id: u32) -> u64 {
+        let mut max_overage = 0;
+        let mut g = id;
+        while g != ROOT_MEM_CGROUP && g != NO_MEMCG {
+            let usage = self.groups[g as usize].memory.usage;
+            let high = self.high(g);
+            if usage > high {
+                let high = high.max(1);
+                let overage =
+                    (((usage - high) as u128) << MEMCG_DELAY_PRECISION_SHIFT) / high as u128;
+                max_overage = max_overage.max(overage.min(u64::MAX as u128) as u64);
+            }
+            g = self.groups[g as usize].parent;
+        }
+        max_overage
     }
 
     /// Whether any group besides the root exists; without one every path is today's.
@@ -689,6 +822,12 @@ pub struct MemoryStat {
     pub children_in_excess: u32,
     /// memory.stat lines in the kernel's order.
     pub stat: indexmap::IndexMap<String, u64>,
+    /// memory.high [bytes] (cgroup v2 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub high: Option<u64>,
+    /// memory.events (cgroup v2 only): low, high, max, oom, oom_kill.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<indexmap::IndexMap<String, u64>>,
 }
 
 /// Where a charge's retry loop stands while its task sleeps inside limit reclaim.
@@ -752,6 +891,13 @@ impl MemcgState {
         let pg = PAGE_SIZE;
         st.insert("cache".to_string(), g.stat[stat::CACHE] * pg);
         st.insert("rss".to_string(), g.stat[stat::RSS] * pg);
+        let ext = self.ext(id);
+        st.insert("dirty".to_string(), ext.stat[stat::DIRTY] * pg);
+        st.insert("writeback".to_string(), ext.stat[stat::WRITEBACK] * pg);
+        st.insert(
+            "workingset_refault_file".to_string(),
+            ext.stat[stat::WORKINGSET_REFAULT_FILE],
+        );
         st.insert("pgpgin".to_string(), g.stat[stat::PGPGIN]);
         st.insert("pgpgout".to_string(), g.stat[stat::PGPGOUT]);
         st.insert("pgfault".to_string(), g.stat[stat::PGFAULT]);
@@ -771,11 +917,15 @@ impl MemcgState {
             lim.saturating_mul(pg),
         );
         let mut tot = [0u64; stat::NR];
+        let mut tot_ext = [0u64; stat::NR_EXT];
         let mut tot_lru = [0u64; lru::NR_LRU_LISTS];
         let mut pos = id;
         while pos != NO_MEMCG {
             let d = &self.groups[pos as usize];
             for (t, v) in tot.iter_mut().zip(d.stat.iter()) {
+                *t += v;
+            }
+            for (t, v) in tot_ext.iter_mut().zip(self.ext(pos).stat.iter()) {
                 *t += v;
             }
             let l = local_lru(pos);
@@ -786,6 +936,12 @@ impl MemcgState {
         }
         st.insert("total_cache".to_string(), tot[stat::CACHE] * pg);
         st.insert("total_rss".to_string(), tot[stat::RSS] * pg);
+        st.insert("total_dirty".to_string(), tot_ext[stat::DIRTY] * pg);
+        st.insert("total_writeback".to_string(), tot_ext[stat::WRITEBACK] * pg);
+        st.insert(
+            "total_workingset_refault_file".to_string(),
+            tot_ext[stat::WORKINGSET_REFAULT_FILE],
+        );
         st.insert("total_pgpgin".to_string(), tot[stat::PGPGIN]);
         st.insert("total_pgpgout".to_string(), tot[stat::PGPGOUT]);
         st.insert("total_pgfault".to_string(), tot[stat::PGFAULT]);
@@ -802,6 +958,14 @@ impl MemcgState {
             failcnt: g.memory.failcnt,
             children_in_excess: g.children_in_excess,
             stat: st,
+            high: self.dfl.then(|| self.high(id).saturating_mul(pg)),
+            events: self.dfl.then(|| {
+                memcg_event::NAMES
+                    .iter()
+                    .zip(ext.events)
+                    .map(|(n, v)| (n.to_string(), v))
+                    .collect()
+            }),
         }
     }
 
@@ -817,6 +981,9 @@ impl MemcgState {
     /// Creates the scenario's groups (mkdir in the memory controller and the limit writes).
     pub fn create_from_specs(&mut self, specs: &[CgroupSpec]) {
         let pages = |b: u64| b / PAGE_SIZE;
+        self.dfl = specs
+            .first()
+            .is_some_and(|c| c.hierarchy == crate::config::CgroupHierarchy::V2);
         for c in specs {
             let parent = match c.path.rsplit_once('/') {
                 Some((p, _)) => self.paths[p],
@@ -824,8 +991,11 @@ impl MemcgState {
             };
             let id = self.mem_cgroup_alloc(parent);
             self.paths.insert(c.path.clone(), id);
-            if let Some(b) = c.limit_in_bytes {
+            if let Some(b) = c.limit_in_bytes.or(c.max) {
                 self.groups[id as usize].memory.max = pages(b.0);
+            }
+            if let Some(b) = c.high {
+                self.ext_mut(id).high = pages(b.0);
             }
             if let Some(b) = c.min {
                 self.groups[id as usize].memory.min = pages(b.0);
@@ -938,11 +1108,18 @@ impl Kernel {
         let mut progress = resume.map(|r| r.nr_reclaimed);
         loop {
             let over = match self.mm.memcg.page_counter_try_charge(id, 1) {
-                Ok(()) => return AllocResult::Page(NIL),
+                Ok(()) => {
+                    if self.mm.memcg.dfl {
+                        self.mem_cgroup_note_over_high(id, tid);
+                    }
+                    return AllocResult::Page(NIL);
+                }
                 Err(over) => over,
             };
             if progress == Some(0) {
                 if nr_retries == 0 {
+                    // mem_cgroup_oom()
+                    self.mm.memcg.memcg_memory_event(over, memcg_event::OOM);
                     match self.mem_cgroup_out_of_memory(over) {
                         Some(v) if v == tid => return AllocResult::Killed,
                         // passed_oom: a victim died; start over with full retries.
@@ -956,6 +1133,7 @@ impl Kernel {
                 }
                 nr_retries -= 1;
             }
+            self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
             let nr_reclaimed = self.try_to_free_mem_cgroup_pages(over, 1, tid);
             progress = Some(nr_reclaimed);
             if self.sleep_after > 0 {
@@ -987,7 +1165,25 @@ impl Kernel {
             .commit_charge(id, page.kind() == PageKind::File, nid);
     }
 
+    /// Moves a group counter of the group a page is charged to (mod_lruvec_page_state
+    /// for a memcg item); nothing for an uncharged page.
+    #[inline]
+    pub fn mod_memcg_page_state(&mut self, p: Pfn, idx: usize, delta: i64) {
+        if !self.mm.memcg.enabled() {
+            return;
+        }
+        let page = self.mm.map[p as usize];
+        if page.owner == NIL || !is_charged_kind(page.kind()) {
+            return;
+        }
+        let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
+        let v = &mut self.mm.memcg.ext_mut(id).stat[idx];
+        *v = v.wrapping_add_signed(delta);
+    }
+
     /// Uncharges a page leaving its owner (mem_cgroup_uncharge); call before its owner is cleared.
+    /// A page still under writeback leaves the group's writeback count now: its owner is gone
+    /// when the write completes.
     pub fn mem_cgroup_uncharge(&mut self, p: Pfn) {
         if !self.mm.memcg.enabled() {
             return;
@@ -995,6 +1191,9 @@ impl Kernel {
         let page = self.mm.map[p as usize];
         if page.owner == NIL || !is_charged_kind(page.kind()) {
             return;
+        }
+        if page.test(super::page::pg::WRITEBACK) {
+            self.mod_memcg_page_state(p, stat::WRITEBACK, -1);
         }
         let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
         let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
@@ -1015,9 +1214,30 @@ impl Kernel {
             return Ok(());
         }
         let mut local = vec![0u64; m.groups.len()];
+        let mut dirty = vec![0u64; m.groups.len()];
+        let mut writeback = vec![0u64; m.groups.len()];
         for page in &self.mm.map {
             if is_charged_kind(page.kind()) && page.owner != NIL {
-                local[m.folio_memcg(page.kind(), page.owner) as usize] += 1;
+                let g = m.folio_memcg(page.kind(), page.owner) as usize;
+                local[g] += 1;
+                if page.kind() == PageKind::File && page.test(super::page::pg::DIRTY) {
+                    dirty[g] += 1;
+                }
+                if page.test(super::page::pg::WRITEBACK) {
+                    writeback[g] += 1;
+                }
+            }
+        }
+        for g in 0..m.groups.len() {
+            let e = m.ext(g as u32);
+            if (e.stat[stat::DIRTY], e.stat[stat::WRITEBACK]) != (dirty[g], writeback[g]) {
+                return Err(format!(
+                    "memcg {g}: dirty/writeback {}/{} but the frames say {}/{}",
+                    e.stat[stat::DIRTY],
+                    e.stat[stat::WRITEBACK],
+                    dirty[g],
+                    writeback[g]
+                ));
             }
         }
         m.check_invariants(&local)
@@ -1057,6 +1277,10 @@ impl Kernel {
         }
         let victim = chosen?;
         self.mm.count_vm_events(super::vmstat::Event::OOM_KILL, 1);
+        let victim_memcg = self.task_memcg(victim);
+        self.mm
+            .memcg
+            .memcg_memory_event(victim_memcg, memcg_event::OOM_KILL);
         self.mm.memcg.walk.oom_kills += 1;
         self.tasks[victim as usize].oom_killed = true;
         let now = self.mm.clock();
@@ -1072,6 +1296,7 @@ impl Kernel {
         let cpu = self.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(GFP_KERNEL, 0, nr_pages.max(SWAP_CLUSTER_MAX), tid, cpu);
         sc.target_mem_cgroup = id;
+        sc.memcg_on_dfl = self.mm.memcg.dfl;
         self.trace(
             tid,
             TraceEvent::MmVmscanMemcgReclaimBegin {
@@ -1087,11 +1312,103 @@ impl Kernel {
         nr_reclaimed
     }
 
+    /// After a charge: a group over memory.high on the way to the root makes the task owe
+    /// reclaim on its return to user space, and more than a batch owed is paid at once
+    /// (try_charge_memcg's tail, cgroup v2).
+    fn mem_cgroup_note_over_high(&mut self, id: u32, tid: TaskId) {
+        let mut g = id;
+        while g != NO_MEMCG {
+            if self.mm.memcg.groups[g as usize].memory.usage > self.mm.memcg.high(g) {
+                self.tasks[tid as usize].memcg_nr_pages_over_high += 1;
+                break;
+            }
+            g = self.mm.memcg.groups[g as usize].parent;
+        }
+        if self.tasks[tid as usize].memcg_nr_pages_over_high > MEMCG_CHARGE_BATCH
+            && self.tasks[tid as usize].reclaim.is_none()
+        {
+            self.mem_cgroup_handle_over_high(tid);
+        }
+    }
+
+    /// Reclaims `nr_pages` from every group over memory.high from `id` up to the root's
+    /// child (reclaim_high); returns pages reclaimed.
+    fn reclaim_high(&mut self, id: u32, nr_pages: u64, tid: TaskId) -> u64 {
+        let mut nr_reclaimed = 0;
+        let mut g = id;
+        while g != ROOT_MEM_CGROUP && g != NO_MEMCG {
+            if self.mm.memcg.groups[g as usize].memory.usage > self.mm.memcg.high(g) {
+                self.mm.memcg.memcg_memory_event(g, memcg_event::HIGH);
+                nr_reclaimed += self.try_to_free_mem_cgroup_pages(g, nr_pages, tid);
+                if self.sleep_after > 0 {
+                    break;
+                }
+            }
+            g = self.mm.memcg.groups[g as usize].parent;
+        }
+        nr_reclaimed
+    }
+
+    /// On the return to user space of a task that charged pages over memory.high: reclaim
+    /// while it makes progress, then sleep a penalty that grows with the square of the
+    /// overage, at most 2 s (mem_cgroup_handle_over_high). A reclaim that sleeps (a
+    /// throttle) ends the payment: the task sleeps, and charges over high later bring it back.
+    pub fn mem_cgroup_handle_over_high(&mut self, tid: TaskId) {
+        let nr_pages = std::mem::take(&mut self.tasks[tid as usize].memcg_nr_pages_over_high);
+        if nr_pages == 0 || !self.mm.memcg.dfl {
+            return;
+        }
+        let memcg = self.task_memcg(tid);
+        let hz = self.mm.kcfg.hz;
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut in_retry = false;
+        loop {
+            // task_is_dying()
+            let t = &self.tasks[tid as usize];
+            if !t.alive || t.oom_killed {
+                return;
+            }
+            let target = if in_retry { SWAP_CLUSTER_MAX } else { nr_pages };
+            let nr_reclaimed = self.reclaim_high(memcg, target, tid);
+            if self.sleep_after > 0 {
+                return;
+            }
+            let overage = self.mm.memcg.mem_find_max_overage(memcg);
+            let penalty_jiffies =
+                calculate_high_delay(nr_pages, overage, hz).min(MEMCG_MAX_HIGH_DELAY_SECS * hz);
+            // Not worth sleeping for a hundredth of a second.
+            if penalty_jiffies <= hz / 100 {
+                return;
+            }
+            if nr_reclaimed > 0 || nr_retries > 0 {
+                if nr_reclaimed == 0 {
+                    nr_retries -= 1;
+                }
+                in_retry = true;
+                continue;
+            }
+            // schedule_timeout_killable(penalty_jiffies)
+            self.sleep_after += penalty_jiffies * (1_000_000_000 / hz);
+            return;
+        }
+    }
+
     /// The priority loop of a limit reclaim (do_try_to_free_pages for a cgroup target).
     fn do_try_to_free_mem_cgroup_pages(&mut self, sc: &mut ScanControl) -> u64 {
         loop {
             for nid in 0..self.mm.nodes.len() {
+                sc.nr = super::vmscan::ReclaimStat::default();
                 self.shrink_node_memcgs(nid, sc);
+                // shrink_node()'s tail: with cgroup v2, limit reclaim that found every dirty
+                // page already queued and marked for reclaim tags the target's lruvec
+                // LRUVEC_CGROUP_CONGESTED and stalls for I/O completions.
+                if sc.writeback_throttling_sane()
+                    && sc.nr.nr_dirty > 0
+                    && sc.nr.nr_dirty == sc.nr.nr_congested
+                    && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+                {
+                    self.reclaim_throttle(nid, sc.tid, super::vmscan::VMSCAN_THROTTLE_CONGESTED);
+                }
                 // Done, or asleep (throttled, waiting on writeback): the charge decides.
                 if sc.nr_reclaimed >= sc.nr_to_reclaim || self.sleep_after > 0 {
                     return sc.nr_reclaimed;

@@ -464,6 +464,7 @@ impl Kernel {
         self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, -1);
         self.mm.mod_node_page_state(nid, NodeStat::NR_WRITTEN, 1);
         let flags = self.mm.map[p as usize].flags;
+        self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, -1);
         self.mm.map[p as usize].flags &= !pg::WRITEBACK;
         if self.mm.map[p as usize].owner == NIL && flags & pg::LRU == 0 {
             let cpu = 0;

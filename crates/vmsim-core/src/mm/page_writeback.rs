@@ -121,6 +121,7 @@ impl Kernel {
 
     /// Adjusts NR_DIRTY and NR_ZONE_WRITE_PENDING for a file page.
     fn account_dirty(&mut self, p: Pfn, delta: i64) {
+        self.mod_memcg_page_state(p, super::memcontrol::stat::DIRTY, delta);
         let zid = self.mm.page_zone(p);
         self.mm.zones[zid].vm_stat[ZoneStat::NR_ZONE_WRITE_PENDING as usize] += delta;
         let nid = self.mm.zones[zid].nid;
@@ -148,32 +149,122 @@ impl Kernel {
     /// Starts writeback of a page (folio_start_writeback): NR_WRITEBACK and write-pending up.
     pub fn folio_start_writeback(&mut self, p: Pfn) {
         self.mm.map[p as usize].flags |= pg::WRITEBACK;
+        self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, 1);
         let zid = self.mm.page_zone(p);
         self.mm.zones[zid].vm_stat[ZoneStat::NR_ZONE_WRITE_PENDING as usize] += 1;
         let nid = self.mm.zones[zid].nid;
         self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, 1);
     }
 
+    /// The dirty-throttling domain of a cgroup v2 group (the mdtc of balance_dirty_pages):
+    /// its dirty and writeback pages against the dirty ratios of its file pages plus the
+    /// clean memory it could still take under its max/high (mem_cgroup_wb_stats,
+    /// mdtc_calc_avail, domain_dirty_limits); `(bg_thresh, thresh, dirty)` [pages].
+    pub fn memcg_dirty_limits(&self, id: u32) -> (u64, u64, u64) {
+        use super::memcontrol::{stat, NO_MEMCG, ROOT_MEM_CGROUP};
+        use super::mmzone::lru;
+        let m = &self.mm.memcg;
+        let (mut filepages, mut dirty) = (0u64, 0u64);
+        let mut pos = id;
+        while pos != NO_MEMCG {
+            let e = m.ext(pos);
+            dirty += e.stat[stat::DIRTY] + e.stat[stat::WRITEBACK];
+            if m.groups[pos as usize].pn != NO_MEMCG {
+                for nid in 0..m.nr_nodes {
+                    let lv = super::memcontrol::mem_cgroup_lruvec_ref(&self.mm.nodes, m, pos, nid);
+                    filepages += lv.nr[lru::INACTIVE_FILE] + lv.nr[lru::ACTIVE_FILE];
+                }
+            }
+            pos = m.next_pre(pos, id, false);
+        }
+        // mem_cgroup_wb_stats(): the headroom under every ancestor's min(max, high).
+        let mut headroom = u64::MAX;
+        let mut g = id;
+        while g != ROOT_MEM_CGROUP && g != NO_MEMCG {
+            let ceiling = m.groups[g as usize].memory.max.min(m.high(g));
+            let used = m.groups[g as usize].memory.usage;
+            headroom = headroom.min(ceiling - ceiling.min(used));
+            g = m.groups[g as usize].parent;
+        }
+        // mdtc_calc_avail(): its file pages plus the clean memory elsewhere it could take.
+        let global_avail = self.global_dirtyable_memory();
+        let global_dirty = self.nr_dirty_and_writeback();
+        let clean = filepages - filepages.min(dirty);
+        let global_clean = global_avail - global_avail.min(global_dirty);
+        let other_clean = global_clean - global_clean.min(clean);
+        let avail = filepages + headroom.min(other_clean);
+        let thresh = avail * self.mm.kcfg.dirty_ratio / 100;
+        let mut bg = avail * self.mm.kcfg.dirty_background_ratio / 100;
+        if bg >= thresh {
+            bg = thresh / 2;
+        }
+        (bg, thresh, dirty)
+    }
+
+    /// The group whose dirty domain throttles a writer (the memcg of its wb), cgroup v2 only.
+    fn writer_memcg_domain(&self, tid: TaskId) -> Option<u32> {
+        let id = self.task_memcg(tid);
+        (self.mm.memcg.dfl && id != super::memcontrol::ROOT_MEM_CGROUP).then_some(id)
+    }
+
+    /// Whether background writeback should go on (wb_over_bg_thresh): dirty memory over the
+    /// global background threshold, or, with cgroup v2, a declared group over its own.
+    pub fn wb_over_bg_thresh(&self) -> bool {
+        let (bg, _) = self.global_dirty_limits();
+        if self.nr_dirty_and_writeback() > bg {
+            return true;
+        }
+        self.mm.memcg.dfl
+            && self.mm.memcg.paths.values().any(|&id| {
+                let (m_bg, _, m_dirty) = self.memcg_dirty_limits(id);
+                m_dirty > m_bg
+            })
+    }
+
     /// Throttles a task that dirtied pages when dirty memory is above the setpoint
-    /// (balance_dirty_pages); wakes the flusher above the background threshold.
+    /// (balance_dirty_pages); wakes the flusher above the background threshold. With
+    /// cgroup v2 the writer's group is a second domain, and the one nearer its limit
+    /// sets the pace (sdtc).
     pub fn balance_dirty_pages(&mut self, tid: TaskId, pages_dirtied: u64) {
         let (bg, thresh) = self.global_dirty_limits();
         let dirty = self.nr_dirty_and_writeback();
-        if dirty > bg {
+        let mdtc = self
+            .writer_memcg_domain(tid)
+            .map(|id| self.memcg_dirty_limits(id));
+        if dirty > bg || mdtc.is_some_and(|(m_bg, _, m_dirty)| m_dirty > m_bg) {
             self.wb_start_background_writeback(tid);
         }
         let freerun = (bg + thresh) / 2;
-        if dirty <= freerun || self.no_throttle {
+        let m_freerun =
+            mdtc.is_none_or(|(m_bg, m_thresh, m_dirty)| m_dirty <= (m_bg + m_thresh) / 2);
+        if dirty <= freerun && m_freerun || self.no_throttle {
             return;
         }
-        // Position control: full speed at the setpoint, none at the limit.
-        let setpoint = freerun;
-        let limit = thresh.max(setpoint + 1);
+        // Position control: full speed at the setpoint, none at the limit; the domain
+        // with the lower position ratio is the one obeyed.
+        let pos_ratio = |bg: u64, thresh: u64, dirty: u64| {
+            let setpoint = (bg + thresh) / 2;
+            let limit = thresh.max(setpoint + 1);
+            let pos = if dirty >= limit {
+                0.0
+            } else {
+                ((limit - dirty) as f64 / (limit - setpoint) as f64).min(1.0)
+            };
+            (pos, setpoint, limit, dirty)
+        };
+        let mut sdtc = pos_ratio(bg, thresh, dirty);
+        if let Some((m_bg, m_thresh, m_dirty)) = mdtc {
+            let m = pos_ratio(m_bg, m_thresh, m_dirty);
+            if m.0 < sdtc.0 {
+                sdtc = m;
+            }
+        }
+        let (pos, setpoint, limit, dirty) = sdtc;
+        let thresh = limit;
         let bw = (self.disk.config().write_bandwidth / crate::mm::page::PAGE_SIZE).max(1);
-        let pause = if dirty >= limit {
+        let pause = if pos <= 0.0 {
             MAX_PAUSE
         } else {
-            let pos = (limit - dirty) as f64 / (limit - setpoint) as f64;
             let rate = (bw as f64 * pos).max(1.0);
             ((pages_dirtied as f64 / rate) * 1e9) as u64
         }
@@ -435,7 +526,6 @@ impl crate::workload::Program for Flusher {
         if self.current.is_none() {
             self.current = k.wb.work_list.pop_front();
         }
-        let (bg, _) = k.global_dirty_limits();
         let tid = cx.tid;
         let written = if let Some(mut w) = self.current {
             trace_wb(
@@ -452,7 +542,7 @@ impl crate::workload::Program for Flusher {
             self.current = (n > 0 && w.nr_pages > 0).then_some(w);
             trace_wb(k, tid, false, n as i64, w.reason, false, false);
             n
-        } else if k.nr_dirty_and_writeback() > bg
+        } else if k.wb_over_bg_thresh()
             && k.wb
                 .b_dirty
                 .iter()

@@ -123,6 +123,8 @@ pub struct ScanControl {
     pub target_mem_cgroup: u32,
     /// The last batch shrink_inactive_list isolated: (node, file, pages).
     pub last_isolated: (usize, bool, u64),
+    /// The memory controller is on cgroup v2 (cgroup_subsys_on_dfl(memory_cgrp_subsys)).
+    pub memcg_on_dfl: bool,
 }
 
 impl ScanControl {
@@ -133,15 +135,16 @@ impl ScanControl {
 
     /// Whether dirty and writeback throttling works for this reclaimer
     /// (writeback_throttling_sane): always for global reclaim; for limit reclaim only
-    /// with cgroup v2's writeback, and vmsim's groups are v1's.
+    /// with cgroup v2, whose writeback and dirty throttling are per group.
     pub fn writeback_throttling_sane(&self) -> bool {
-        !self.cgroup_reclaim()
+        !self.cgroup_reclaim() || self.memcg_on_dfl
     }
 
     /// A scan_control for a reclaimer.
     pub fn new(gfp: Gfp, order: usize, nr_to_reclaim: u64, tid: TaskId, cpu: usize) -> Self {
         ScanControl {
             last_isolated: (0, false, 0),
+            memcg_on_dfl: false,
             nr_to_reclaim,
             gfp_mask: gfp,
             order,
@@ -195,6 +198,10 @@ impl Kernel {
             if self.slab.caches[cache].reclaimable {
                 pages += self.do_shrink_slab(cache, priority, cpu);
             }
+        }
+        // The workingset shadow-node shrinker ("mm-shadow").
+        if self.mm.kcfg.workingset {
+            self.shrink_shadow_nodes();
         }
         pages
     }
@@ -423,13 +430,30 @@ impl Kernel {
 
     /// Puts isolated pages back on their lists (move_folios_to_lru); returns pages moved.
     fn move_folios_to_lru(&mut self, nid: usize, pages: &[Pfn]) -> u64 {
+        // Activations age their lruvec's non-resident clock (workingset_age_nonresident),
+        // added up per run of pages of one group.
+        let (mut aging, mut nr_aged) = (super::memcontrol::ROOT_MEM_CGROUP, 0u64);
+        let workingset = self.mm.kcfg.workingset;
+        let memcg_on = self.mm.memcg.enabled();
         for &p in pages {
             self.mm.lruvec_add_folio(p);
-            if self.mm.kcfg.workingset && self.mm.map[p as usize].test(pg::ACTIVE) {
+            if workingset && self.mm.map[p as usize].test(pg::ACTIVE) {
                 let page = self.mm.map[p as usize];
-                let memcg = self.mm.memcg.folio_memcg(page.kind(), page.owner);
-                self.mm.workingset_age_nonresident(memcg, nid, 1);
+                let memcg = if memcg_on {
+                    self.mm.memcg.folio_memcg(page.kind(), page.owner)
+                } else {
+                    super::memcontrol::ROOT_MEM_CGROUP
+                };
+                if memcg != aging && nr_aged > 0 {
+                    self.mm.workingset_age_nonresident(aging, nid, nr_aged);
+                    nr_aged = 0;
+                }
+                aging = memcg;
+                nr_aged += 1;
             }
+        }
+        if nr_aged > 0 {
+            self.mm.workingset_age_nonresident(aging, nid, nr_aged);
         }
         let hold = pages.len() as u64 * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
@@ -635,7 +659,8 @@ impl Kernel {
                 let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
                 let slot = self.mm.map[pfn as usize].owner;
                 self.remove_mapping_and_free(pfn, sc.cpu);
-                self.shadows.store(slot, shadow);
+                let d = self.shadows.store(slot, shadow);
+                self.account_shadow_nodes(d);
             } else {
                 self.remove_mapping_and_free(pfn, sc.cpu);
             }

@@ -12,13 +12,21 @@
 //! `workingset_refault_file`, `workingset_activate_file` and
 //! `workingset_restore_file`.
 //!
-//! Simplified: shadow entries live in a table keyed by page-cache slot rather
-//! than in the xarray, and the shadow-node shrinker (`workingset_nodes`,
-//! `workingset_nodereclaim`) is not modelled: a shadow stays until the page
-//! comes back or its file is truncated. No `bucket_order` is needed: the
-//! eviction clock is kept whole. Anonymous refaults keep swap.rs's own rule.
+//! The page cache's xarray is modelled as far as shadows need it: each run of
+//! 64 slots (XA_CHUNK_SIZE) of a file is a node with a count of entries and of
+//! values (shadows); a node holding only shadows is on the shadow-node list
+//! (workingset_update_node, the `workingset_nodes` gauge), and the shadow-node
+//! shrinker frees such nodes, with their shadows, when there are more than one
+//! per 8 pages the node could cache (count_shadow_nodes, shadow_lru_isolate,
+//! `workingset_nodereclaim`).
+//!
+//! Simplified: shadow entries live in a table keyed by page-cache slot; the
+//! shadow-node list is one list for the machine, counted against the root
+//! lruvec's pages on every node (no per-memcg lists); no `bucket_order` is
+//! needed: the eviction clock is kept whole. Anonymous refaults keep swap.rs's
+//! own rule.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use super::memcontrol::{mem_cgroup_lruvec, ROOT_MEM_CGROUP};
 use super::mmzone::lru;
@@ -40,21 +48,122 @@ pub struct Shadow {
     pub workingset: bool,
 }
 
-/// Shadow entries of the page cache, by rmap slot.
+/// Slots per xarray node (XA_CHUNK_SHIFT).
+pub const XA_CHUNK_SHIFT: u32 = 6;
+
+/// The counts of one xarray node of the page cache (struct xa_node's count, nr_values).
+#[derive(Debug, Clone, Copy, Default)]
+struct XaNode {
+    /// Entries, pages and shadows.
+    count: u8,
+    /// Shadow entries.
+    nr_values: u8,
+    /// On the shadow-node list (list_lru).
+    on_list: bool,
+    /// NUMA node its gauge is counted on.
+    nid: u8,
+}
+
+impl XaNode {
+    /// Holds shadows only (workingset_update_node's condition).
+    fn shadow_only(&self) -> bool {
+        self.count > 0 && self.count == self.nr_values
+    }
+}
+
+/// Shadow entries of the page cache, by rmap slot, and the xarray nodes they are in.
 #[derive(Debug, Clone, Default)]
 pub struct ShadowTable {
     map: HashMap<u32, Shadow>,
+    /// Nodes by slot >> XA_CHUNK_SHIFT.
+    nodes: Vec<XaNode>,
+    /// Nodes that held only shadows when they were listed, oldest first (shadow_nodes).
+    list: VecDeque<u32>,
+    /// Nodes that hold only shadows now.
+    pub nr_shadow_nodes: u64,
 }
 
+/// A change of the shadow-only node count: (node the gauge is on, +1 or -1).
+pub type NodeDelta = Option<(usize, i64)>;
+
 impl ShadowTable {
-    /// Leaves a shadow in a slot (__filemap_remove_folio with a shadow).
-    pub fn store(&mut self, slot: u32, s: Shadow) {
-        self.map.insert(slot, s);
+    /// Moves a node's counts and tells whether it joined or left the shadow-only nodes
+    /// (workingset_update_node).
+    fn update_node(&mut self, slot: u32, count: i8, values: i8, nid: usize) -> NodeDelta {
+        let i = (slot >> XA_CHUNK_SHIFT) as usize;
+        if self.nodes.len() <= i {
+            self.nodes.resize(i + 1, XaNode::default());
+        }
+        let n = &mut self.nodes[i];
+        let was = n.shadow_only();
+        if n.count == 0 {
+            n.nid = nid as u8;
+        }
+        n.count = n.count.wrapping_add_signed(count);
+        n.nr_values = n.nr_values.wrapping_add_signed(values);
+        let is = n.shadow_only();
+        let nid = n.nid as usize;
+        match (was, is) {
+            (false, true) => {
+                if !n.on_list {
+                    n.on_list = true;
+                    self.list.push_back(i as u32);
+                }
+                self.nr_shadow_nodes += 1;
+                Some((nid, 1))
+            }
+            (true, false) => {
+                self.nr_shadow_nodes -= 1;
+                Some((nid, -1))
+            }
+            _ => None,
+        }
     }
 
-    /// Takes the shadow out of a slot a page is being added to (__filemap_add_folio).
-    pub fn take(&mut self, slot: u32) -> Option<Shadow> {
-        self.map.remove(&slot)
+    /// A page entered a page-cache slot.
+    pub fn page_added(&mut self, slot: u32, nid: usize) -> NodeDelta {
+        self.update_node(slot, 1, 0, nid)
+    }
+
+    /// A page left a page-cache slot.
+    pub fn page_removed(&mut self, slot: u32, nid: usize) -> NodeDelta {
+        self.update_node(slot, -1, 0, nid)
+    }
+
+    /// Leaves a shadow in a slot (__filemap_remove_folio with a shadow).
+    pub fn store(&mut self, slot: u32, s: Shadow) -> NodeDelta {
+        self.map.insert(slot, s);
+        self.update_node(slot, 1, 1, s.nid as usize)
+    }
+
+    /// Takes the shadow out of a slot a page is being added to, or truncated
+    /// (__filemap_add_folio, truncate_inode_pages).
+    pub fn take(&mut self, slot: u32) -> (Option<Shadow>, NodeDelta) {
+        match self.map.remove(&slot) {
+            Some(s) => (Some(s), self.update_node(slot, -1, -1, s.nid as usize)),
+            None => (None, None),
+        }
+    }
+
+    /// Takes the oldest listed node that still holds only shadows off the list and
+    /// deletes it with its shadows (shadow_lru_isolate); its node and shadows freed.
+    pub fn isolate_oldest(&mut self) -> Option<(usize, u64)> {
+        while let Some(i) = self.list.pop_front() {
+            let n = &mut self.nodes[i as usize];
+            n.on_list = false;
+            if !n.shadow_only() {
+                continue;
+            }
+            let (nid, freed) = (n.nid as usize, n.nr_values as u64);
+            *n = XaNode::default();
+            self.nr_shadow_nodes -= 1;
+            let first = i << XA_CHUNK_SHIFT;
+            for slot in first..first + (1 << XA_CHUNK_SHIFT) {
+                self.map.remove(&slot);
+            }
+            return Some((nid, freed));
+        }
+        None
     }
 
     /// Shadow entries held.
@@ -96,6 +205,63 @@ impl Mm {
 }
 
 impl Kernel {
+    /// Applies a change of the shadow-only node count to the `workingset_nodes` gauge.
+    pub fn account_shadow_nodes(&mut self, d: NodeDelta) {
+        if let Some((nid, delta)) = d {
+            self.mm
+                .mod_node_page_state(nid, NodeStat::WORKINGSET_NODES, delta);
+        }
+    }
+
+    /// Frees shadow-only nodes beyond one per 8 pages the machine's LRU lists and slab
+    /// hold, half the excess per call (count_shadow_nodes, do_shrink_slab with seeks 0,
+    /// shadow_lru_isolate); returns nodes freed.
+    pub fn shrink_shadow_nodes(&mut self) -> u64 {
+        let nodes = self.shadows.nr_shadow_nodes;
+        if nodes == 0 {
+            return 0;
+        }
+        let mut pages = 0u64;
+        for nid in 0..self.mm.nodes.len() {
+            let lv = &self.mm.nodes[nid].lruvec;
+            pages += lv.nr.iter().sum::<u64>();
+            pages += (self.mm.nodes[nid].vm_stat[NodeStat::NR_SLAB_RECLAIMABLE as usize]
+                + self.mm.nodes[nid].vm_stat[NodeStat::NR_SLAB_UNRECLAIMABLE as usize])
+                .max(0) as u64;
+        }
+        // max_nodes = pages >> (XA_CHUNK_SHIFT - 3)
+        let max_nodes = pages >> (XA_CHUNK_SHIFT - 3);
+        if nodes <= max_nodes {
+            return 0;
+        }
+        let freeable = nodes - max_nodes;
+        // Objects that cost no I/O to rebuild are trimmed by half the excess.
+        let mut total_scan = freeable / 2;
+        let batch = super::vmscan::SHRINK_BATCH;
+        let mut freed = 0;
+        while total_scan >= batch || total_scan >= freeable {
+            let nr_to_scan = batch.min(total_scan);
+            if nr_to_scan == 0 {
+                break;
+            }
+            for _ in 0..nr_to_scan {
+                let Some((nid, _)) = self.shadows.isolate_oldest() else {
+                    break;
+                };
+                self.mm.acc += self.mm.cost.shrink_object;
+                self.mm
+                    .mod_node_page_state(nid, NodeStat::WORKINGSET_NODES, -1);
+                self.mm
+                    .mod_node_page_state(nid, NodeStat::WORKINGSET_NODERECLAIM, 1);
+                freed += 1;
+            }
+            self.mm
+                .count_vm_events(super::vmstat::Event::SLABS_SCANNED, nr_to_scan);
+            total_scan -= nr_to_scan;
+        }
+        freed
+    }
+
     /// The shadow an evicted file page leaves, read from the reclaim target's lruvec
     /// on the page's node, whose clock the eviction then advances (workingset_eviction).
     pub fn workingset_eviction(&mut self, p: Pfn, target_memcg: u32) -> Shadow {
@@ -118,6 +284,7 @@ impl Kernel {
         let nid = self.mm.pfn_to_nid(p);
         self.mm
             .mod_node_page_state(nid, NodeStat::WORKINGSET_REFAULT_FILE, 1);
+        self.mod_memcg_page_state(p, super::memcontrol::stat::WORKINGSET_REFAULT_FILE, 1);
         let swap_available = self.swap.pages > 0 && self.swap.nr_free() > 0;
         if !self.mm.workingset_test_recent(s, swap_available) {
             return;
@@ -135,5 +302,58 @@ impl Kernel {
             self.mm
                 .mod_node_page_state(nid, NodeStat::WORKINGSET_RESTORE_FILE, 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shadow() -> Shadow {
+        Shadow {
+            memcg: ROOT_MEM_CGROUP,
+            nid: 0,
+            eviction: 0,
+            workingset: false,
+        }
+    }
+
+    #[test]
+    fn a_node_is_shadow_only_while_it_holds_shadows_and_no_page() {
+        let mut t = ShadowTable::default();
+        // Two pages in the node of slots 64..128.
+        assert_eq!(t.page_added(64, 0), None);
+        assert_eq!(t.page_added(65, 0), None);
+        // One evicted: a page and a shadow.
+        assert_eq!(t.page_removed(64, 0), None);
+        assert_eq!(t.store(64, shadow()), None);
+        // The other evicted: only shadows from the moment its page leaves.
+        assert_eq!(t.page_removed(65, 0), Some((0, 1)));
+        assert_eq!(t.store(65, shadow()), None);
+        assert_eq!(t.nr_shadow_nodes, 1);
+        // A refault brings a page back: no longer shadow-only.
+        let (s, d) = t.take(64);
+        assert!(s.is_some());
+        assert_eq!(d, None, "one shadow left, count 1 = nr_values 1");
+        assert_eq!(t.page_added(64, 0), Some((0, -1)));
+        assert_eq!(t.nr_shadow_nodes, 0);
+        // The shrinker skips the node, listed but no longer shadow-only.
+        assert_eq!(t.isolate_oldest(), None);
+    }
+
+    #[test]
+    fn isolating_a_node_frees_its_shadows() {
+        let mut t = ShadowTable::default();
+        for slot in 0..64 {
+            t.store(slot, shadow());
+        }
+        t.store(200, shadow());
+        assert_eq!(t.nr_shadow_nodes, 2);
+        assert_eq!(t.isolate_oldest(), Some((0, 64)));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.take(5), (None, None));
+        assert_eq!(t.nr_shadow_nodes, 1);
+        assert_eq!(t.isolate_oldest(), Some((0, 1)));
+        assert!(t.is_empty());
     }
 }
