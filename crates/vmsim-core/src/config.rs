@@ -109,6 +109,8 @@ section! {
         lumpy_reclaim: bool = false, "[bool]";
         /// Working-set detection of evicted page-cache pages (mm/workingset.c, 3.15+): reclaim leaves a shadow entry; a page read back within the working set's size comes back active (workingset_refault_file, _activate_file, _restore_file). false is the kernels before 3.15.
         workingset: bool = true, "[bool]";
+        /// Working-set detection of swapped-out anonymous pages (5.9+, needs workingset): reclaim leaves a shadow in the swap cache; a page read back from swap is judged by its refault distance (workingset_refault_anon, _activate_anon, _restore_anon) and comes back active only within the working set. false: every page read back from swap starts on the active list, counted as an activated refault.
+        workingset_anon: bool = true, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
         flusher: bool = true, "[bool]";
         /// CONFIG_HZ: timer ticks per second; throttling sleeps come in jiffies.

@@ -99,8 +99,10 @@ pub mod stat {
     pub const WRITEBACK: usize = 1;
     /// Page-cache pages read back after eviction (WORKINGSET_REFAULT_FILE); in [`super::MemcgExt`].
     pub const WORKINGSET_REFAULT_FILE: usize = 2;
+    /// Anonymous pages read back from swap with a shadow (WORKINGSET_REFAULT_ANON); in [`super::MemcgExt`].
+    pub const WORKINGSET_REFAULT_ANON: usize = 3;
     /// Number of the counters kept in [`super::MemcgExt`].
-    pub const NR_EXT: usize = 3;
+    pub const NR_EXT: usize = 4;
 }
 
 /// The events of memory.events (enum memcg_memory_event).
@@ -895,6 +897,10 @@ impl MemcgState {
         st.insert("dirty".to_string(), ext.stat[stat::DIRTY] * pg);
         st.insert("writeback".to_string(), ext.stat[stat::WRITEBACK] * pg);
         st.insert(
+            "workingset_refault_anon".to_string(),
+            ext.stat[stat::WORKINGSET_REFAULT_ANON],
+        );
+        st.insert(
             "workingset_refault_file".to_string(),
             ext.stat[stat::WORKINGSET_REFAULT_FILE],
         );
@@ -938,6 +944,10 @@ impl MemcgState {
         st.insert("total_rss".to_string(), tot[stat::RSS] * pg);
         st.insert("total_dirty".to_string(), tot_ext[stat::DIRTY] * pg);
         st.insert("total_writeback".to_string(), tot_ext[stat::WRITEBACK] * pg);
+        st.insert(
+            "total_workingset_refault_anon".to_string(),
+            tot_ext[stat::WORKINGSET_REFAULT_ANON],
+        );
         st.insert(
             "total_workingset_refault_file".to_string(),
             tot_ext[stat::WORKINGSET_REFAULT_FILE],

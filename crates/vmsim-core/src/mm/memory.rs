@@ -174,11 +174,19 @@ impl Kernel {
         self.tasks[tid as usize].swapents -= 1;
         self.map_anon_page(tid, slot, p);
         self.mem_cgroup_commit_charge(p, memcg);
-        // A page read back is likely in use: it starts on the active list (workingset refault).
-        self.mm.map[p as usize].flags |= pg::ACTIVE | pg::WORKINGSET;
+        if self.mm.kcfg.workingset && self.mm.kcfg.workingset_anon {
+            // 5.9+: the swap cache's shadow judges the refault (workingset_refault); a page
+            // without one, or evicted too long ago, starts on the inactive list.
+            if let Some(shadow) = self.shadows.take_swap(s) {
+                self.workingset_refault(p, shadow);
+            }
+        } else {
+            // A page read back is likely in use: it starts on the active list.
+            self.mm.map[p as usize].flags |= pg::ACTIVE | pg::WORKINGSET;
+            self.mm.count_node_refault(p);
+        }
         let cpu = self.tasks[tid as usize].cpu;
         self.mm.folio_add_lru(p, cpu);
-        self.mm.count_node_refault(p);
         self.sleep_until(done);
         Fault::Major
     }
@@ -245,6 +253,8 @@ impl Kernel {
                     }
                 }
                 self.swap.swap_free(s);
+                // free_swap_and_cache(): the slot's shadow goes with it.
+                self.shadows.take_swap(s);
             }
         }
     }
@@ -294,7 +304,7 @@ impl Kernel {
     }
 
     /// The swap slot of an unmapped anonymous page in the swap cache.
-    fn swap_slot_of(&self, p: Pfn) -> Option<u32> {
+    pub(crate) fn swap_slot_of(&self, p: Pfn) -> Option<u32> {
         match self.rmap.get(self.mm.map[p as usize].owner) {
             Entry::Swap(s) => Some(s),
             _ => None,

@@ -654,13 +654,23 @@ impl Kernel {
                 ret.push(pfn);
                 continue;
             }
-            // __remove_mapping(): clean and unmapped; free it, leaving a file page's shadow.
+            // __remove_mapping(): clean and unmapped; free it, leaving a shadow in the
+            // page cache or, for an anonymous page (5.9+), in the swap cache.
             if file && self.mm.kcfg.workingset {
                 let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
                 let slot = self.mm.map[pfn as usize].owner;
                 self.remove_mapping_and_free(pfn, sc.cpu);
                 let d = self.shadows.store(slot, shadow);
                 self.account_shadow_nodes(d);
+            } else if let Some(swap_slot) = (!file
+                && self.mm.kcfg.workingset
+                && self.mm.kcfg.workingset_anon)
+                .then(|| self.swap_slot_of(pfn))
+                .flatten()
+            {
+                let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
+                self.remove_mapping_and_free(pfn, sc.cpu);
+                self.shadows.store_swap(swap_slot, shadow);
             } else {
                 self.remove_mapping_and_free(pfn, sc.cpu);
             }

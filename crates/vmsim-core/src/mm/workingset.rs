@@ -10,7 +10,9 @@
 //! (workingset_test_recent): within it, the page comes back active
 //! (workingset_refault). The counters are /proc/vmstat's
 //! `workingset_refault_file`, `workingset_activate_file` and
-//! `workingset_restore_file`.
+//! `workingset_restore_file`. Since 5.9 (`kernel.workingset_anon`) an
+//! anonymous page reclaimed to swap leaves its shadow in the swap cache and
+//! its swap-in is judged the same way (`workingset_*_anon`).
 //!
 //! The page cache's xarray is modelled as far as shadows need it: each run of
 //! 64 slots (XA_CHUNK_SIZE) of a file is a node with a count of entries and of
@@ -23,8 +25,8 @@
 //! Simplified: shadow entries live in a table keyed by page-cache slot; the
 //! shadow-node list is one list for the machine, counted against the root
 //! lruvec's pages on every node (no per-memcg lists); no `bucket_order` is
-//! needed: the eviction clock is kept whole. Anonymous refaults keep swap.rs's
-//! own rule.
+//! needed: the eviction clock is kept whole. Swap-cache shadows are kept by
+//! swap slot and do not count in the xarray nodes.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -75,6 +77,8 @@ impl XaNode {
 #[derive(Debug, Clone, Default)]
 pub struct ShadowTable {
     map: HashMap<u32, Shadow>,
+    /// Shadows of swapped-out anonymous pages, by swap slot (the swap cache's).
+    swap: HashMap<u32, Shadow>,
     /// Nodes by slot >> XA_CHUNK_SHIFT.
     nodes: Vec<XaNode>,
     /// Nodes that held only shadows when they were listed, oldest first (shadow_nodes).
@@ -118,6 +122,22 @@ impl ShadowTable {
             }
             _ => None,
         }
+    }
+
+    /// Leaves a shadow in the swap cache slot of a reclaimed anonymous page
+    /// (__delete_from_swap_cache with a shadow).
+    pub fn store_swap(&mut self, swap_slot: u32, s: Shadow) {
+        self.swap.insert(swap_slot, s);
+    }
+
+    /// Shadows held in the swap cache.
+    pub fn swap_len(&self) -> usize {
+        self.swap.len()
+    }
+
+    /// Takes the shadow of a swap slot being read back or freed.
+    pub fn take_swap(&mut self, swap_slot: u32) -> Option<Shadow> {
+        self.swap.remove(&swap_slot)
     }
 
     /// A page entered a page-cache slot.
@@ -192,13 +212,21 @@ impl Mm {
     }
 
     /// Whether a refault is within the working set the eviction lruvec could have
-    /// held (workingset_test_recent, file pages).
-    fn workingset_test_recent(&mut self, s: Shadow, swap_available: bool) -> bool {
+    /// held (workingset_test_recent): the active file list, the inactive file list too
+    /// for an anonymous page, and with swap space left the active anon list, plus the
+    /// inactive anon list for a file page.
+    fn workingset_test_recent(&mut self, s: Shadow, file: bool, swap_available: bool) -> bool {
         let lv = mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, s.memcg, s.nid as usize);
         let refault_distance = lv.nonresident_age.wrapping_sub(s.eviction);
         let mut workingset_size = lv.nr[lru::ACTIVE_FILE];
+        if !file {
+            workingset_size += lv.nr[lru::INACTIVE_FILE];
+        }
         if swap_available {
-            workingset_size += lv.nr[lru::ACTIVE_ANON] + lv.nr[lru::INACTIVE_ANON];
+            workingset_size += lv.nr[lru::ACTIVE_ANON];
+            if file {
+                workingset_size += lv.nr[lru::INACTIVE_ANON];
+            }
         }
         refault_distance <= workingset_size
     }
@@ -277,30 +305,48 @@ impl Kernel {
         }
     }
 
-    /// A file page read back into the slot its shadow was in, before it goes on
-    /// the LRU (workingset_refault): counted as a refault; within the working set it
-    /// comes back active, and restored if it was in the working set before.
+    /// A page read back into the slot its shadow was in (the page cache, or the swap
+    /// cache for an anonymous page), before it goes on the LRU (workingset_refault):
+    /// counted as a refault; within the working set it comes back active, and restored
+    /// if it was in the working set before.
     pub fn workingset_refault(&mut self, p: Pfn, s: Shadow) {
+        use super::memcontrol::stat;
         let nid = self.mm.pfn_to_nid(p);
-        self.mm
-            .mod_node_page_state(nid, NodeStat::WORKINGSET_REFAULT_FILE, 1);
-        self.mod_memcg_page_state(p, super::memcontrol::stat::WORKINGSET_REFAULT_FILE, 1);
+        let file = self.mm.map[p as usize].kind() == super::page::PageKind::File;
+        let pick = |f: NodeStat, a: NodeStat| if file { f } else { a };
+        self.mm.mod_node_page_state(
+            nid,
+            pick(NodeStat::WORKINGSET_REFAULT_FILE, NodeStat::WORKINGSET_REFAULT_ANON),
+            1,
+        );
+        let memcg_item = if file {
+            stat::WORKINGSET_REFAULT_FILE
+        } else {
+            stat::WORKINGSET_REFAULT_ANON
+        };
+        self.mod_memcg_page_state(p, memcg_item, 1);
         let swap_available = self.swap.pages > 0 && self.swap.nr_free() > 0;
-        if !self.mm.workingset_test_recent(s, swap_available) {
+        if !self.mm.workingset_test_recent(s, file, swap_available) {
             return;
         }
         let page = self.mm.map[p as usize];
         let memcg = self.mm.memcg.folio_memcg(page.kind(), page.owner);
         self.mm.map[p as usize].flags |= pg::ACTIVE;
         self.mm.workingset_age_nonresident(memcg, nid, 1);
-        self.mm
-            .mod_node_page_state(nid, NodeStat::WORKINGSET_ACTIVATE_FILE, 1);
+        self.mm.mod_node_page_state(
+            nid,
+            pick(NodeStat::WORKINGSET_ACTIVATE_FILE, NodeStat::WORKINGSET_ACTIVATE_ANON),
+            1,
+        );
         if s.workingset {
             self.mm.map[p as usize].flags |= pg::WORKINGSET;
-            // lru_note_cost_refault(): the refault is I/O that reclaiming file cost.
-            self.lru_note_cost(nid, true, 1, 0);
-            self.mm
-                .mod_node_page_state(nid, NodeStat::WORKINGSET_RESTORE_FILE, 1);
+            // lru_note_cost_refault(): the refault is I/O that reclaiming this type cost.
+            self.lru_note_cost(nid, file, 1, 0);
+            self.mm.mod_node_page_state(
+                nid,
+                pick(NodeStat::WORKINGSET_RESTORE_FILE, NodeStat::WORKINGSET_RESTORE_ANON),
+                1,
+            );
         }
     }
 }
