@@ -665,3 +665,42 @@ program = [
     let r = run(&old);
     assert_eq!(r.vmstat_delta.get("workingset_nodereclaim"), None);
 }
+
+#[test]
+fn a_groups_shadow_nodes_are_trimmed_against_its_own_pages() {
+    // 400 MiB through a 16 MiB group on a 512 MiB machine: ~1,540 xarray nodes of
+    // shadows against the ~510 (4,096 pages / 8) the group's lruvec can back. Only
+    // limit reclaim runs, and its shrink_slab(memcg) trims the group's own list by
+    // half the excess while the excess is a batch (128) or more: at most ~256 over.
+    let sc = scenario(
+        "512MiB",
+        "0",
+        "",
+        r#"
+[[cgroup]]
+path = "L"
+limit_in_bytes = "16MiB"
+[[task]]
+name = "dd"
+cgroup = "L"
+program = [ { op = "write", file = "f", size = "400MiB" } ]
+"#,
+    );
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(sc.duration.0);
+    let k = &eng.kernel;
+    let id = k.mm.memcg.paths["L"];
+    let nodes = k.shadows.memcg_shadow_nodes(id);
+    let pages: u64 = (0..k.mm.nodes.len())
+        .map(|nid| k.mm.memcg.lruvec_pages(id, nid, &k.mm.nodes))
+        .sum();
+    assert!(nodes > 0);
+    assert!(nodes <= pages / 8 + 256, "{nodes} nodes for {pages} pages");
+    let r = run(&sc);
+    assert!(r.vmstat_delta["workingset_nodereclaim"] > 0);
+    assert_eq!(
+        r.vmstat_delta.get("pgscan_kswapd"),
+        None,
+        "no global reclaim"
+    );
+}

@@ -742,7 +742,11 @@ fn swapped_out_pages_leave_shadows_that_judge_their_swap_in() {
         t += 5 * MS;
         eng.run_until(t);
     }
-    assert_eq!(eng.kernel.shadows.swap_len(), 0, "exit frees the slots' shadows");
+    assert_eq!(
+        eng.kernel.shadows.swap_len(),
+        0,
+        "exit frees the slots' shadows"
+    );
     let r = vmsim_core::run(&sc, &mut |_, _| {});
     assert!(ev(&r, "pswpin") > 0);
     assert_eq!(ev(&r, "workingset_refault_anon"), ev(&r, "pswpin"));
@@ -776,5 +780,8 @@ program = [
     let refaults = ev(&r, "workingset_refault_anon");
     let activated = ev(&r, "workingset_activate_anon");
     assert!(refaults > 0, "the hog was swapped");
-    assert!(activated > 0 && activated <= refaults, "{activated} of {refaults}");
+    assert!(
+        activated > 0 && activated <= refaults,
+        "{activated} of {refaults}"
+    );
 }

@@ -68,7 +68,7 @@ impl Kernel {
         self.mm.mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, 1);
         let (shadow, d) = self.shadows.take(slot);
         self.account_shadow_nodes(d);
-        let d = self.shadows.page_added(slot, nid);
+        let d = self.shadows.page_added(slot, nid, memcg);
         self.account_shadow_nodes(d);
         if let Some(shadow) = shadow {
             if !write {

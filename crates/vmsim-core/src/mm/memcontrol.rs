@@ -1508,15 +1508,20 @@ impl Kernel {
                     low_skipped |= m.usage > m.min;
                 } else {
                     self.mm.acc += c_visit;
-                    if self.mm.memcg.lruvec_pages(pos, nid, &self.mm.nodes) > 0 {
+                    let shrunk = self.mm.memcg.lruvec_pages(pos, nid, &self.mm.nodes) > 0;
+                    if shrunk {
                         let before = sc.nr_reclaimed;
                         self.shrink_memcg_lruvec(pos, nid, sc);
                         let got = sc.nr_reclaimed - before;
                         self.mm.memcg.groups[pos as usize].stat[stat::PGSTEAL] += got;
-                        // Limit reclaim stops once it has enough (mem_cgroup_iter_break).
-                        if !global && sc.nr_reclaimed >= sc.nr_to_reclaim {
-                            break;
-                        }
+                    }
+                    // shrink_slab(memcg): the memcg-aware shadow-node shrinker.
+                    if sc.may_shrinkslab && self.mm.kcfg.workingset {
+                        self.shrink_shadow_nodes(pos, sc.priority);
+                    }
+                    // Limit reclaim stops once it has enough (mem_cgroup_iter_break).
+                    if shrunk && !global && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                        break;
                     }
                 }
             }

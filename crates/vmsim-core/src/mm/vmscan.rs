@@ -199,10 +199,6 @@ impl Kernel {
                 pages += self.do_shrink_slab(cache, priority, cpu);
             }
         }
-        // The workingset shadow-node shrinker ("mm-shadow").
-        if self.mm.kcfg.workingset {
-            self.shrink_shadow_nodes();
-        }
         pages
     }
 
@@ -659,14 +655,17 @@ impl Kernel {
             if file && self.mm.kcfg.workingset {
                 let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
                 let slot = self.mm.map[pfn as usize].owner;
+                let file_memcg = match self.rmap.owner(slot).0 {
+                    super::rmap::Owner::File { ino, .. } => self.inode_memcg(ino),
+                    _ => super::memcontrol::ROOT_MEM_CGROUP,
+                };
                 self.remove_mapping_and_free(pfn, sc.cpu);
-                let d = self.shadows.store(slot, shadow);
+                let d = self.shadows.store(slot, shadow, file_memcg);
                 self.account_shadow_nodes(d);
-            } else if let Some(swap_slot) = (!file
-                && self.mm.kcfg.workingset
-                && self.mm.kcfg.workingset_anon)
-                .then(|| self.swap_slot_of(pfn))
-                .flatten()
+            } else if let Some(swap_slot) =
+                (!file && self.mm.kcfg.workingset && self.mm.kcfg.workingset_anon)
+                    .then(|| self.swap_slot_of(pfn))
+                    .flatten()
             {
                 let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
                 self.remove_mapping_and_free(pfn, sc.cpu);
@@ -942,6 +941,10 @@ impl Kernel {
             } else {
                 self.prepare_scan_control(nid, sc);
                 self.shrink_lruvec(nid, sc);
+                // shrink_slab() for the root memcg: the shadow-node shrinker ("mm-shadow").
+                if sc.may_shrinkslab && self.mm.kcfg.workingset {
+                    self.shrink_shadow_nodes(super::memcontrol::ROOT_MEM_CGROUP, sc.priority);
+                }
             }
             let cpu = sc.cpu;
             if sc.may_shrinkslab {

@@ -22,9 +22,10 @@
 //! per 8 pages the node could cache (count_shadow_nodes, shadow_lru_isolate,
 //! `workingset_nodereclaim`).
 //!
-//! Simplified: shadow entries live in a table keyed by page-cache slot; the
-//! shadow-node list is one list for the machine, counted against the root
-//! lruvec's pages on every node (no per-memcg lists); no `bucket_order` is
+//! Simplified: shadow entries live in a table keyed by page-cache slot; each
+//! memcg has one shadow-node list for all NUMA nodes, counted against its
+//! lruvec pages on every node (the root's also against all slab, which vmsim
+//! does not charge to groups); no `bucket_order` is
 //! needed: the eviction clock is kept whole. Swap-cache shadows are kept by
 //! swap slot and do not count in the xarray nodes.
 
@@ -64,6 +65,9 @@ struct XaNode {
     on_list: bool,
     /// NUMA node its gauge is counted on.
     nid: u8,
+    /// The memcg whose shadow-node list it is on (the group charged for the node:
+    /// the file's).
+    memcg: u32,
 }
 
 impl XaNode {
@@ -81,8 +85,13 @@ pub struct ShadowTable {
     swap: HashMap<u32, Shadow>,
     /// Nodes by slot >> XA_CHUNK_SHIFT.
     nodes: Vec<XaNode>,
-    /// Nodes that held only shadows when they were listed, oldest first (shadow_nodes).
-    list: VecDeque<u32>,
+    /// Per memcg, the nodes that held only shadows when they were listed, oldest
+    /// first (the shadow_nodes list_lru, one list per memcg).
+    lists: Vec<VecDeque<u32>>,
+    /// Per memcg, the nodes that hold only shadows now.
+    memcg_nodes: Vec<u64>,
+    /// Per memcg, the shrinker's deferred work (nr_deferred) [nodes].
+    deferred: Vec<u64>,
     /// Nodes that hold only shadows now.
     pub nr_shadow_nodes: u64,
 }
@@ -92,8 +101,15 @@ pub type NodeDelta = Option<(usize, i64)>;
 
 impl ShadowTable {
     /// Moves a node's counts and tells whether it joined or left the shadow-only nodes
-    /// (workingset_update_node).
-    fn update_node(&mut self, slot: u32, count: i8, values: i8, nid: usize) -> NodeDelta {
+    /// (workingset_update_node); a node made by this entry is `memcg`'s, on `nid`.
+    fn update_node(
+        &mut self,
+        slot: u32,
+        count: i8,
+        values: i8,
+        nid: usize,
+        memcg: u32,
+    ) -> NodeDelta {
         let i = (slot >> XA_CHUNK_SHIFT) as usize;
         if self.nodes.len() <= i {
             self.nodes.resize(i + 1, XaNode::default());
@@ -102,21 +118,28 @@ impl ShadowTable {
         let was = n.shadow_only();
         if n.count == 0 {
             n.nid = nid as u8;
+            n.memcg = memcg;
         }
         n.count = n.count.wrapping_add_signed(count);
         n.nr_values = n.nr_values.wrapping_add_signed(values);
         let is = n.shadow_only();
-        let nid = n.nid as usize;
+        let (nid, memcg) = (n.nid as usize, n.memcg as usize);
         match (was, is) {
             (false, true) => {
+                if self.lists.len() <= memcg {
+                    self.lists.resize(memcg + 1, VecDeque::new());
+                    self.memcg_nodes.resize(memcg + 1, 0);
+                }
                 if !n.on_list {
                     n.on_list = true;
-                    self.list.push_back(i as u32);
+                    self.lists[memcg].push_back(i as u32);
                 }
+                self.memcg_nodes[memcg] += 1;
                 self.nr_shadow_nodes += 1;
                 Some((nid, 1))
             }
             (true, false) => {
+                self.memcg_nodes[memcg] -= 1;
                 self.nr_shadow_nodes -= 1;
                 Some((nid, -1))
             }
@@ -140,35 +163,60 @@ impl ShadowTable {
         self.swap.remove(&swap_slot)
     }
 
-    /// A page entered a page-cache slot.
-    pub fn page_added(&mut self, slot: u32, nid: usize) -> NodeDelta {
-        self.update_node(slot, 1, 0, nid)
+    /// A page of a file charged to `memcg` entered a page-cache slot.
+    pub fn page_added(&mut self, slot: u32, nid: usize, memcg: u32) -> NodeDelta {
+        self.update_node(slot, 1, 0, nid, memcg)
     }
 
     /// A page left a page-cache slot.
     pub fn page_removed(&mut self, slot: u32, nid: usize) -> NodeDelta {
-        self.update_node(slot, -1, 0, nid)
+        self.update_node(slot, -1, 0, nid, ROOT_MEM_CGROUP)
     }
 
-    /// Leaves a shadow in a slot (__filemap_remove_folio with a shadow).
-    pub fn store(&mut self, slot: u32, s: Shadow) -> NodeDelta {
+    /// Leaves a shadow in a slot of a file charged to `memcg` (__filemap_remove_folio
+    /// with a shadow).
+    pub fn store(&mut self, slot: u32, s: Shadow, memcg: u32) -> NodeDelta {
         self.map.insert(slot, s);
-        self.update_node(slot, 1, 1, s.nid as usize)
+        self.update_node(slot, 1, 1, s.nid as usize, memcg)
     }
 
     /// Takes the shadow out of a slot a page is being added to, or truncated
     /// (__filemap_add_folio, truncate_inode_pages).
     pub fn take(&mut self, slot: u32) -> (Option<Shadow>, NodeDelta) {
         match self.map.remove(&slot) {
-            Some(s) => (Some(s), self.update_node(slot, -1, -1, s.nid as usize)),
+            Some(s) => (
+                Some(s),
+                self.update_node(slot, -1, -1, s.nid as usize, ROOT_MEM_CGROUP),
+            ),
             None => (None, None),
         }
     }
 
-    /// Takes the oldest listed node that still holds only shadows off the list and
-    /// deletes it with its shadows (shadow_lru_isolate); its node and shadows freed.
-    pub fn isolate_oldest(&mut self) -> Option<(usize, u64)> {
-        while let Some(i) = self.list.pop_front() {
+    /// Takes a memcg's deferred shrinker work (xchg_nr_deferred).
+    pub fn take_deferred(&mut self, memcg: u32) -> u64 {
+        self.deferred
+            .get_mut(memcg as usize)
+            .map_or(0, std::mem::take)
+    }
+
+    /// Adds to a memcg's deferred shrinker work (add_nr_deferred).
+    pub fn add_deferred(&mut self, memcg: u32, n: u64) {
+        if self.deferred.len() <= memcg as usize {
+            self.deferred.resize(memcg as usize + 1, 0);
+        }
+        self.deferred[memcg as usize] += n;
+    }
+
+    /// Shadow-only nodes on a memcg's list (list_lru_shrink_count).
+    pub fn memcg_shadow_nodes(&self, memcg: u32) -> u64 {
+        self.memcg_nodes.get(memcg as usize).copied().unwrap_or(0)
+    }
+
+    /// Takes the oldest node on a memcg's list that still holds only shadows off it and
+    /// deletes it with its shadows (shadow_lru_isolate); its NUMA node and shadows freed.
+    pub fn isolate_oldest(&mut self, memcg: u32) -> Option<(usize, u64)> {
+        let list = self.lists.get_mut(memcg as usize)?;
+        while let Some(i) = list.pop_front() {
             let n = &mut self.nodes[i as usize];
             n.on_list = false;
             if !n.shadow_only() {
@@ -176,6 +224,7 @@ impl ShadowTable {
             }
             let (nid, freed) = (n.nid as usize, n.nr_values as u64);
             *n = XaNode::default();
+            self.memcg_nodes[memcg as usize] -= 1;
             self.nr_shadow_nodes -= 1;
             let first = i << XA_CHUNK_SHIFT;
             for slot in first..first + (1 << XA_CHUNK_SHIFT) {
@@ -241,21 +290,24 @@ impl Kernel {
         }
     }
 
-    /// Frees shadow-only nodes beyond one per 8 pages the machine's LRU lists and slab
-    /// hold, half the excess per call (count_shadow_nodes, do_shrink_slab with seeks 0,
-    /// shadow_lru_isolate); returns nodes freed.
-    pub fn shrink_shadow_nodes(&mut self) -> u64 {
-        let nodes = self.shadows.nr_shadow_nodes;
+    /// Frees a memcg's shadow-only nodes beyond one per 8 pages its lruvecs hold (and,
+    /// for the root, the slab), half the excess per call and deferred work (count_shadow_nodes,
+    /// do_shrink_slab with seeks 0, shadow_lru_isolate); returns nodes freed.
+    pub fn shrink_shadow_nodes(&mut self, memcg: u32, priority: i32) -> u64 {
+        let nodes = self.shadows.memcg_shadow_nodes(memcg);
         if nodes == 0 {
             return 0;
         }
         let mut pages = 0u64;
         for nid in 0..self.mm.nodes.len() {
-            let lv = &self.mm.nodes[nid].lruvec;
-            pages += lv.nr.iter().sum::<u64>();
-            pages += (self.mm.nodes[nid].vm_stat[NodeStat::NR_SLAB_RECLAIMABLE as usize]
-                + self.mm.nodes[nid].vm_stat[NodeStat::NR_SLAB_UNRECLAIMABLE as usize])
-                .max(0) as u64;
+            pages += self.mm.memcg.lruvec_pages(memcg, nid, &self.mm.nodes);
+            if memcg == ROOT_MEM_CGROUP {
+                // Slab is not charged to groups in vmsim: all of it is the root's.
+                let n = &self.mm.nodes[nid];
+                pages += (n.vm_stat[NodeStat::NR_SLAB_RECLAIMABLE as usize]
+                    + n.vm_stat[NodeStat::NR_SLAB_UNRECLAIMABLE as usize])
+                    .max(0) as u64;
+            }
         }
         // max_nodes = pages >> (XA_CHUNK_SHIFT - 3)
         let max_nodes = pages >> (XA_CHUNK_SHIFT - 3);
@@ -263,17 +315,21 @@ impl Kernel {
             return 0;
         }
         let freeable = nodes - max_nodes;
-        // Objects that cost no I/O to rebuild are trimmed by half the excess.
-        let mut total_scan = freeable / 2;
+        // Objects that cost no I/O to rebuild are trimmed by half the excess, plus the
+        // work earlier calls deferred (nr_deferred, per memcg).
+        let nr = self.shadows.take_deferred(memcg);
+        let delta = freeable / 2;
+        let mut total_scan = ((nr >> priority.clamp(0, 63)) + delta).min(2 * freeable);
         let batch = super::vmscan::SHRINK_BATCH;
         let mut freed = 0;
+        let mut scanned = 0;
         while total_scan >= batch || total_scan >= freeable {
             let nr_to_scan = batch.min(total_scan);
             if nr_to_scan == 0 {
                 break;
             }
             for _ in 0..nr_to_scan {
-                let Some((nid, _)) = self.shadows.isolate_oldest() else {
+                let Some((nid, _)) = self.shadows.isolate_oldest(memcg) else {
                     break;
                 };
                 self.mm.acc += self.mm.cost.shrink_object;
@@ -286,7 +342,11 @@ impl Kernel {
             self.mm
                 .count_vm_events(super::vmstat::Event::SLABS_SCANNED, nr_to_scan);
             total_scan -= nr_to_scan;
+            scanned += nr_to_scan;
         }
+        // New work not done is deferred, old deferred work done is taken off.
+        let next_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
+        self.shadows.add_deferred(memcg, next_deferred);
         freed
     }
 
@@ -316,7 +376,10 @@ impl Kernel {
         let pick = |f: NodeStat, a: NodeStat| if file { f } else { a };
         self.mm.mod_node_page_state(
             nid,
-            pick(NodeStat::WORKINGSET_REFAULT_FILE, NodeStat::WORKINGSET_REFAULT_ANON),
+            pick(
+                NodeStat::WORKINGSET_REFAULT_FILE,
+                NodeStat::WORKINGSET_REFAULT_ANON,
+            ),
             1,
         );
         let memcg_item = if file {
@@ -335,7 +398,10 @@ impl Kernel {
         self.mm.workingset_age_nonresident(memcg, nid, 1);
         self.mm.mod_node_page_state(
             nid,
-            pick(NodeStat::WORKINGSET_ACTIVATE_FILE, NodeStat::WORKINGSET_ACTIVATE_ANON),
+            pick(
+                NodeStat::WORKINGSET_ACTIVATE_FILE,
+                NodeStat::WORKINGSET_ACTIVATE_ANON,
+            ),
             1,
         );
         if s.workingset {
@@ -344,7 +410,10 @@ impl Kernel {
             self.lru_note_cost(nid, file, 1, 0);
             self.mm.mod_node_page_state(
                 nid,
-                pick(NodeStat::WORKINGSET_RESTORE_FILE, NodeStat::WORKINGSET_RESTORE_ANON),
+                pick(
+                    NodeStat::WORKINGSET_RESTORE_FILE,
+                    NodeStat::WORKINGSET_RESTORE_ANON,
+                ),
                 1,
             );
         }
@@ -368,38 +437,38 @@ mod tests {
     fn a_node_is_shadow_only_while_it_holds_shadows_and_no_page() {
         let mut t = ShadowTable::default();
         // Two pages in the node of slots 64..128.
-        assert_eq!(t.page_added(64, 0), None);
-        assert_eq!(t.page_added(65, 0), None);
+        assert_eq!(t.page_added(64, 0, 0), None);
+        assert_eq!(t.page_added(65, 0, 0), None);
         // One evicted: a page and a shadow.
         assert_eq!(t.page_removed(64, 0), None);
-        assert_eq!(t.store(64, shadow()), None);
+        assert_eq!(t.store(64, shadow(), 0), None);
         // The other evicted: only shadows from the moment its page leaves.
         assert_eq!(t.page_removed(65, 0), Some((0, 1)));
-        assert_eq!(t.store(65, shadow()), None);
+        assert_eq!(t.store(65, shadow(), 0), None);
         assert_eq!(t.nr_shadow_nodes, 1);
         // A refault brings a page back: no longer shadow-only.
         let (s, d) = t.take(64);
         assert!(s.is_some());
         assert_eq!(d, None, "one shadow left, count 1 = nr_values 1");
-        assert_eq!(t.page_added(64, 0), Some((0, -1)));
+        assert_eq!(t.page_added(64, 0, 0), Some((0, -1)));
         assert_eq!(t.nr_shadow_nodes, 0);
         // The shrinker skips the node, listed but no longer shadow-only.
-        assert_eq!(t.isolate_oldest(), None);
+        assert_eq!(t.isolate_oldest(0), None);
     }
 
     #[test]
     fn isolating_a_node_frees_its_shadows() {
         let mut t = ShadowTable::default();
         for slot in 0..64 {
-            t.store(slot, shadow());
+            t.store(slot, shadow(), 0);
         }
-        t.store(200, shadow());
+        t.store(200, shadow(), 0);
         assert_eq!(t.nr_shadow_nodes, 2);
-        assert_eq!(t.isolate_oldest(), Some((0, 64)));
+        assert_eq!(t.isolate_oldest(0), Some((0, 64)));
         assert_eq!(t.len(), 1);
         assert_eq!(t.take(5), (None, None));
         assert_eq!(t.nr_shadow_nodes, 1);
-        assert_eq!(t.isolate_oldest(), Some((0, 1)));
+        assert_eq!(t.isolate_oldest(0), Some((0, 1)));
         assert!(t.is_empty());
     }
 }
