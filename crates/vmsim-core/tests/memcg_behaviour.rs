@@ -360,11 +360,11 @@ program = [ {{ op = "write", file = "q", size = "400MiB" }} ]
     };
     // Unprotected, P's older cache is reclaimed with Q's.
     let r = run_checked(&scenario("256MiB", "0", "", &groups("")));
-    assert!(stat(&r, "P", "total_pgsteal") > 0);
+    assert!(stat(&r, "P", "pgsteal") > 0);
     for prot in ["min = \"64MiB\"", "low = \"64MiB\""] {
         let r = run_checked(&scenario("256MiB", "0", "", &groups(prot)));
-        assert_eq!(stat(&r, "P", "total_pgsteal"), 0, "{prot}");
-        assert!(stat(&r, "Q", "total_pgsteal") > 0, "{prot}");
+        assert_eq!(stat(&r, "P", "pgsteal"), 0, "{prot}");
+        assert!(stat(&r, "Q", "pgsteal") > 0, "{prot}");
         assert_eq!(
             r.memcg.as_ref().unwrap().groups["P"].usage_in_bytes,
             60 << 20,
@@ -544,6 +544,13 @@ fn a_v2_writer_is_paced_by_its_groups_dirty_limit_where_v1_fills_the_group() {
     assert!(ev["max"] > 0, "{ev:?}");
     assert_eq!(ev["oom"], 0);
     assert!(v1.memcg.as_ref().unwrap().groups["L"].events.is_none());
+    // memory.stat in each hierarchy's own names: v2's are hierarchical, no total_ lines.
+    let st = &v2.memcg.as_ref().unwrap().groups["L"].stat;
+    assert!(st.contains_key("file_dirty") && !st.contains_key("total_cache"));
+    assert!(st["file"] > 0 && st["file"] <= 16 << 20, "{}", st["file"]);
+    assert!(v1.memcg.as_ref().unwrap().groups["L"]
+        .stat
+        .contains_key("total_cache"));
 }
 
 #[test]

@@ -959,6 +959,36 @@ impl MemcgState {
             st.insert(format!("total_{name}"), tot_lru[l] * pg);
         }
         st.insert("total_pgsteal".to_string(), tot[stat::PGSTEAL]);
+        if self.dfl {
+            // cgroup v2's memory.stat (memory_stat_format): hierarchical values under
+            // v2's names, in the kernel's order, for the counters vmsim keeps.
+            let mut v2 = indexmap::IndexMap::new();
+            let lines: [(&str, u64); 13] = [
+                ("anon", tot[stat::RSS] * pg),
+                ("file", tot[stat::CACHE] * pg),
+                ("file_dirty", tot_ext[stat::DIRTY] * pg),
+                ("file_writeback", tot_ext[stat::WRITEBACK] * pg),
+                ("inactive_anon", tot_lru[lru::INACTIVE_ANON] * pg),
+                ("active_anon", tot_lru[lru::ACTIVE_ANON] * pg),
+                ("inactive_file", tot_lru[lru::INACTIVE_FILE] * pg),
+                ("active_file", tot_lru[lru::ACTIVE_FILE] * pg),
+                ("unevictable", tot_lru[lru::UNEVICTABLE] * pg),
+                (
+                    "workingset_refault_anon",
+                    tot_ext[stat::WORKINGSET_REFAULT_ANON],
+                ),
+                (
+                    "workingset_refault_file",
+                    tot_ext[stat::WORKINGSET_REFAULT_FILE],
+                ),
+                ("pgsteal", tot[stat::PGSTEAL]),
+                ("pgfault", tot[stat::PGFAULT]),
+            ];
+            for (k, v) in lines {
+                v2.insert(k.to_string(), v);
+            }
+            st = v2;
+        }
         MemoryStat {
             path: self.path(id),
             usage_in_bytes: g.memory.usage * pg,
