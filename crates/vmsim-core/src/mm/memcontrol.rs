@@ -2,7 +2,7 @@
 //!
 //! Models mm/memcontrol.c (and the cgroup-v1 parts now in mm/memcontrol-v1.c):
 //! `struct mem_cgroup` with its `page_counter` (usage, max, min, low), the
-//! v1 soft limit, per-group per-node lruvecs (`mem_cgroup_per_node`),
+//! v1 soft limit, cgroup v2's memory.high and memory.events, per-group per-node lruvecs (`mem_cgroup_per_node`),
 //! charging up the hierarchy (`try_charge`, `page_counter_try_charge`),
 //! limit reclaim (`try_to_free_mem_cgroup_pages`) and the memcg OOM, the
 //! hierarchy walk of global reclaim (`mem_cgroup_iter`, `shrink_node_memcgs`)
@@ -13,6 +13,7 @@
 //!   excess, updated every [`SOFTLIMIT_EVENTS_TARGET`] page events; kswapd and
 //!   direct reclaim first reclaim the largest-excess subtree at priority 0
 //!   (`mem_cgroup_soft_limit_reclaim`), then shrink the node walking every group.
+//!   The tree and its reclaim are in memcontrol_v1.rs.
 //! - `rework` (Hocko's series, patches 1–4): no tree; shrink_node walks the
 //!   whole hierarchy once reclaiming only from groups that are, or have an
 //!   ancestor, over their soft limit (`mem_cgroup_soft_reclaim_eligible`
@@ -25,7 +26,8 @@
 //! Simplifications: a page's group is its owner's — anonymous pages belong to
 //! the group of the task that maps them, page cache to the group of the task
 //! that created the file (the kernel charges the task that faults the page
-//! in); a group never moves. Charges are per page, without the per-CPU stock.
+//! in); a group never moves. Charges are per page, without the per-CPU stock
+//! (MEMCG_CHARGE_BATCH is used only as memory.high's unit of debt).
 //! Swap-cache pages are uncharged when they leave their page table (no memsw
 //! counter). The soft-limit tree is per node, not per zone. memory.min and
 //! memory.low protect a group by its own usage (no effective-protection
@@ -481,7 +483,7 @@ impl MemcgState {
     }
 
     /// Allocates a group's per-node records on first use (alloc_mem_cgroup_per_node_info).
-    fn ensure_pn(&mut self, id: u32) {
+    pub(super) fn ensure_pn(&mut self, id: u32) {
         if self.groups[id as usize].pn == NO_MEMCG {
             self.groups[id as usize].pn = self.pn.len() as u32;
             for _ in 0..self.nr_nodes {
@@ -603,54 +605,6 @@ impl MemcgState {
             let a = &mut self.groups[p as usize];
             a.children_in_excess = (a.children_in_excess as i64 + delta) as u32;
             p = a.parent;
-        }
-    }
-
-    /// Re-keys a group on a node's soft-limit tree by its current excess (mem_cgroup_update_tree).
-    fn mem_cgroup_update_tree(&mut self, id: u32, nid: usize) {
-        let excess = self.groups[id as usize].soft_limit_excess();
-        let pn = self.groups[id as usize].pn;
-        if pn == NO_MEMCG {
-            if excess == 0 {
-                return;
-            }
-            self.ensure_pn(id);
-        }
-        let pn = self.groups[id as usize].pn as usize + nid;
-        let rec = &mut self.pn[pn];
-        if excess == 0 && !rec.on_tree {
-            return;
-        }
-        if rec.on_tree {
-            self.soft_limit_tree[nid].remove(&(rec.usage_in_excess, id));
-        }
-        rec.on_tree = excess > 0;
-        rec.usage_in_excess = excess;
-        if excess > 0 {
-            self.soft_limit_tree[nid].insert((excess, id));
-        }
-    }
-
-    /// Takes the largest-excess group off a node's tree (__mem_cgroup_largest_soft_limit_node).
-    pub fn pop_largest_soft_limit_node(&mut self, nid: usize) -> Option<u32> {
-        loop {
-            let (_, id) = self.soft_limit_tree[nid].pop_last()?;
-            let pn = self.groups[id as usize].pn as usize + nid;
-            self.pn[pn].on_tree = false;
-            if self.groups[id as usize].soft_limit_excess() > 0 {
-                return Some(id);
-            }
-        }
-    }
-
-    /// Puts a group back on a node's tree with its current excess, if any (__mem_cgroup_insert_exceeded).
-    pub fn reinsert_exceeded(&mut self, id: u32, nid: usize) {
-        let excess = self.groups[id as usize].soft_limit_excess();
-        let pn = self.groups[id as usize].pn as usize + nid;
-        if excess > 0 && !self.pn[pn].on_tree {
-            self.pn[pn].on_tree = true;
-            self.pn[pn].usage_in_excess = excess;
-            self.soft_limit_tree[nid].insert((excess, id));
         }
     }
 
@@ -1564,104 +1518,11 @@ impl Kernel {
     }
 
     /// shrink_lruvec() on group `id`'s lruvec of a node, with that lruvec's scan balance.
-    fn shrink_memcg_lruvec(&mut self, id: u32, nid: usize, sc: &mut ScanControl) {
+    pub(super) fn shrink_memcg_lruvec(&mut self, id: u32, nid: usize, sc: &mut ScanControl) {
         self.mm.memcg.scan_memcg = id;
         self.prepare_scan_control(nid, sc);
         self.shrink_lruvec(nid, sc);
         self.mm.memcg.scan_memcg = ROOT_MEM_CGROUP;
-    }
-
-    /// The soft-limit reclaim of the base kernel before a node is shrunk
-    /// (mem_cgroup_soft_limit_reclaim): the groups with the largest excess on the
-    /// node's tree, each subtree reclaimed at priority 0. Adds what it reclaimed and
-    /// scanned to `sc`; returns pages reclaimed. Nothing in the rework kernels.
-    pub fn mem_cgroup_soft_limit_reclaim(&mut self, nid: usize, sc: &mut ScanControl) -> u64 {
-        if sc.order > 0
-            || !self.mm.memcg.enabled()
-            || self.mm.kcfg.soft_limit_reclaim != SoftLimitReclaim::Base
-            || sc.target_mem_cgroup != ROOT_MEM_CGROUP
-        {
-            return 0;
-        }
-        self.mm.memcg.walk.soft_limit_reclaim_calls += 1;
-        let mut nr_reclaimed = 0;
-        let mut next: Option<u32> = None;
-        let mut loops = 0u32;
-        loop {
-            let mz = match next.take() {
-                Some(m) => m,
-                None => match self.mm.memcg.pop_largest_soft_limit_node(nid) {
-                    Some(m) => m,
-                    None => break,
-                },
-            };
-            let (reclaimed, scanned) = self.mem_cgroup_soft_reclaim(mz, nid, sc);
-            nr_reclaimed += reclaimed;
-            sc.nr_scanned += scanned;
-            if reclaimed == 0 {
-                next = self.mm.memcg.pop_largest_soft_limit_node(nid);
-            }
-            self.mm.memcg.reinsert_exceeded(mz, nid);
-            loops += 1;
-            if nr_reclaimed == 0
-                && (next.is_none() || loops > MEM_CGROUP_MAX_SOFT_LIMIT_RECLAIM_LOOPS)
-            {
-                break;
-            }
-            if nr_reclaimed > 0 {
-                break;
-            }
-        }
-        sc.nr_reclaimed += nr_reclaimed;
-        self.mm.memcg.walk.soft_limit_reclaimed += nr_reclaimed;
-        nr_reclaimed
-    }
-
-    /// Reclaims a group's subtree on a node at priority 0 until its excess is gone, a
-    /// quarter of it is reclaimed after two rounds, or 100 rounds pass
-    /// (mem_cgroup_soft_reclaim); returns (reclaimed, scanned).
-    fn mem_cgroup_soft_reclaim(&mut self, root: u32, nid: usize, psc: &ScanControl) -> (u64, u64) {
-        let excess = self.mm.memcg.groups[root as usize].soft_limit_excess();
-        let mut total = 0u64;
-        let mut scanned = 0u64;
-        let mut rounds = 0u32;
-        let mut victim = NO_MEMCG;
-        loop {
-            victim = if victim == NO_MEMCG {
-                root
-            } else {
-                self.mm.memcg.next_pre(victim, root, false)
-            };
-            self.mm.acc += self.mm.cost.memcg_iter;
-            self.mm.memcg.walk.groups_visited += 1;
-            if victim == NO_MEMCG {
-                rounds += 1;
-                if rounds >= 2
-                    && (total == 0 || total >= excess >> 2 || rounds > MEM_CGROUP_MAX_RECLAIM_LOOPS)
-                {
-                    break;
-                }
-                continue;
-            }
-            if self.mm.memcg.lruvec_pages(victim, nid, &self.mm.nodes) == 0 {
-                continue;
-            }
-            // mem_cgroup_shrink_node_zone(): priority 0, no cut-off at nr_to_reclaim.
-            let mut sc = ScanControl::new(psc.gfp_mask, 0, u64::MAX, psc.tid, psc.cpu);
-            sc.priority = 0;
-            sc.kswapd = psc.kswapd;
-            sc.target_mem_cgroup = victim;
-            sc.may_writepage = psc.may_writepage;
-            self.mm.acc += self.mm.cost.memcg_shrink_lruvec;
-            self.shrink_memcg_lruvec(victim, nid, &mut sc);
-            self.mm.memcg.groups[victim as usize].stat[stat::PGSTEAL] += sc.nr_reclaimed;
-            total += sc.nr_reclaimed;
-            scanned += sc.nr_scanned;
-            if self.mm.memcg.groups[root as usize].soft_limit_excess() == 0 {
-                break;
-            }
-        }
-        (total, scanned)
     }
 }
 

@@ -8,11 +8,11 @@
 //! shrink_folio_list() with folio_check_references(), swap-out of anonymous
 //! pages, and the writeback decisions of `reclaim_writeback`; shrink_node(),
 //! try_to_free_pages() with its priority loop, wakeup_kswapd() and kswapd's
-//! balance_pgdat(); do_shrink_slab() of mm/shrinker.c for reclaimable slab
-//! caches; reclaim_throttle() for NOPROGRESS and WRITEBACK, the seed-era
-//! congestion_wait() naps and seed 000's parallel-reclaimer gate; lumpy
-//! reclaim as a switch. too_many_isolated(), memory cgroups and MGLRU are
-//! not modelled yet.
+//! balance_pgdat(); reclaim_throttle() for NOPROGRESS, WRITEBACK, ISOLATED
+//! and CONGESTED, the seed-era congestion_wait() naps and seed 000's
+//! parallel-reclaimer gate; too_many_isolated(); lumpy reclaim as a switch.
+//! The shrinkers are in shrinker.rs, the memcg side (limit reclaim, the
+//! hierarchy walk) in memcontrol.rs. MGLRU is not modelled.
 
 use super::gfp::{gfp_zone, Gfp, __GFP_FS, __GFP_IO, GFP_KERNEL};
 use super::mmzone::{lru, Wmark, MAX_NR_ZONES};
@@ -26,10 +26,6 @@ use crate::trace::TraceEvent;
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// Starting scan priority: scan 1/2^12 of the lists (DEF_PRIORITY).
 pub const DEF_PRIORITY: i32 = 12;
-/// Objects a shrinker frees per call of scan_objects (SHRINK_BATCH).
-pub const SHRINK_BATCH: u64 = 128;
-/// shrinker->seeks of the dcache and icache shrinkers (DEFAULT_SEEKS).
-pub const DEFAULT_SEEKS: u64 = 2;
 /// kswapd failures after which a node is hopeless (MAX_RECLAIM_RETRIES).
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 /// sc->may_deactivate bit for anon (DEACTIVATE_ANON).
@@ -187,53 +183,6 @@ fn int_sqrt(x: u64) -> u64 {
 }
 
 impl Kernel {
-    /// Runs every reclaimable cache's shrinker once at this priority (shrink_slab); returns pages freed.
-    pub fn shrink_slab(&mut self, gfp: Gfp, priority: i32, cpu: usize) -> u64 {
-        if !gfp.has(__GFP_FS) {
-            // super_cache_scan() refuses to recurse into the filesystem.
-            return 0;
-        }
-        let mut pages = 0;
-        for cache in 0..self.slab.caches.len() {
-            if self.slab.caches[cache].reclaimable {
-                pages += self.do_shrink_slab(cache, priority, cpu);
-            }
-        }
-        pages
-    }
-
-    /// One shrinker pass over a cache's unused objects, oldest first (do_shrink_slab).
-    fn do_shrink_slab(&mut self, cache: usize, priority: i32, cpu: usize) -> u64 {
-        let freeable = self.slab.caches[cache].lru.len() as u64;
-        if freeable == 0 {
-            return 0;
-        }
-        let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
-        let mut total_scan = delta.min(2 * freeable);
-        let mut pages = 0;
-        while total_scan >= SHRINK_BATCH || total_scan >= freeable {
-            let nr_to_scan = SHRINK_BATCH.min(total_scan);
-            if nr_to_scan == 0 {
-                break;
-            }
-            let mut scanned = 0;
-            while scanned < nr_to_scan {
-                let Some(id) = self.slab.caches[cache].lru.pop_front() else {
-                    break;
-                };
-                self.mm.acc += self.mm.cost.shrink_object;
-                pages += self.kmem_cache_free(cache, id, cpu);
-                scanned += 1;
-            }
-            self.mm.count_vm_events(Event::SLABS_SCANNED, nr_to_scan);
-            total_scan -= nr_to_scan;
-            if scanned < nr_to_scan {
-                break;
-            }
-        }
-        pages
-    }
-
     /// Whether the inactive list is small against the active one (inactive_is_low).
     fn inactive_is_low(&self, nid: usize, inactive_lru: usize) -> bool {
         let lv = self.mm.scan_lruvec(nid);

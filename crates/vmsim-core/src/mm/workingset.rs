@@ -320,7 +320,7 @@ impl Kernel {
         let nr = self.shadows.take_deferred(memcg);
         let delta = freeable / 2;
         let mut total_scan = ((nr >> priority.clamp(0, 63)) + delta).min(2 * freeable);
-        let batch = super::vmscan::SHRINK_BATCH;
+        let batch = super::shrinker::SHRINK_BATCH;
         let mut freed = 0;
         let mut scanned = 0;
         while total_scan >= batch || total_scan >= freeable {

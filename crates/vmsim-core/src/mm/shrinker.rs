@@ -1,0 +1,69 @@
+//! Shrinkers of reclaimable slab caches.
+//!
+//! Models mm/shrinker.c: shrink_slab() runs every SLAB_RECLAIM_ACCOUNT
+//! cache's shrinker (the dcache and icache ones, `DEFAULT_SEEKS`) once per
+//! reclaim pass, and do_shrink_slab() scans `freeable >> priority * 4 /
+//! seeks` unused objects, oldest first, in SHRINK_BATCH batches. The
+//! shadow-node shrinker of mm/workingset.c is in workingset.rs.
+//!
+//! Simplified: no nr_deferred carry-over for the slab caches and the slab is
+//! not charged to memory cgroups, so these shrinkers run for global reclaim
+//! only.
+
+use super::gfp::{Gfp, __GFP_FS};
+use super::vmstat::Event;
+use crate::kernel::Kernel;
+
+/// Objects a shrinker frees per call of scan_objects (SHRINK_BATCH).
+pub const SHRINK_BATCH: u64 = 128;
+/// shrinker->seeks of the dcache and icache shrinkers (DEFAULT_SEEKS).
+pub const DEFAULT_SEEKS: u64 = 2;
+
+impl Kernel {
+    /// Runs every reclaimable cache's shrinker once at this priority (shrink_slab); returns pages freed.
+    pub fn shrink_slab(&mut self, gfp: Gfp, priority: i32, cpu: usize) -> u64 {
+        if !gfp.has(__GFP_FS) {
+            // super_cache_scan() refuses to recurse into the filesystem.
+            return 0;
+        }
+        let mut pages = 0;
+        for cache in 0..self.slab.caches.len() {
+            if self.slab.caches[cache].reclaimable {
+                pages += self.do_shrink_slab(cache, priority, cpu);
+            }
+        }
+        pages
+    }
+
+    /// One shrinker pass over a cache's unused objects, oldest first (do_shrink_slab).
+    fn do_shrink_slab(&mut self, cache: usize, priority: i32, cpu: usize) -> u64 {
+        let freeable = self.slab.caches[cache].lru.len() as u64;
+        if freeable == 0 {
+            return 0;
+        }
+        let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
+        let mut total_scan = delta.min(2 * freeable);
+        let mut pages = 0;
+        while total_scan >= SHRINK_BATCH || total_scan >= freeable {
+            let nr_to_scan = SHRINK_BATCH.min(total_scan);
+            if nr_to_scan == 0 {
+                break;
+            }
+            let mut scanned = 0;
+            while scanned < nr_to_scan {
+                let Some(id) = self.slab.caches[cache].lru.pop_front() else {
+                    break;
+                };
+                self.mm.acc += self.mm.cost.shrink_object;
+                pages += self.kmem_cache_free(cache, id, cpu);
+                scanned += 1;
+            }
+            self.mm.count_vm_events(Event::SLABS_SCANNED, nr_to_scan);
+            total_scan -= nr_to_scan;
+            if scanned < nr_to_scan {
+                break;
+            }
+        }
+        pages
+    }
+}
