@@ -785,3 +785,29 @@ program = [
         "{activated} of {refaults}"
     );
 }
+
+#[test]
+fn periodic_writeback_is_traced_with_its_own_reason() {
+    // A small file left dirty: the flusher writes it when it expires (kupdate-style,
+    // WB_REASON_PERIODIC = 3), which writeback_start prints as "periodic".
+    let sc = scenario(
+        &(machine("256MiB", "0", "dirty_expire_centisecs = 300")
+            + r#"
+[[task]]
+name = "w"
+program = [ { op = "write", file = "f", size = "1MiB" }, { op = "sleep", time = "15s" } ]
+"#),
+    );
+    let (_, tracer) = vmsim_core::sim::run_traced(&sc, Some(TraceFormat::Modern), &mut |_, _| {});
+    let tracer = tracer.unwrap();
+    let lines = tracer.lines();
+    let starts: Vec<_> = lines
+        .iter()
+        .filter(|l| l.contains(" writeback_start: "))
+        .collect();
+    assert!(!starts.is_empty());
+    assert!(
+        starts.iter().all(|l| l.contains("reason=periodic")),
+        "{starts:?}"
+    );
+}

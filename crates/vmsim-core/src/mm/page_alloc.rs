@@ -60,8 +60,8 @@ pub struct AllocContext {
     pub cpu: usize,
 }
 
-/// Integer square root (int_sqrt).
-fn int_sqrt(x: u64) -> u64 {
+/// Integer square root, rounded down (int_sqrt, lib/math/int_sqrt.c).
+pub(crate) fn int_sqrt(x: u64) -> u64 {
     let mut r = (x as f64).sqrt() as u64;
     while r * r > x {
         r -= 1;
@@ -1579,7 +1579,7 @@ impl Mm {
 }
 
 /// Retries of reclaim without progress before the OOM killer (MAX_RECLAIM_RETRIES).
-pub const MAX_RECLAIM_RETRIES: u32 = 16;
+pub use super::vmscan::MAX_RECLAIM_RETRIES;
 
 /// The slow-path allocation flags of a gfp mask (gfp_to_alloc_flags).
 pub fn gfp_to_alloc_flags(gfp: Gfp, order: usize) -> u32 {

@@ -28,12 +28,7 @@ pub const MAX_WRITEBACK_PAGES: u64 = 1024;
 pub const MAX_PAUSE: u64 = 200_000_000;
 /// Pages a task dirties between balance_dirty_pages() calls (the ratelimit, 32 pages).
 pub const DIRTY_RATELIMIT_PAGES: u64 = 32;
-/// WB_REASON_BACKGROUND.
-pub const WB_REASON_BACKGROUND: i32 = 0;
-/// WB_REASON_VMSCAN.
-pub const WB_REASON_VMSCAN: i32 = 1;
-/// WB_REASON_PERIODIC.
-pub const WB_REASON_PERIODIC: i32 = 2;
+pub use crate::trace::{WB_REASON_BACKGROUND, WB_REASON_PERIODIC, WB_REASON_VMSCAN};
 
 /// Writeback work queued for the flusher (struct wb_writeback_work).
 #[derive(Debug, Clone, Copy)]

@@ -177,11 +177,6 @@ enum FolioRef {
     Activate,
 }
 
-/// Integer square root.
-fn int_sqrt(x: u64) -> u64 {
-    (x as f64).sqrt() as u64
-}
-
 impl Kernel {
     /// Whether the inactive list is small against the active one (inactive_is_low).
     fn inactive_is_low(&self, nid: usize, inactive_lru: usize) -> bool {
@@ -189,7 +184,11 @@ impl Kernel {
         let inactive = lv.nr[inactive_lru];
         let active = lv.nr[inactive_lru + 1];
         let gb = (inactive + active) >> (30 - 12);
-        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+        let ratio = if gb > 0 {
+            super::page_alloc::int_sqrt(10 * gb)
+        } else {
+            1
+        };
         inactive * ratio < active
     }
 

@@ -19,7 +19,7 @@
 //! - **Symbolic fields** (`lru`, compaction `status`/`ret`, zone `idx`,
 //!   writeback `reason`, …) are the kernel's integers; the `LRU_*`,
 //!   `COMPACT_*`, `ZONE_*`, `WB_REASON_*`, `RECLAIM_WB_*` and
-//!   `VMSCAN_THROTTLE_*` constants below name them.
+//!   `_VMSCAN_THROTTLE_*` constants below name them.
 //! - **Devices** (the writeback `name`/`bdi` and `sb_dev`) are `dev_t` values
 //!   in the kernel's encoding `major << 20 | minor` (see [`mkdev`]); a block
 //!   device's bdi is named `"major:minor"`, which is what is printed.
@@ -69,14 +69,15 @@ pub const fn trace_reclaim_flags(file: bool) -> i32 {
     }) | RECLAIM_WB_ASYNC
 }
 
-/// `1 << VMSCAN_THROTTLE_WRITEBACK` (a `mm_vmscan_throttled` reason bit).
-pub const VMSCAN_THROTTLE_WRITEBACK: i32 = 1 << 0;
-/// `1 << VMSCAN_THROTTLE_ISOLATED`.
-pub const VMSCAN_THROTTLE_ISOLATED: i32 = 1 << 1;
-/// `1 << VMSCAN_THROTTLE_NOPROGRESS`.
-pub const VMSCAN_THROTTLE_NOPROGRESS: i32 = 1 << 2;
-/// `1 << VMSCAN_THROTTLE_CONGESTED`.
-pub const VMSCAN_THROTTLE_CONGESTED: i32 = 1 << 3;
+/// `_VMSCAN_THROTTLE_WRITEBACK` of trace/events/vmscan.h: the `mm_vmscan_throttled`
+/// reason bit `1 << VMSCAN_THROTTLE_WRITEBACK` (the reason itself is in mm/vmscan.rs).
+pub const _VMSCAN_THROTTLE_WRITEBACK: i32 = 1 << crate::mm::vmscan::VMSCAN_THROTTLE_WRITEBACK;
+/// `_VMSCAN_THROTTLE_ISOLATED`: `1 << VMSCAN_THROTTLE_ISOLATED`.
+pub const _VMSCAN_THROTTLE_ISOLATED: i32 = 1 << crate::mm::vmscan::VMSCAN_THROTTLE_ISOLATED;
+/// `_VMSCAN_THROTTLE_NOPROGRESS`: `1 << VMSCAN_THROTTLE_NOPROGRESS`.
+pub const _VMSCAN_THROTTLE_NOPROGRESS: i32 = 1 << crate::mm::vmscan::VMSCAN_THROTTLE_NOPROGRESS;
+/// `_VMSCAN_THROTTLE_CONGESTED`: `1 << VMSCAN_THROTTLE_CONGESTED`.
+pub const _VMSCAN_THROTTLE_CONGESTED: i32 = 1 << crate::mm::vmscan::VMSCAN_THROTTLE_CONGESTED;
 
 /// Legacy `isolate_mode` of an inactive-list isolation. The values are the
 /// isolate_mode_t bits (ISOLATE_INACTIVE 1, ISOLATE_ACTIVE 2, both 3) that

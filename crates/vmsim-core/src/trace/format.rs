@@ -52,7 +52,7 @@ fn bdi_name(dev: u32) -> String {
 
 /// The compile-time `pageblock_order` of the extfrag print fmt
 /// (`min(HPAGE_PMD_ORDER, PAGE_BLOCK_MAX_ORDER)` = min(21 - 12, 10)).
-pub const PAGEBLOCK_ORDER: u32 = 9;
+pub const PAGEBLOCK_ORDER: u32 = crate::mm::mmzone::PAGEBLOCK_ORDER as u32;
 
 /// The event's name: its directory under `events/<sys>/`. The legacy format
 /// renames `mm_vmscan_write_folio` to its 2.6.35 name `mm_vmscan_writepage`;

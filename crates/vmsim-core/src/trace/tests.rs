@@ -303,7 +303,7 @@ fn vmscan_lines_match_real() {
             nid: 0,
             usec_timeout: 100_000,
             usec_delayed: 4000,
-            reason: VMSCAN_THROTTLE_WRITEBACK,
+            reason: _VMSCAN_THROTTLE_WRITEBACK,
         },
     );
     check_default(SHRINK_INACTIVE_DIRTY, shrink_inactive(0, 256, 256, 12));
@@ -963,7 +963,7 @@ fn tracer_replays_real_excerpt() {
             nid: 0,
             usec_timeout: 100_000,
             usec_delayed: 4000,
-            reason: VMSCAN_THROTTLE_WRITEBACK,
+            reason: _VMSCAN_THROTTLE_WRITEBACK,
         },
     );
     t.emit(
@@ -1333,7 +1333,7 @@ fn legacy_drops_events_old_kernels_lacked() {
             nid: 0,
             usec_timeout: 100_000,
             usec_delayed: 4000,
-            reason: VMSCAN_THROTTLE_WRITEBACK,
+            reason: _VMSCAN_THROTTLE_WRITEBACK,
         },
         slab_start(1, SHRINK_SCAN_SHADOW_NODES, 0, 0, 0, 0),
         slab_end(1, SHRINK_SCAN_SHADOW_NODES),
