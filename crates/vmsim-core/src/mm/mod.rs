@@ -7,6 +7,7 @@ pub mod huge_memory;
 pub mod memcontrol;
 pub mod memcontrol_v1;
 pub mod memory;
+pub mod mm_init;
 pub mod mmzone;
 pub mod oom_kill;
 pub mod page;

@@ -1,0 +1,210 @@
+//! Boot-time setup of the machine's memory.
+//!
+//! Models mm/mm_init.c: nodes and zones laid out (free_area_init), the frame
+//! table, firmware-reserved ranges, and memblock_free_all() freeing memory to
+//! the buddy allocator in MAX_PAGE_ORDER-aligned chunks through
+//! __free_pages_core(); then the watermarks and per-CPU lists of
+//! page_alloc.rs (init_per_zone_wmark_min, setup_per_cpu_pageset).
+
+use super::mmzone::*;
+use super::page::{Page, Pfn, NIL, PAGE_SIZE};
+use super::page_alloc::*;
+use super::vmstat_items::{Event, NumaStat, ZoneStat};
+use super::{FragStats, Mm};
+use crate::config::{Cost, Kernel as KernelCfg, Machine};
+use crate::engine::lock::ContendedLock;
+
+impl Mm {
+    /// Builds the machine's memory at boot: nodes, zones, the frame table,
+    /// reserved ranges, free lists, watermarks and per-CPU lists.
+    ///
+    /// Models free_area_init() and memblock_free_all() (which frees memory in
+    /// MAX_PAGE_ORDER-aligned chunks through __free_pages_core()), then
+    /// init_per_zone_wmark_min() and setup_per_cpu_pageset().
+    pub fn boot(machine: &Machine, kcfg: &KernelCfg, cost: &Cost) -> Mm {
+        let nr_nodes = machine.nodes as usize;
+        let nr_cpus = machine.cpus as usize;
+        let total_pages = machine.memory.0 / PAGE_SIZE;
+        let per_node = (total_pages / nr_nodes as u64) / NODE_ALIGN_PAGES * NODE_ALIGN_PAGES;
+        let nr_frames = per_node * nr_nodes as u64;
+        let grouping = kcfg.mobility_grouping;
+        let boot_mt = if grouping {
+            MigrateType::Movable
+        } else {
+            MigrateType::Unmovable
+        };
+
+        let mut zones: Vec<Zone> = Vec::new();
+        let mut nodes: Vec<PgData> = Vec::new();
+        let mut pageblock_zone = vec![0u16; (nr_frames >> PAGEBLOCK_ORDER) as usize];
+        let cpu_to_node: Vec<usize> = (0..nr_cpus).map(|c| c * nr_nodes / nr_cpus).collect();
+        for nid in 0..nr_nodes {
+            let start = nid as u64 * per_node;
+            let end = start + per_node;
+            let mut zids = [0usize; MAX_NR_ZONES];
+            for zt in ZoneType::ALL {
+                let (lo, hi) = match zt {
+                    ZoneType::Dma => (0, DMA32_START_PFN),
+                    ZoneType::Dma32 => (DMA32_START_PFN, NORMAL_START_PFN),
+                    ZoneType::Normal => (NORMAL_START_PFN, u64::MAX),
+                };
+                let zs = start.max(lo);
+                let ze = end.min(hi);
+                let spanned = ze.saturating_sub(zs);
+                let id = zones.len();
+                zids[zt as usize] = id;
+                for pb in (zs >> PAGEBLOCK_ORDER)..(ze.max(zs) >> PAGEBLOCK_ORDER) {
+                    pageblock_zone[pb as usize] = id as u16;
+                }
+                zones.push(Zone {
+                    id,
+                    nid,
+                    zone_type: zt,
+                    zone_start_pfn: if spanned > 0 { zs as Pfn } else { 0 },
+                    spanned_pages: spanned,
+                    present_pages: spanned,
+                    managed_pages: 0,
+                    watermark: [0; 4],
+                    watermark_boost: 0,
+                    boosted_watermark: false,
+                    lowmem_reserve: [0; MAX_NR_ZONES],
+                    nr_reserved_highatomic: 0,
+                    nr_free_highatomic: 0,
+                    free_area: Default::default(),
+                    nr_free_mt: [0; MIGRATE_TYPES],
+                    lock: ContendedLock::new(),
+                    vm_stat: [0; ZoneStat::COUNT],
+                });
+            }
+            nodes.push(PgData {
+                node_id: nid,
+                node_start_pfn: start as Pfn,
+                node_spanned_pages: per_node,
+                zones: zids,
+                cpus: (0..nr_cpus).filter(|&c| cpu_to_node[c] == nid).collect(),
+                vm_stat: [0; super::vmstat_items::NodeStat::COUNT],
+                lruvec: Default::default(),
+                kswapd_order: 0,
+                kswapd_highest_zoneidx: MAX_NR_ZONES,
+                kswapd_failures: 0,
+                pgfree_at_failure: 0,
+                kswapd_sleeping: false,
+                kswapd_wait: usize::MAX,
+                pgdat_dirty: false,
+                pgdat_writeback: false,
+                lruvec_congested: false,
+            });
+        }
+
+        // Zonelists (build_zonelists): the local node's zones from highest_zoneidx
+        // down, then the other nodes' in order of distance (ring order here).
+        let mut zonelists = Vec::with_capacity(nr_nodes * MAX_NR_ZONES);
+        for nid in 0..nr_nodes {
+            for hz in 0..MAX_NR_ZONES {
+                let mut list = Vec::new();
+                for k in 0..nr_nodes {
+                    let n = (nid + k) % nr_nodes;
+                    for zt in (0..=hz).rev() {
+                        let z = nodes[n].zones[zt];
+                        if zones[z].populated() {
+                            list.push(z);
+                        }
+                    }
+                }
+                zonelists.push(list);
+            }
+        }
+
+        let mut mm = Mm {
+            map: vec![Page::reserved(); nr_frames as usize],
+            pageblock_mt: vec![boot_mt as u8; (nr_frames >> PAGEBLOCK_ORDER) as usize],
+            pageblock_zone,
+            zones,
+            nodes,
+            pcp: Vec::new(),
+            nr_cpus,
+            cpu_to_node,
+            zonelists,
+            events: [0; Event::COUNT],
+            numa: [0; NumaStat::COUNT],
+            frag: FragStats::default(),
+            grouping,
+            min_free_kbytes: 0,
+            kcfg: kcfg.clone(),
+            cost: cost.clone(),
+            now: 0,
+            acc: 0,
+            lru_batch: vec![0; nr_cpus],
+            memcg: super::memcontrol::MemcgState::new(nr_nodes),
+        };
+
+        // memblock: firmware pages at the bottom of DMA, the kernel image at
+        // 16 MiB (CONFIG_PHYSICAL_START), each node's memmap (64 bytes per
+        // frame) at the top of the node (memblock allocates top-down).
+        let mut reserved: Vec<(u64, u64)> = vec![(0, DMA_FIRMWARE_PAGES.min(per_node))];
+        let image = machine.reserved.0.div_ceil(PAGE_SIZE);
+        reserved.push((DMA32_START_PFN, DMA32_START_PFN + image));
+        for nid in 0..nr_nodes {
+            let end = (nid as u64 + 1) * per_node;
+            let memmap = (per_node * 64).div_ceil(PAGE_SIZE);
+            reserved.push((end - memmap, end));
+        }
+        reserved.sort();
+        let mut free_ranges = Vec::new();
+        let mut cur = 0u64;
+        for &(s, e) in &reserved {
+            if s > cur {
+                free_ranges.push((cur, s));
+            }
+            cur = cur.max(e);
+        }
+        if cur < nr_frames {
+            free_ranges.push((cur, nr_frames));
+        }
+        for (s, e) in free_ranges {
+            // Split at zone boundaries so each chunk lies in one zone.
+            let mut a = s;
+            while a < e {
+                let zid = mm.page_zone(a as Pfn);
+                let zend = mm.zones[zid].zone_end_pfn() as u64;
+                let b = e.min(zend);
+                mm.memblock_free_range(zid, a, b);
+                a = b;
+            }
+        }
+        mm.min_free_kbytes = if kcfg.min_free_kbytes > 0 {
+            kcfg.min_free_kbytes
+        } else {
+            mm.calculate_min_free_kbytes()
+        };
+        mm.setup_per_zone_wmarks();
+        mm.setup_per_zone_lowmem_reserve();
+        mm.setup_per_cpu_pageset();
+        mm
+    }
+
+    /// Frees [start, end) of one zone to the buddy lists in the largest aligned chunks (__free_pages_memory).
+    fn memblock_free_range(&mut self, zid: usize, start: u64, end: u64) {
+        let mut s = start;
+        while s < end {
+            let mut order = (MAX_PAGE_ORDER as u32).min(s.trailing_zeros());
+            while s + (1u64 << order) > end {
+                order -= 1;
+            }
+            for p in s..s + (1 << order) {
+                self.map[p as usize] = Page {
+                    flags: 0,
+                    ok: 0,
+                    mt: 0,
+                    next: NIL,
+                    prev: NIL,
+                    owner: NIL,
+                };
+            }
+            self.zones[zid].managed_pages += 1 << order;
+            let mt = self.get_pageblock_migratetype(s as Pfn);
+            self.__free_one_page(zid, s as Pfn, order as usize, mt, false);
+            s += 1 << order;
+        }
+    }
+}
