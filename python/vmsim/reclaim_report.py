@@ -40,32 +40,19 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from vmsim import ftrace
 
 __all__ = ["ReclaimReport", "ReclaimReportError", "parse", "report_dict", "report_text"]
 
 
-class ReclaimReportError(ValueError):
+class ReclaimReportError(ftrace.TraceInputError):
     """The input is not ftrace text this report can read; the message is one line."""
 
 
 # ---------------------------------------------------------------------------
 # Line parsing
 # ---------------------------------------------------------------------------
-
-# The script's $regex_traceevent, made whole-comm and anchored:
-#   comm-pid, optional "(tgid)" column, [cpu], optional irq-info flags
-#   (4 characters on 2.6.35, 5 today), timestamp, "event:", details.
-_LINE_RE = re.compile(
-    r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+"
-    r"(?:\(\s*(?:\d+|-+)\)\s+)?"
-    r"\[(?P<cpu>\d+)\]\s+"
-    r"(?:[dDbX.][NnpLBb.][ZzHhs.][0-9a-fA-F.]{1,2}\s+)?"
-    r"(?P<ts>\d+(?:\.\d+)?):\s+"
-    r"(?P<event>[A-Za-z_][A-Za-z0-9_]*):\s*(?P<details>.*?)\s*$"
-)
-_LOST_RE = re.compile(r"^\s*CPU:\s*\d+ \[LOST \d+ EVENTS\]\s*$")
-_LOST_N_RE = re.compile(r"\[LOST (\d+) EVENTS\]")
 
 _END = r"(?=\s|$)"
 _GFP = r"[A-Za-z0-9_|]+"
@@ -702,12 +689,12 @@ class _Reader:
         s = raw.strip()
         if not s or s.startswith("#"):
             return
-        if _LOST_RE.match(s):
-            m = _LOST_N_RE.search(s)
+        if ftrace.LOST_RE.match(s):
+            m = ftrace.LOST_N_RE.search(s)
             r.lost_events += int(m.group(1)) if m else 0
             self.understood += 1
             return
-        m = _LINE_RE.match(raw)
+        m = ftrace.LINE_RE.match(raw)
         if m is None:
             if "\x00" in raw or "\ufffd" in raw:
                 why = "binary data, not ftrace text"
@@ -854,42 +841,6 @@ class _Reader:
 # Public API
 # ---------------------------------------------------------------------------
 
-_TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
-
-
-def _decode(data: bytes, source: str) -> str:
-    if data.startswith(_TRACE_DAT_MAGIC):
-        raise ReclaimReportError(
-            f"{source}: line 1: a binary trace-cmd .dat file; convert it with "
-            "`trace-cmd report -i FILE > trace.txt` first"
-        )
-    return data.decode("utf-8", errors="replace")
-
-
-def _load(path_or_text: str | os.PathLike[str] | bytes, name: str | None) -> tuple[str, str]:
-    """Returns (source name, text) for a path, a trace text or trace bytes."""
-    if isinstance(path_or_text, bytes):
-        return name or "<text>", _decode(path_or_text, name or "<text>")
-    if isinstance(path_or_text, str) and (
-        not path_or_text
-        or "\n" in path_or_text
-        or _LINE_RE.match(path_or_text)
-        and not os.path.exists(path_or_text)
-    ):
-        return name or "<text>", path_or_text
-    path = Path(path_or_text)
-    src = str(path_or_text)
-    if path.is_dir():
-        raise ReclaimReportError(f"{src}: is a directory, not a trace file")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ReclaimReportError(f"{src}: no such file") from None
-    except OSError as e:
-        raise ReclaimReportError(f"{src}: cannot read: {e.strerror or e}") from None
-    src = name or src
-    return src, _decode(data, src)
-
 
 def parse(
     path_or_text: str | os.PathLike[str] | bytes,
@@ -905,7 +856,7 @@ def parse(
     is a trace event, or if it has reclaim events and none of them could be read.
     Unknown events are skipped; other unreadable lines are counted and reported.
     """
-    source, text = _load(path_or_text, name)
+    source, text = ftrace.load(path_or_text, name, ReclaimReportError)
     reader = _Reader(source, memcg_as_direct)
     lines = text.splitlines()
     if text and not text.endswith(("\n", "\r")):

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from vmsim import ftrace
 from vmsim.fidelity.experiment import FidelityError, Step
 
 PAGE_SIZE = 4096
@@ -348,7 +349,6 @@ def signals_as_interrupt() -> Iterator[None]:
 # Tracepoint counts
 # ---------------------------------------------------------------------------
 
-_TRACE_LINE = re.compile(r"^\s*.+?\s+\[\d+\]\s+\S+\s+(\d+\.\d+):\s+(\w+):\s?(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 _CMP = {
     "<": lambda a, b: a < b,
@@ -361,10 +361,10 @@ _CMP = {
 
 def parse_trace_line(line: str) -> tuple[float, str, str] | None:
     """(timestamp [s], event, fields text) of an ftrace text line; None for other lines."""
-    m = _TRACE_LINE.match(line)
-    if not m:
+    t = ftrace.parse_line(line)
+    if t is None:
         return None
-    return float(m.group(1)), m.group(2), m.group(3)
+    return t.seconds, t.event, t.details
 
 
 class TraceCounter:
