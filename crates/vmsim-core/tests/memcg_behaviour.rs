@@ -711,3 +711,44 @@ program = [ { op = "write", file = "f", size = "400MiB" } ]
         "no global reclaim"
     );
 }
+
+#[test]
+fn one_page_files_keep_their_shadow_in_the_xarray_head_not_in_a_node() {
+    // 20,000 files of 4 KiB through a 16 MiB group: each file's one entry, page or
+    // shadow, sits in its xarray's head (no xa_node), so evicting them adds no shadow
+    // nodes and the shadow-node shrinker has nothing to do; files of 64 KiB have a
+    // node each, which holds only shadows once the file is evicted.
+    let run_files = |size: &str, files: u64| {
+        let sc = scenario(
+            "512MiB",
+            "0",
+            "",
+            &format!(
+                r#"
+[[cgroup]]
+path = "L"
+limit_in_bytes = "16MiB"
+[[task]]
+name = "fio"
+cgroup = "L"
+program = [ {{ op = "fio_write", files = {files}, file_size = "{size}" }} ]
+"#
+            ),
+        );
+        let mut eng = vmsim_core::sim::build(&sc);
+        eng.run_until(sc.duration.0);
+        let k = &eng.kernel;
+        (k.shadows.len(), k.shadows.nr_shadow_nodes)
+    };
+    let (shadows, nodes) = run_files("4KiB", 20_000);
+    assert!(shadows > 10_000, "{shadows} shadows");
+    assert_eq!(nodes, 0);
+    let (shadows, nodes) = run_files("64KiB", 2_000);
+    assert!(shadows > 10_000, "{shadows} shadows");
+    // A fully evicted 16-page file is one node of 16 shadows.
+    assert!(nodes > 0 && nodes <= shadows as u64 / 16, "{nodes} nodes");
+    assert!(
+        nodes >= shadows as u64 / 16 / 2,
+        "{nodes} nodes for {shadows} shadows"
+    );
+}

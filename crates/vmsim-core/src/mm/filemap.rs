@@ -46,6 +46,9 @@ pub struct Inode {
     pub start_sector: u64,
     /// Whether the file still exists (not unlinked).
     pub live: bool,
+    /// Its page cache has xarray nodes: it has held an entry beyond index 0 (until
+    /// then its one entry sits in the xarray's head, in no node).
+    pub xa_nodes: bool,
 }
 
 impl Kernel {
@@ -66,10 +69,8 @@ impl Kernel {
         self.mem_cgroup_commit_charge(p, memcg);
         let nid = self.mm.pfn_to_nid(p);
         self.mm.mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, 1);
-        let (shadow, d) = self.shadows.take(slot);
-        self.account_shadow_nodes(d);
-        let d = self.shadows.page_added(slot, nid, memcg);
-        self.account_shadow_nodes(d);
+        let shadow = self.shadow_take(ino, slot);
+        self.xa_page_added(ino, index, slot, nid, memcg);
         if let Some(shadow) = shadow {
             if !write {
                 self.workingset_refault(p, shadow);
@@ -214,8 +215,7 @@ impl Kernel {
                 continue;
             };
             // truncate_inode_pages() deletes the shadow entries too.
-            let (_, d) = self.shadows.take(slot);
-            self.account_shadow_nodes(d);
+            self.shadow_take(ino, slot);
             let Entry::Page(p) = self.rmap.get(slot) else {
                 continue;
             };
@@ -230,8 +230,7 @@ impl Kernel {
                 self.rmap.set(slot, Entry::None);
                 self.inodes[ino as usize].nrpages -= 1;
                 let nid = self.mm.pfn_to_nid(p);
-                let d = self.shadows.page_removed(slot, nid);
-                self.account_shadow_nodes(d);
+                self.xa_page_removed(ino, slot, nid);
                 self.mm
                     .mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, -1);
                 let page = &mut self.mm.map[p as usize];
@@ -257,8 +256,7 @@ impl Kernel {
         if let (Owner::File { ino, .. }, _) = self.rmap.owner(slot) {
             self.rmap.set(slot, Entry::None);
             self.inodes[ino as usize].nrpages -= 1;
-            let d = self.shadows.page_removed(slot, self.mm.pfn_to_nid(p));
-            self.account_shadow_nodes(d);
+            self.xa_page_removed(ino, slot, self.mm.pfn_to_nid(p));
         }
         let nid = self.mm.pfn_to_nid(p);
         self.mm

@@ -603,13 +603,14 @@ impl Kernel {
             if file && self.mm.kcfg.workingset {
                 let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
                 let slot = self.mm.map[pfn as usize].owner;
-                let file_memcg = match self.rmap.owner(slot).0 {
-                    super::rmap::Owner::File { ino, .. } => self.inode_memcg(ino),
-                    _ => super::memcontrol::ROOT_MEM_CGROUP,
+                let ino = match self.rmap.owner(slot).0 {
+                    super::rmap::Owner::File { ino, .. } => Some(ino),
+                    _ => None,
                 };
                 self.remove_mapping_and_free(pfn, sc.cpu);
-                let d = self.shadows.store(slot, shadow, file_memcg);
-                self.account_shadow_nodes(d);
+                if let Some(ino) = ino {
+                    self.shadow_store(ino, slot, shadow);
+                }
             } else if let Some(swap_slot) =
                 (!file && self.mm.kcfg.workingset && self.mm.kcfg.workingset_anon)
                     .then(|| self.swap_slot_of(pfn))

@@ -163,9 +163,20 @@ impl ShadowTable {
         self.swap.remove(&swap_slot)
     }
 
-    /// A page of a file charged to `memcg` entered a page-cache slot.
+    /// A page (or, with `value`, a shadow) of a file charged to `memcg` entered a node's
+    /// slot, or moved into a node from the xarray's head.
     pub fn page_added(&mut self, slot: u32, nid: usize, memcg: u32) -> NodeDelta {
         self.update_node(slot, 1, 0, nid, memcg)
+    }
+
+    /// Counts a shadow already in the table in its slot's node (moved from the head).
+    pub fn value_added(&mut self, slot: u32, nid: usize, memcg: u32) -> NodeDelta {
+        self.update_node(slot, 1, 1, nid, memcg)
+    }
+
+    /// Whether a slot holds a shadow.
+    pub fn has(&self, slot: u32) -> bool {
+        self.map.contains_key(&slot)
     }
 
     /// A page left a page-cache slot.
@@ -174,21 +185,24 @@ impl ShadowTable {
     }
 
     /// Leaves a shadow in a slot of a file charged to `memcg` (__filemap_remove_folio
-    /// with a shadow).
-    pub fn store(&mut self, slot: u32, s: Shadow, memcg: u32) -> NodeDelta {
+    /// with a shadow), counted in the slot's node when `in_node`.
+    pub fn store(&mut self, slot: u32, s: Shadow, memcg: u32, in_node: bool) -> NodeDelta {
         self.map.insert(slot, s);
+        if !in_node {
+            return None;
+        }
         self.update_node(slot, 1, 1, s.nid as usize, memcg)
     }
 
     /// Takes the shadow out of a slot a page is being added to, or truncated
     /// (__filemap_add_folio, truncate_inode_pages).
-    pub fn take(&mut self, slot: u32) -> (Option<Shadow>, NodeDelta) {
+    pub fn take(&mut self, slot: u32, in_node: bool) -> (Option<Shadow>, NodeDelta) {
         match self.map.remove(&slot) {
-            Some(s) => (
+            Some(s) if in_node => (
                 Some(s),
                 self.update_node(slot, -1, -1, s.nid as usize, ROOT_MEM_CGROUP),
             ),
-            None => (None, None),
+            s => (s, None),
         }
     }
 
@@ -282,6 +296,51 @@ impl Mm {
 }
 
 impl Kernel {
+    /// Takes a page-cache slot's shadow, if any (the xarray store that replaces it).
+    pub fn shadow_take(&mut self, ino: u32, slot: u32) -> Option<Shadow> {
+        let in_node = self.inodes[ino as usize].xa_nodes;
+        let (s, d) = self.shadows.take(slot, in_node);
+        self.account_shadow_nodes(d);
+        s
+    }
+
+    /// Leaves an evicted page's shadow in its page-cache slot.
+    pub fn shadow_store(&mut self, ino: u32, slot: u32, s: Shadow) {
+        let in_node = self.inodes[ino as usize].xa_nodes;
+        let memcg = self.inode_memcg(ino);
+        let d = self.shadows.store(slot, s, memcg, in_node);
+        self.account_shadow_nodes(d);
+    }
+
+    /// A page entered a file's page cache at `index`. A file's xarray has nodes once it
+    /// holds an entry beyond index 0 (xas_expand): its index-0 entry, page or shadow,
+    /// moves from the head into the first node then.
+    pub fn xa_page_added(&mut self, ino: u32, index: u64, slot: u32, nid: usize, memcg: u32) {
+        if index > 0 && !self.inodes[ino as usize].xa_nodes {
+            self.inodes[ino as usize].xa_nodes = true;
+            if let Some(s0) = self.inodes[ino as usize].pages.slot(0) {
+                let d = match self.rmap.get(s0) {
+                    super::rmap::Entry::Page(_) => self.shadows.page_added(s0, nid, memcg),
+                    _ if self.shadows.has(s0) => self.shadows.value_added(s0, nid, memcg),
+                    _ => None,
+                };
+                self.account_shadow_nodes(d);
+            }
+        }
+        if self.inodes[ino as usize].xa_nodes {
+            let d = self.shadows.page_added(slot, nid, memcg);
+            self.account_shadow_nodes(d);
+        }
+    }
+
+    /// A page left a file's page cache.
+    pub fn xa_page_removed(&mut self, ino: u32, slot: u32, nid: usize) {
+        if self.inodes[ino as usize].xa_nodes {
+            let d = self.shadows.page_removed(slot, nid);
+            self.account_shadow_nodes(d);
+        }
+    }
+
     /// Applies a change of the shadow-only node count to the `workingset_nodes` gauge.
     pub fn account_shadow_nodes(&mut self, d: NodeDelta) {
         if let Some((nid, delta)) = d {
@@ -441,13 +500,13 @@ mod tests {
         assert_eq!(t.page_added(65, 0, 0), None);
         // One evicted: a page and a shadow.
         assert_eq!(t.page_removed(64, 0), None);
-        assert_eq!(t.store(64, shadow(), 0), None);
+        assert_eq!(t.store(64, shadow(), 0, true), None);
         // The other evicted: only shadows from the moment its page leaves.
         assert_eq!(t.page_removed(65, 0), Some((0, 1)));
-        assert_eq!(t.store(65, shadow(), 0), None);
+        assert_eq!(t.store(65, shadow(), 0, true), None);
         assert_eq!(t.nr_shadow_nodes, 1);
         // A refault brings a page back: no longer shadow-only.
-        let (s, d) = t.take(64);
+        let (s, d) = t.take(64, true);
         assert!(s.is_some());
         assert_eq!(d, None, "one shadow left, count 1 = nr_values 1");
         assert_eq!(t.page_added(64, 0, 0), Some((0, -1)));
@@ -460,13 +519,13 @@ mod tests {
     fn isolating_a_node_frees_its_shadows() {
         let mut t = ShadowTable::default();
         for slot in 0..64 {
-            t.store(slot, shadow(), 0);
+            t.store(slot, shadow(), 0, true);
         }
-        t.store(200, shadow(), 0);
+        t.store(200, shadow(), 0, true);
         assert_eq!(t.nr_shadow_nodes, 2);
         assert_eq!(t.isolate_oldest(0), Some((0, 64)));
         assert_eq!(t.len(), 1);
-        assert_eq!(t.take(5), (None, None));
+        assert_eq!(t.take(5, true), (None, None));
         assert_eq!(t.nr_shadow_nodes, 1);
         assert_eq!(t.isolate_oldest(0), Some((0, 1)));
         assert!(t.is_empty());
