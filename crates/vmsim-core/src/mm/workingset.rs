@@ -77,12 +77,56 @@ impl XaNode {
     }
 }
 
+/// Bits of a packed shadow's eviction clock (what is left of 64 bits after the memcg
+/// id, node and workingset bits, less a presence bit).
+const EVICTION_BITS: u32 = 36;
+/// The clock bits a refault distance is computed in (EVICTION_MASK).
+pub const EVICTION_MASK: u64 = (1 << EVICTION_BITS) - 1;
+/// Bits of a memcg id in a packed shadow (MEM_CGROUP_ID_SHIFT; 1,000,000 groups fit).
+const MEMCG_BITS: u32 = 20;
+/// Bits of a node id in a packed shadow (NODES_SHIFT: 64 nodes).
+const NID_BITS: u32 = 6;
+
+impl Shadow {
+    /// The shadow as one machine word, never 0 (pack_shadow).
+    fn pack(self) -> u64 {
+        let mut v = self.eviction & EVICTION_MASK;
+        v = (v << MEMCG_BITS) | self.memcg as u64;
+        v = (v << NID_BITS) | self.nid as u64;
+        v = (v << 1) | self.workingset as u64;
+        (v << 1) | 1
+    }
+
+    /// A shadow from its word (unpack_shadow); None for 0, an empty slot.
+    fn unpack(v: u64) -> Option<Shadow> {
+        if v == 0 {
+            return None;
+        }
+        let v = v >> 1;
+        let workingset = v & 1 == 1;
+        let v = v >> 1;
+        let nid = (v & ((1 << NID_BITS) - 1)) as u16;
+        let v = v >> NID_BITS;
+        let memcg = (v & ((1 << MEMCG_BITS) - 1)) as u32;
+        let eviction = v >> MEMCG_BITS;
+        Some(Shadow {
+            memcg,
+            nid,
+            eviction,
+            workingset,
+        })
+    }
+}
+
 /// Shadow entries of the page cache, by rmap slot, and the xarray nodes they are in.
 #[derive(Debug, Clone, Default)]
 pub struct ShadowTable {
     map: HashMap<u32, Shadow>,
-    /// Shadows of swapped-out anonymous pages, by swap slot (the swap cache's).
-    swap: HashMap<u32, Shadow>,
+    /// Packed shadows of swapped-out anonymous pages, by swap slot (the swap cache's
+    /// entries; 0 where there is none).
+    swap: Vec<u64>,
+    /// Swap slots holding a shadow.
+    nr_swap: usize,
     /// Nodes by slot >> XA_CHUNK_SHIFT.
     nodes: Vec<XaNode>,
     /// Per memcg, the nodes that held only shadows when they were listed, oldest
@@ -150,17 +194,24 @@ impl ShadowTable {
     /// Leaves a shadow in the swap cache slot of a reclaimed anonymous page
     /// (__delete_from_swap_cache with a shadow).
     pub fn store_swap(&mut self, swap_slot: u32, s: Shadow) {
-        self.swap.insert(swap_slot, s);
+        let i = swap_slot as usize;
+        if self.swap.len() <= i {
+            self.swap.resize(i + 1, 0);
+        }
+        self.nr_swap += (self.swap[i] == 0) as usize;
+        self.swap[i] = s.pack();
     }
 
     /// Shadows held in the swap cache.
     pub fn swap_len(&self) -> usize {
-        self.swap.len()
+        self.nr_swap
     }
 
     /// Takes the shadow of a swap slot being read back or freed.
     pub fn take_swap(&mut self, swap_slot: u32) -> Option<Shadow> {
-        self.swap.remove(&swap_slot)
+        let v = std::mem::take(self.swap.get_mut(swap_slot as usize)?);
+        self.nr_swap -= (v != 0) as usize;
+        Shadow::unpack(v)
     }
 
     /// A page (or, with `value`, a shadow) of a file charged to `memcg` entered a node's
@@ -280,7 +331,7 @@ impl Mm {
     /// inactive anon list for a file page.
     fn workingset_test_recent(&mut self, s: Shadow, file: bool, swap_available: bool) -> bool {
         let lv = mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, s.memcg, s.nid as usize);
-        let refault_distance = lv.nonresident_age.wrapping_sub(s.eviction);
+        let refault_distance = lv.nonresident_age.wrapping_sub(s.eviction) & EVICTION_MASK;
         let mut workingset_size = lv.nr[lru::ACTIVE_FILE];
         if !file {
             workingset_size += lv.nr[lru::INACTIVE_FILE];
@@ -513,6 +564,34 @@ mod tests {
         assert_eq!(t.nr_shadow_nodes, 0);
         // The shrinker skips the node, listed but no longer shadow-only.
         assert_eq!(t.isolate_oldest(0), None);
+    }
+
+    #[test]
+    fn a_shadow_packs_into_a_word_and_back() {
+        let s = Shadow {
+            memcg: 1_000_000,
+            nid: 63,
+            eviction: EVICTION_MASK,
+            workingset: true,
+        };
+        assert_eq!(Shadow::unpack(s.pack()), Some(s));
+        let t = Shadow {
+            memcg: 0,
+            nid: 0,
+            eviction: 0,
+            workingset: false,
+        };
+        assert_ne!(t.pack(), 0, "an empty slot is 0");
+        assert_eq!(Shadow::unpack(t.pack()), Some(t));
+        assert_eq!(Shadow::unpack(0), None);
+        let mut tab = ShadowTable::default();
+        tab.store_swap(7, s);
+        tab.store_swap(7, t);
+        assert_eq!(tab.swap_len(), 1);
+        assert_eq!(tab.take_swap(7), Some(t));
+        assert_eq!(tab.take_swap(7), None);
+        assert_eq!(tab.take_swap(1 << 30), None);
+        assert_eq!(tab.swap_len(), 0);
     }
 
     #[test]
