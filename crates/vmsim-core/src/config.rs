@@ -95,7 +95,7 @@ section! {
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
         /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
         kswapd: bool = true, "[bool]";
-        /// Gate on parallel direct reclaimers: off (any number), limit (seed 000: at most reclaim_limit at once, the rest wait), modern (today's reclaim_throttle only).
+        /// Gate on parallel direct reclaimers: off (any number, and none of today's throttles), limit (seed 000: at most reclaim_limit at once, the rest wait; none of today's throttles), modern (no count limit; today's reclaim_throttle() — NOPROGRESS, WRITEBACK, ISOLATED with too_many_isolated(), CONGESTED).
         reclaim_throttle: ReclaimThrottle = ReclaimThrottle::Modern, "[policy]";
         /// Direct reclaimers allowed at once under reclaim_throttle = "limit"; 0 means RECLAIM_LIMIT = 2 × nodes with memory.
         reclaim_limit: u64 = 0, "[tasks]";
@@ -190,10 +190,12 @@ pub enum SoftLimitReclaim {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReclaimThrottle {
-    /// 2.6.25 before the patch: any number of direct reclaimers.
+    /// 2.6.25 before the patch: any number of direct reclaimers, and none of today's
+    /// throttles (reclaim_throttle(), too_many_isolated()).
     Off,
     /// The seed's patch: at most `reclaim_limit` at once; the rest wait and are all woken when
     /// one finishes; a waiter that waited over 1 s skips reclaim if the zone is above 4 × high.
+    /// None of today's throttles.
     Limit,
     /// Today: no count limit; reclaim_throttle() and too_many_isolated() slow reclaimers down.
     Modern,

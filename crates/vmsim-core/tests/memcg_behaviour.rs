@@ -752,3 +752,44 @@ program = [ {{ op = "fio_write", files = {files}, file_size = "{size}" }} ]
         "{nodes} nodes for {shadows} shadows"
     );
 }
+
+#[test]
+fn reclaim_throttle_off_runs_none_of_todays_throttles() {
+    // The same writer through a 16 MiB group: today's kernel (modern) throttles limit
+    // reclaim (VMSCAN_THROTTLE_WRITEBACK); `off` and `limit` are the kernels before
+    // reclaim_throttle() existed and never call it.
+    let throttled = |mode: &str| {
+        let sc = scenario(
+            "512MiB",
+            "0",
+            &format!("reclaim_throttle = \"{mode}\""),
+            r#"
+[[cgroup]]
+path = "L"
+limit_in_bytes = "16MiB"
+[[task]]
+name = "dd"
+cgroup = "L"
+program = [ { op = "write", file = "f", size = "64MiB" } ]
+"#,
+        );
+        let (r, tracer) = vmsim_core::sim::run_traced(
+            &sc,
+            Some(vmsim_core::trace::TraceFormat::Modern),
+            &mut |_, _| {},
+        );
+        let tracer = tracer.unwrap();
+        let n = tracer
+            .lines()
+            .iter()
+            .filter(|l| l.contains(" mm_vmscan_throttled: "))
+            .count();
+        (n, r.summary.elapsed_seconds)
+    };
+    let (modern, t_modern) = throttled("modern");
+    let (off, t_off) = throttled("off");
+    let (limit, _) = throttled("limit");
+    assert!(modern > 0);
+    assert_eq!((off, limit), (0, 0));
+    assert_ne!(t_modern, t_off, "off and modern are different kernels");
+}

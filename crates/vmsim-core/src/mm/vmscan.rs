@@ -652,6 +652,7 @@ impl Kernel {
         let file = lru::is_file_lru(l);
         if !sc.kswapd
             && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+            && self.reclaim_throttles()
             && self.too_many_isolated(nid, file, sc)
         {
             // Wait a little for the other reclaimers' isolated pages to come back.
@@ -940,6 +941,12 @@ impl Kernel {
         self.sleep_after += wake.saturating_sub(now);
     }
 
+    /// Whether today's reclaim throttles (reclaim_throttle(), too_many_isolated()) run:
+    /// `kernel.reclaim_throttle = "modern"`; "off" and "limit" are the kernels before them.
+    fn reclaim_throttles(&self) -> bool {
+        self.mm.kcfg.reclaim_throttle == crate::config::ReclaimThrottle::Modern
+    }
+
     /// Whether NOPROGRESS throttling is pointless (skip_throttle_noprogress): kswapd has
     /// given up on the node, or dirty and writeback pages are few against what can be reclaimed.
     fn skip_throttle_noprogress(&self, nid: usize) -> bool {
@@ -967,7 +974,7 @@ impl Kernel {
         ac: &super::page_alloc::AllocContext,
         tid: TaskId,
     ) -> bool {
-        if self.no_throttle {
+        if self.no_throttle || !self.reclaim_throttles() {
             return false;
         }
         let nid = self.mm.zones[self.mm.zonelists[ac.zonelist][0]].nid;
@@ -981,7 +988,7 @@ impl Kernel {
     /// Puts the reclaimer to sleep for the reason's timeout (reclaim_throttle); the
     /// early wake-ups of the kernel (writeback progress, isolation, efficiency) are not modelled yet.
     pub fn reclaim_throttle(&mut self, nid: usize, tid: TaskId, reason: i32) {
-        if self.no_throttle {
+        if self.no_throttle || !self.reclaim_throttles() {
             return;
         }
         let jiffy = 1_000_000_000 / self.mm.kcfg.hz;
