@@ -373,22 +373,28 @@ program = [ {{ op = "write", file = "q", size = "400MiB" }} ]
     }
 }
 
-/// A writer of `size` then a reader of the same file, in a group limited to `limit`.
-fn dd_through(limit: &str, size: &str, kernel: &str) -> RunResult {
-    let sc = scenario(
+/// A 512 MiB machine without swap (`kernel` lines in `[kernel]`) with one group "L"
+/// declared with `files` (its limit lines) and one task in it running `program`.
+fn in_group(kernel: &str, files: &str, program: &str) -> Scenario {
+    scenario(
         "512MiB",
         "0",
         kernel,
         &format!(
-            r#"
-[[cgroup]]
-path = "L"
-limit_in_bytes = "{limit}"
-[[task]]
-name = "dd"
-cgroup = "L"
-program = [ {{ op = "write", file = "f", size = "{size}" }}, {{ op = "read", file = "f" }} ]
-"#
+            "[[cgroup]]\npath = \"L\"\n{files}\n\
+             [[task]]\nname = \"dd\"\ncgroup = \"L\"\nprogram = [ {program} ]\n"
+        ),
+    )
+}
+
+/// A writer of `size` then a reader of the same file, in a group limited to `limit`.
+fn dd_through(limit: &str, size: &str, kernel: &str) -> RunResult {
+    let sc = in_group(
+        kernel,
+        &format!("limit_in_bytes = \"{limit}\""),
+        &format!(
+            "{{ op = \"write\", file = \"f\", size = \"{size}\" }}, \
+             {{ op = \"read\", file = \"f\" }}"
         ),
     );
     run_checked(&sc)
@@ -483,21 +489,10 @@ program = [
 /// A writer of `size` into group "L" declared with `files` (its limit lines), stepping
 /// the run and returning it with the most dirty + writeback pages "L" ever held.
 fn dd_watching_dirty(files: &str, size: &str) -> (RunResult, u64) {
-    let sc = scenario(
-        "512MiB",
-        "0",
+    let sc = in_group(
         "",
-        &format!(
-            r#"
-[[cgroup]]
-path = "L"
-{files}
-[[task]]
-name = "dd"
-cgroup = "L"
-program = [ {{ op = "write", file = "f", size = "{size}" }} ]
-"#
-        ),
+        files,
+        &format!("{{ op = \"write\", file = \"f\", size = \"{size}\" }}"),
     );
     let mut eng = vmsim_core::sim::build(&sc);
     let id = eng.kernel.mm.memcg.paths["L"];
@@ -679,19 +674,10 @@ fn a_groups_shadow_nodes_are_trimmed_against_its_own_pages() {
     // shadows against the ~510 (4,096 pages / 8) the group's lruvec can back. Only
     // limit reclaim runs, and its shrink_slab(memcg) trims the group's own list by
     // half the excess while the excess is a batch (128) or more: at most ~256 over.
-    let sc = scenario(
-        "512MiB",
-        "0",
+    let sc = in_group(
         "",
-        r#"
-[[cgroup]]
-path = "L"
-limit_in_bytes = "16MiB"
-[[task]]
-name = "dd"
-cgroup = "L"
-program = [ { op = "write", file = "f", size = "400MiB" } ]
-"#,
+        "limit_in_bytes = \"16MiB\"",
+        "{ op = \"write\", file = \"f\", size = \"400MiB\" }",
     );
     let mut eng = vmsim_core::sim::build(&sc);
     eng.run_until(sc.duration.0);
@@ -719,21 +705,10 @@ fn one_page_files_keep_their_shadow_in_the_xarray_head_not_in_a_node() {
     // nodes and the shadow-node shrinker has nothing to do; files of 64 KiB have a
     // node each, which holds only shadows once the file is evicted.
     let run_files = |size: &str, files: u64| {
-        let sc = scenario(
-            "512MiB",
-            "0",
+        let sc = in_group(
             "",
-            &format!(
-                r#"
-[[cgroup]]
-path = "L"
-limit_in_bytes = "16MiB"
-[[task]]
-name = "fio"
-cgroup = "L"
-program = [ {{ op = "fio_write", files = {files}, file_size = "{size}" }} ]
-"#
-            ),
+            "limit_in_bytes = \"16MiB\"",
+            &format!("{{ op = \"fio_write\", files = {files}, file_size = \"{size}\" }}"),
         );
         let mut eng = vmsim_core::sim::build(&sc);
         eng.run_until(sc.duration.0);
@@ -759,19 +734,10 @@ fn reclaim_throttle_off_runs_none_of_todays_throttles() {
     // reclaim (VMSCAN_THROTTLE_WRITEBACK); `off` and `limit` are the kernels before
     // reclaim_throttle() existed and never call it.
     let throttled = |mode: &str| {
-        let sc = scenario(
-            "512MiB",
-            "0",
+        let sc = in_group(
             &format!("reclaim_throttle = \"{mode}\""),
-            r#"
-[[cgroup]]
-path = "L"
-limit_in_bytes = "16MiB"
-[[task]]
-name = "dd"
-cgroup = "L"
-program = [ { op = "write", file = "f", size = "64MiB" } ]
-"#,
+            "limit_in_bytes = \"16MiB\"",
+            "{ op = \"write\", file = \"f\", size = \"64MiB\" }",
         );
         let (r, tracer) = vmsim_core::sim::run_traced(
             &sc,
