@@ -446,10 +446,15 @@ def reproduce_cmd(
         result = rep.reproduce(name, runs, scale, output_dir=output_dir)
     except rep.ReproduceError as e:
         raise UserError(str(e)) from None
+    _echo_result(result, as_json, rep.render_text)
+
+
+def _echo_result(result: dict, as_json: bool, render: Callable[[dict], str]) -> None:
+    """Prints a command's result: one JSON object, or its text table."""
     if as_json:
         click.echo(json.dumps(result))
     else:
-        click.echo(rep.render_text(result), nl=False)
+        click.echo(render(result), nl=False)
 
 
 @main_group.command("fidelity")
@@ -542,10 +547,7 @@ def fidelity_cmd(
         result = fd.fidelity(exps, list(names), root, seed=seed, progress=progress)
     except fd.FidelityError as e:
         raise UserError(str(e)) from None
-    if as_json:
-        click.echo(json.dumps(result))
-    else:
-        click.echo(fd.render_text(result), nl=False)
+    _echo_result(result, as_json, fd.render_text)
 
 
 def main(argv: list[str] | None = None) -> None:

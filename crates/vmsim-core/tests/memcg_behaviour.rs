@@ -648,7 +648,7 @@ program = [
             .iter()
             .map(|n| n.vm_stat[vmsim_core::mm::vmstat::NodeStat::WORKINGSET_NODES as usize])
             .sum();
-    assert_eq!(gauge as u64, k.shadows.nr_shadow_nodes);
+    assert_eq!(gauge as u64, k.shadows.nr_shadow_nodes());
     let lru: u64 =
         k.mm.nodes
             .iter()
@@ -713,7 +713,7 @@ fn one_page_files_keep_their_shadow_in_the_xarray_head_not_in_a_node() {
         let mut eng = vmsim_core::sim::build(&sc);
         eng.run_until(sc.duration.0);
         let k = &eng.kernel;
-        (k.shadows.len(), k.shadows.nr_shadow_nodes)
+        (k.shadows.len(), k.shadows.nr_shadow_nodes())
     };
     let (shadows, nodes) = run_files("4KiB", 20_000);
     assert!(shadows > 10_000, "{shadows} shadows");

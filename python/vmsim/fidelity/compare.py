@@ -273,15 +273,20 @@ def _end_phase(m: Metric, phases: list[str]) -> str:
     return m.phase or phases[-1]
 
 
+def _vmstat_delta(m: Metric, snaps: list[dict[str, Any]], names: list[str]) -> float | None:
+    """A /proc/vmstat counter's change over a metric's span (None: the kernel has no such item)."""
+    a, b = _span(m, names)
+    if m.name not in snaps[b]["vmstat"]:
+        return None
+    return snaps[b]["vmstat"][m.name] - snaps[a]["vmstat"].get(m.name, 0)
+
+
 def real_value(m: Metric, run: dict[str, Any], phases: list[str]) -> float | None:
     """A metric's value in one recorded run."""
     names = ["start", *phases]
     snaps = run["snapshots"]
     if m.source == "vmstat":
-        a, b = _span(m, names)
-        if m.name not in snaps[b]["vmstat"]:
-            return None
-        return snaps[b]["vmstat"][m.name] - snaps[a]["vmstat"].get(m.name, 0)
+        return _vmstat_delta(m, snaps, names)
     if m.source == "time":
         a, b = _span(m, names)
         return sum(p["seconds"] for p in run["phases"][a:b])
@@ -307,10 +312,7 @@ def vmsim_value(m: Metric, sim: dict[str, Any], phases: list[str]) -> float | No
     names = ["start", *phases]
     snaps = sim["snapshots"]
     if m.source == "vmstat":
-        a, b = _span(m, names)
-        if m.name not in snaps[b]["vmstat"]:
-            return None
-        return snaps[b]["vmstat"][m.name] - snaps[a]["vmstat"][m.name]
+        return _vmstat_delta(m, snaps, names)
     if m.source == "time":
         a, b = _span(m, names)
         return snaps[b]["time_seconds"] - snaps[a]["time_seconds"]

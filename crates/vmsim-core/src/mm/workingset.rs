@@ -125,8 +125,6 @@ pub struct ShadowTable {
     /// Packed shadows of swapped-out anonymous pages, by swap slot (the swap cache's
     /// entries; 0 where there is none).
     swap: Vec<u64>,
-    /// Swap slots holding a shadow.
-    nr_swap: usize,
     /// Nodes by slot >> XA_CHUNK_SHIFT.
     nodes: Vec<XaNode>,
     /// Per memcg, the nodes that held only shadows when they were listed, oldest
@@ -136,8 +134,6 @@ pub struct ShadowTable {
     memcg_nodes: Vec<u64>,
     /// Per memcg, the shrinker's deferred work (nr_deferred) [nodes].
     deferred: Vec<u64>,
-    /// Nodes that hold only shadows now.
-    pub nr_shadow_nodes: u64,
 }
 
 /// A change of the shadow-only node count: (node the gauge is on, +1 or -1).
@@ -179,12 +175,10 @@ impl ShadowTable {
                     self.lists[memcg].push_back(i as u32);
                 }
                 self.memcg_nodes[memcg] += 1;
-                self.nr_shadow_nodes += 1;
                 Some((nid, 1))
             }
             (true, false) => {
                 self.memcg_nodes[memcg] -= 1;
-                self.nr_shadow_nodes -= 1;
                 Some((nid, -1))
             }
             _ => None,
@@ -198,20 +192,22 @@ impl ShadowTable {
         if self.swap.len() <= i {
             self.swap.resize(i + 1, 0);
         }
-        self.nr_swap += (self.swap[i] == 0) as usize;
         self.swap[i] = s.pack();
     }
 
     /// Shadows held in the swap cache.
     pub fn swap_len(&self) -> usize {
-        self.nr_swap
+        self.swap.iter().filter(|&&v| v != 0).count()
+    }
+
+    /// Nodes that hold only shadows now, in every memcg.
+    pub fn nr_shadow_nodes(&self) -> u64 {
+        self.memcg_nodes.iter().sum()
     }
 
     /// Takes the shadow of a swap slot being read back or freed.
     pub fn take_swap(&mut self, swap_slot: u32) -> Option<Shadow> {
-        let v = std::mem::take(self.swap.get_mut(swap_slot as usize)?);
-        self.nr_swap -= (v != 0) as usize;
-        Shadow::unpack(v)
+        Shadow::unpack(std::mem::take(self.swap.get_mut(swap_slot as usize)?))
     }
 
     /// A page (or, with `value`, a shadow) of a file charged to `memcg` entered a node's
@@ -290,7 +286,6 @@ impl ShadowTable {
             let (nid, freed) = (n.nid as usize, n.nr_values as u64);
             *n = XaNode::default();
             self.memcg_nodes[memcg as usize] -= 1;
-            self.nr_shadow_nodes -= 1;
             let first = i << XA_CHUNK_SHIFT;
             for slot in first..first + (1 << XA_CHUNK_SHIFT) {
                 self.map.remove(&slot);
@@ -367,6 +362,10 @@ impl Kernel {
     /// holds an entry beyond index 0 (xas_expand): its index-0 entry, page or shadow,
     /// moves from the head into the first node then.
     pub fn xa_page_added(&mut self, ino: u32, index: u64, slot: u32, nid: usize, memcg: u32) {
+        // Without workingset detection no shadow is ever stored: nothing to count.
+        if !self.mm.kcfg.workingset {
+            return;
+        }
         if index > 0 && !self.inodes[ino as usize].xa_nodes {
             self.inodes[ino as usize].xa_nodes = true;
             if let Some(s0) = self.inodes[ino as usize].pages.slot(0) {
@@ -386,7 +385,7 @@ impl Kernel {
 
     /// A page left a file's page cache.
     pub fn xa_page_removed(&mut self, ino: u32, slot: u32, nid: usize) {
-        if self.inodes[ino as usize].xa_nodes {
+        if self.mm.kcfg.workingset && self.inodes[ino as usize].xa_nodes {
             let d = self.shadows.page_removed(slot, nid);
             self.account_shadow_nodes(d);
         }
@@ -555,13 +554,13 @@ mod tests {
         // The other evicted: only shadows from the moment its page leaves.
         assert_eq!(t.page_removed(65, 0), Some((0, 1)));
         assert_eq!(t.store(65, shadow(), 0, true), None);
-        assert_eq!(t.nr_shadow_nodes, 1);
+        assert_eq!(t.nr_shadow_nodes(), 1);
         // A refault brings a page back: no longer shadow-only.
         let (s, d) = t.take(64, true);
         assert!(s.is_some());
         assert_eq!(d, None, "one shadow left, count 1 = nr_values 1");
         assert_eq!(t.page_added(64, 0, 0), Some((0, -1)));
-        assert_eq!(t.nr_shadow_nodes, 0);
+        assert_eq!(t.nr_shadow_nodes(), 0);
         // The shrinker skips the node, listed but no longer shadow-only.
         assert_eq!(t.isolate_oldest(0), None);
     }
@@ -601,11 +600,11 @@ mod tests {
             t.store(slot, shadow(), 0, true);
         }
         t.store(200, shadow(), 0, true);
-        assert_eq!(t.nr_shadow_nodes, 2);
+        assert_eq!(t.nr_shadow_nodes(), 2);
         assert_eq!(t.isolate_oldest(0), Some((0, 64)));
         assert_eq!(t.len(), 1);
         assert_eq!(t.take(5, true), (None, None));
-        assert_eq!(t.nr_shadow_nodes, 1);
+        assert_eq!(t.nr_shadow_nodes(), 1);
         assert_eq!(t.isolate_oldest(0), Some((0, 1)));
         assert!(t.is_empty());
     }
