@@ -86,7 +86,7 @@ pub fn reclaim_speed(min_seconds: f64) -> f64 {
         let tid = k.alloc_task_struct("hog", 0, false);
         k.tasks[tid as usize].alive = true;
         // The loop drives time itself: nobody sleeps.
-        k.no_throttle = true;
+        k.mm.cur.atomic = true;
         let ram = k.mm.zones.iter().map(|z| z.managed_pages).sum::<u64>();
         let mut index = 0u64;
         let touch = |k: &mut crate::kernel::Kernel, n: u64, index: &mut u64| {
@@ -109,9 +109,9 @@ pub fn reclaim_speed(min_seconds: f64) -> f64 {
             let _ = k.try_to_free_pages(GFP_HIGHUSER_MOVABLE, 0, tid);
             timed += t0.elapsed().as_secs_f64();
             scanned += k.mm.events[crate::mm::vmstat::Event::PGSCAN_DIRECT as usize] - before;
-            k.mm.acc = 0;
-            k.mm.now += 10_000_000;
-            let now = k.mm.now;
+            k.mm.cur.acc = 0;
+            k.mm.cur.now += 10_000_000;
+            let now = k.mm.cur.now;
             k.process_io(now);
             if !touch(&mut k, 1024, &mut index) {
                 break;
@@ -145,7 +145,7 @@ fn order0_bursts(mm: &mut Mm, rounds: u64) -> u64 {
             mm.free_pages(p, 0, 0);
         }
     }
-    mm.acc = 0;
+    mm.cur.acc = 0;
     rounds * 64
 }
 
@@ -195,7 +195,7 @@ pub fn order0_ops_per_sec(min_seconds: f64) -> f64 {
             }
             ops += 64;
         }
-        mm.acc = 0;
+        mm.cur.acc = 0;
         let dt = t0.elapsed().as_secs_f64();
         if dt >= min_seconds {
             return ops as f64 / dt;
@@ -232,7 +232,7 @@ pub fn mixed_ops_per_sec(min_seconds: f64) -> f64 {
                 ops += 1;
             }
         }
-        mm.acc = 0;
+        mm.cur.acc = 0;
         let dt = t0.elapsed().as_secs_f64();
         if dt >= min_seconds {
             return ops as f64 / dt;
@@ -277,7 +277,7 @@ pub fn memcg_iter_groups_per_sec(min_seconds: f64) -> f64 {
             let mut s = crate::mm::vmscan::ScanControl::new(GFP_KERNEL, 0, 32, tid, 0);
             k.shrink_node_memcgs(0, &mut s);
         }
-        k.mm.acc = 0;
+        k.mm.cur.acc = 0;
         let dt = t0.elapsed().as_secs_f64();
         if dt >= min_seconds {
             return k.mm.memcg.walk.groups_visited as f64 / dt;

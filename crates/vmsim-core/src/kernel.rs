@@ -8,7 +8,7 @@
 
 use crate::block::BlockDevice;
 use crate::config::{Cost, Kernel as KernelCfg, Machine};
-use crate::engine::lock::TaskId;
+use crate::engine::{pid_of, Current, Os, TaskId};
 use crate::mm::filemap::Inode;
 use crate::mm::gfp::{Gfp, GFP_KERNEL};
 use crate::mm::memory::BioKind;
@@ -18,7 +18,7 @@ use crate::mm::slab::Slab;
 use crate::mm::swapfile::SwapInfo;
 use crate::mm::vmstat::NodeStat;
 use crate::mm::Mm;
-use crate::trace::{TraceEvent, Tracer};
+use crate::trace::TraceEvent;
 use std::collections::VecDeque;
 
 /// Statistics of one task.
@@ -122,7 +122,7 @@ pub enum AllocResult {
     Failed,
     /// The requesting task was chosen by the OOM killer and must exit.
     Killed,
-    /// Reclaim throttled the task: it sleeps (`Kernel::sleep_after`) and retries the allocation.
+    /// Reclaim throttled the task: it sleeps (`Current::sleep`) and retries the allocation.
     Retry,
 }
 
@@ -135,12 +135,8 @@ pub struct Kernel {
     pub slab: Slab,
     /// Every task ever created, by id.
     pub tasks: Vec<TaskStruct>,
-    /// Tasks killed by the OOM killer that the scheduler has not yet removed.
-    pub oom_victims: Vec<TaskId>,
     /// OOM kills that found no victim (the kernel would panic).
     pub oom_no_victim: u64,
-    /// Wait queues kernel code asked to wake (wake_up_all) during the current step.
-    pub pending_wakeups: Vec<usize>,
     /// The reverse map: task page tables and file page caches.
     pub rmap: Rmap,
     /// The swap area.
@@ -157,26 +153,18 @@ pub struct Kernel {
     pub pending_reqs: std::collections::VecDeque<crate::block::Request>,
     /// Swap-out pages gathered for one submission (the block plug).
     pub plug: Vec<Pfn>,
-    /// Time the current task must sleep after its step, for I/O it waits on [ns].
-    pub sleep_after: u64,
     /// Files, by inode number (unlinked ones stay as dead records).
     pub inodes: Vec<Inode>,
     /// Live files by name (the directory).
     pub files: indexmap::IndexMap<String, u32>,
     /// The disk's writeback state and flusher.
     pub wb: crate::mm::page_writeback::BdiWriteback,
-    /// The ftrace buffer, when tracing.
-    pub tracer: Option<Tracer>,
-    /// Set while the current context may not sleep (fork in the engine, interrupts).
-    pub no_throttle: bool,
     /// Lumpy isolation counts of the last isolate_lru_folios: (taken, dirty, failed).
     pub lumpy_stats: (u64, u64, u64),
     /// Tasks inside direct reclaim, napping ones included (nr_reclaimers).
     pub nr_reclaimers: u64,
     /// The wait queue of tasks held at the reclaimer limit (reclaim_throttle_waitq).
     pub reclaim_wq: usize,
-    /// A wait queue the current task must sleep on after its step (set by kernel code that waits).
-    pub block_on: Option<usize>,
     /// Most direct reclaimers in progress at once.
     pub max_parallel_reclaimers: u64,
     /// Longest single try_to_free_pages, including its naps [ns].
@@ -193,12 +181,72 @@ pub struct Kernel {
     pub thp: crate::mm::huge_memory::ThpState,
     /// AF_UNIX sockets, by id.
     pub sockets: Vec<crate::net::af_unix::UnixSock>,
-    /// Registered tasks the current step forked: the engine starts them when the step ends.
-    pub pending_starts: Vec<TaskId>,
     /// Figures a workload reports itself (hackbench's "Time:"), by name.
     pub metrics: std::collections::BTreeMap<String, f64>,
     /// /proc files read by `snapshot` operations, in the order they were read.
     pub proc_snapshots: Vec<crate::mm::vmstat::ProcSnapshot>,
+}
+
+/// The engine over this kernel.
+pub type Engine = crate::engine::Engine<Kernel>;
+
+impl Kernel {
+    /// An engine with this kernel's CPUs, scheduling knobs and context-switch cost.
+    pub fn into_engine(self, sched: crate::config::Sched, cost: &Cost) -> Engine {
+        let cpu_to_node = self.mm.cpu_to_node.clone();
+        Engine::new(self, &cpu_to_node, sched, cost.context_switch)
+    }
+}
+
+impl Os for Kernel {
+    fn current(&mut self) -> &mut Current {
+        &mut self.mm.cur
+    }
+
+    fn alloc_task_struct(&mut self, comm: &str, cpu: usize, kthread: bool) -> TaskId {
+        Kernel::alloc_task_struct(self, comm, cpu, kthread)
+    }
+
+    fn copy_process(&mut self, tid: TaskId, now: u64) -> bool {
+        Kernel::copy_process(self, tid, now)
+    }
+
+    fn set_task_cpu(&mut self, tid: TaskId, cpu: usize) {
+        self.tasks[tid as usize].cpu = cpu;
+    }
+
+    fn process_io(&mut self, now: u64) {
+        Kernel::process_io(self, now)
+    }
+
+    fn resume_kernel_work(&mut self, tid: TaskId) -> bool {
+        self.resume_direct_reclaim(tid)
+    }
+
+    fn exit_to_user_mode(&mut self, tid: TaskId) {
+        if self.tasks[tid as usize].memcg_nr_pages_over_high > 0 {
+            self.mem_cgroup_handle_over_high(tid);
+        }
+    }
+
+    fn do_exit(&mut self, tid: TaskId, at: u64) {
+        self.blk_finish_plug();
+        self.exit_task(tid, at);
+    }
+
+    fn account_step(&mut self, tid: TaskId, user_ns: u64, sys_ns: u64) {
+        let st = &mut self.tasks[tid as usize].stats;
+        st.user_ns += user_ns;
+        st.sys_ns += sys_ns;
+    }
+
+    fn account_runq_wait(&mut self, tid: TaskId, ns: u64) {
+        self.tasks[tid as usize].stats.runq_wait_ns += ns;
+    }
+
+    fn set_exit_time(&mut self, tid: TaskId, at: u64) {
+        self.tasks[tid as usize].stats.exit_ns = at;
+    }
 }
 
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
@@ -226,9 +274,7 @@ impl Kernel {
             mm: Mm::boot(machine, kcfg, cost),
             slab: Slab::default(),
             tasks: Vec::new(),
-            oom_victims: Vec::new(),
             oom_no_victim: 0,
-            pending_wakeups: Vec::new(),
             rmap: Rmap::default(),
             swap: SwapInfo::new((machine.swap.0 / crate::mm::page::PAGE_SIZE) as u32),
             disk: BlockDevice::new(disk.clone()),
@@ -237,7 +283,6 @@ impl Kernel {
             pending_reqs: Default::default(),
             io_clock: 0,
             plug: Vec::new(),
-            sleep_after: 0,
             inodes: Vec::new(),
             files: Default::default(),
             wb: crate::mm::page_writeback::BdiWriteback {
@@ -245,12 +290,9 @@ impl Kernel {
                 idle: true,
                 ..Default::default()
             },
-            tracer: None,
-            no_throttle: false,
             lumpy_stats: (0, 0, 0),
             nr_reclaimers: 0,
             reclaim_wq: usize::MAX,
-            block_on: None,
             max_parallel_reclaimers: 0,
             max_try_to_free_pages_ns: 0,
             reclaim_throttled: 0,
@@ -259,25 +301,15 @@ impl Kernel {
             shadows: Default::default(),
             thp: Default::default(),
             sockets: Vec::new(),
-            pending_starts: Vec::new(),
             metrics: Default::default(),
             proc_snapshots: Vec::new(),
         }
     }
 
-    /// Records a tracepoint hit by task `tid` at the current time (trace_<event>).
+    /// Records a tracepoint hit by the running task at the current time (trace_<event>).
     #[inline]
-    pub fn trace(&mut self, tid: TaskId, ev: TraceEvent) {
-        if let Some(t) = self.tracer.as_mut() {
-            let task = &self.tasks[tid as usize];
-            t.emit(
-                self.mm.now + self.mm.acc,
-                task.cpu as u32,
-                &task.comm,
-                task.pid,
-                &ev,
-            );
-        }
+    pub fn trace(&mut self, ev: TraceEvent) {
+        self.mm.trace(ev);
     }
 
     /// Reserves a task record; the task holds nothing and is not alive until
@@ -285,7 +317,7 @@ impl Kernel {
     pub fn alloc_task_struct(&mut self, comm: &str, cpu: usize, kthread: bool) -> TaskId {
         let tid = self.tasks.len() as TaskId;
         self.tasks.push(TaskStruct {
-            pid: tid + 100,
+            pid: pid_of(tid),
             comm: comm.to_string(),
             cpu,
             kthread,
@@ -318,26 +350,25 @@ impl Kernel {
         let t = tid as usize;
         self.tasks[t].alive = true;
         self.tasks[t].stats.start_ns = now;
-        self.mm.acc += self.mm.cost.fork;
+        self.mm.cur.acc += self.mm.cost.fork;
         // The engine creates tasks outside any task's step: nothing may sleep here.
-        self.no_throttle = true;
-        if !matches!(self.alloc_thread_stack(tid, tid), AllocResult::Page(_)) {
-            self.no_throttle = false;
+        let atomic = std::mem::replace(&mut self.mm.cur.atomic, true);
+        let ok = matches!(self.alloc_thread_stack(tid, tid), AllocResult::Page(_));
+        self.mm.cur.atomic = atomic;
+        if !ok {
             self.exit_task(tid, now);
-            return false;
         }
-        self.no_throttle = false;
-        true
+        ok
     }
 
     /// Fork by a running task (copy_process in the parent's context): the child's kernel
     /// stack is allocated as the parent, which may reclaim, be throttled (Retry: call again,
     /// the pages already allocated are kept) or fail. On success the child is alive and
-    /// waits for the engine to start it (`pending_starts`).
+    /// waits for the engine to start it (`Current::start`).
     pub fn copy_process_from(&mut self, parent: TaskId, child: TaskId, now: u64) -> AllocResult {
         let c = child as usize;
         if self.tasks[c].kstack.is_empty() {
-            self.mm.acc += self.mm.cost.fork;
+            self.mm.cur.acc += self.mm.cost.fork;
         }
         let r = self.alloc_thread_stack(child, parent);
         if !matches!(r, AllocResult::Page(_)) {
@@ -345,7 +376,7 @@ impl Kernel {
         }
         self.tasks[c].alive = true;
         self.tasks[c].stats.start_ns = now;
-        self.pending_starts.push(child);
+        self.mm.cur.start.push(child);
         AllocResult::Page(crate::mm::page::NIL)
     }
 
@@ -358,7 +389,7 @@ impl Kernel {
         if self.try_to_free_pages(r.gfp, r.order, tid).is_some() {
             self.reclaim_done(tid);
         }
-        self.sleep_after > 0
+        self.mm.cur.sleep > 0
     }
 
     /// Allocates what is missing of `task`'s kernel stack, as task `by` (alloc_thread_stack_node);

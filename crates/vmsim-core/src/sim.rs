@@ -2,8 +2,7 @@
 
 use crate::config::Scenario;
 use crate::engine::rng::{streams, Stream};
-use crate::engine::Engine;
-use crate::kernel::Kernel;
+use crate::kernel::{Engine, Kernel};
 use crate::mm::mmzone::{Wmark, MAX_PAGE_ORDER, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use crate::mm::page::pg;
 use crate::mm::vmstat::{vmstat_text, Event, VmstatSnapshot};
@@ -345,7 +344,7 @@ impl Mm {
 /// Builds the engine for a scenario: boots the kernel and registers every task.
 pub fn build(sc: &Scenario) -> Engine {
     let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
-    let mut eng = Engine::new(kernel, sc.sched.clone(), sc.cost.clone());
+    let mut eng = kernel.into_engine(sc.sched.clone(), &sc.cost);
     let ncpu = sc.machine.cpus as usize;
     if sc.kernel.flusher {
         // The disk's flusher thread (a kworker running wb_workfn).
@@ -489,7 +488,7 @@ pub fn run_traced(
 ) -> (RunResult, Option<crate::trace::Tracer>) {
     let mut eng = build(sc);
     if let Some(fmt) = trace_format {
-        eng.kernel.tracer = Some(crate::trace::Tracer::new(fmt, sc.machine.cpus));
+        eng.kernel.mm.tracer = Some(crate::trace::Tracer::new(fmt, sc.machine.cpus));
     }
     let boot_snap = eng.kernel.vmstat_snapshot();
     let mut ts = TimeSeries::default();
@@ -523,7 +522,7 @@ pub fn run_traced(
     // When every task has exited, the CPUs have been idle since at most the last exit.
     eng.finish_at(elapsed.min(eng.now));
     let r = result(sc, &eng, &boot_snap, ts, elapsed, completed);
-    (r, eng.kernel.tracer.take())
+    (r, eng.kernel.mm.tracer.take())
 }
 
 fn result(

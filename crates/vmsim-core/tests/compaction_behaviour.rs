@@ -7,7 +7,7 @@
 //! - a THP fault with no free order-9 block falls back to a base page cleanly.
 
 use vmsim_core::config::Scenario;
-use vmsim_core::engine::Engine;
+use vmsim_core::kernel::Engine;
 use vmsim_core::kernel::{AllocResult, Kernel};
 use vmsim_core::mm::compaction::{CompactControl, CompactResult};
 use vmsim_core::mm::gfp::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
@@ -498,12 +498,12 @@ fn compaction_restarts_with_fresh_skip_bits_after_the_longest_deferral() {
     let mut k = boot("watermark_boost_factor = 0");
     let zid = dma32(&k);
     for _ in 0..=vmsim_core::mm::compaction::COMPACT_MAX_DEFER_SHIFT {
-        k.defer_compaction(zid, PAGEBLOCK_ORDER, 0);
+        k.defer_compaction(zid, PAGEBLOCK_ORDER);
     }
     assert!(!k.compaction_restarting(zid, PAGEBLOCK_ORDER));
-    while k.compaction_deferred(zid, PAGEBLOCK_ORDER, 0) {}
+    while k.compaction_deferred(zid, PAGEBLOCK_ORDER) {}
     assert!(k.compaction_restarting(zid, PAGEBLOCK_ORDER));
     // A success clears the deferral, and with it the restart.
-    k.compaction_defer_reset(zid, PAGEBLOCK_ORDER, 0);
+    k.compaction_defer_reset(zid, PAGEBLOCK_ORDER);
     assert!(!k.compaction_restarting(zid, PAGEBLOCK_ORDER));
 }

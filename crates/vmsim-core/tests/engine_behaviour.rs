@@ -5,12 +5,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use vmsim_core::config::{Scenario, DEFAULT_SCENARIO};
-use vmsim_core::engine::lock::TaskId;
-use vmsim_core::engine::{Engine, TaskState};
-use vmsim_core::kernel::{AllocResult, Kernel};
+use vmsim_core::engine::{Program, Step, StepOut, TaskId, TaskState};
+use vmsim_core::kernel::{AllocResult, Engine, Kernel};
 use vmsim_core::mm::slab::builtin_cache;
 use vmsim_core::mm::vmstat::{Event, NodeStat};
-use vmsim_core::workload::{Program, Step, StepCtx, StepOut};
+use vmsim_core::workload::StepCtx;
 use vmsim_core::RunResult;
 
 const MS: u64 = 1_000_000;
@@ -33,7 +32,7 @@ fn json_without_seed(r: &RunResult) -> String {
 fn engine(cpus: u32) -> Engine {
     let sc = scenario(&format!("[machine]\nmemory=\"256MiB\"\ncpus={cpus}\n"));
     let k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
-    Engine::new(k, sc.sched.clone(), sc.cost.clone())
+    k.into_engine(sc.sched.clone(), &sc.cost)
 }
 
 // ---------------------------------------------------------------------------
@@ -135,7 +134,7 @@ struct Script {
 
 const STEP_USER: u64 = 1_000;
 
-impl Program for Script {
+impl Program<Kernel> for Script {
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         self.log.borrow_mut().push((self.tag, self.pc, cx.now));
         let act = self.acts.get(self.pc).copied().unwrap_or(Act::Exit);
@@ -145,7 +144,7 @@ impl Program for Script {
             Act::Block(wq, timeout) => (STEP_USER, Step::Block { wq, timeout }),
             Act::Sleep(d) => (STEP_USER, Step::Sleep(d)),
             Act::Wake(wq) => {
-                cx.k.pending_wakeups.push(wq);
+                cx.k.mm.cur.wake.push(wq);
                 (STEP_USER, Step::Run)
             }
             Act::Exit => (STEP_USER, Step::Exit),
@@ -353,7 +352,7 @@ fn wakeup_from_another_task() {
 
 /// Burns CPU forever, one quantum per step.
 struct Spin;
-impl Program for Spin {
+impl Program<Kernel> for Spin {
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         StepOut {
             user_ns: cx.quantum,
@@ -662,7 +661,7 @@ fn direct_reclaim_shrinks_dentries_instead_of_killing() {
 struct Hog {
     at_kill: Rc<RefCell<Option<(u64, i64)>>>,
 }
-impl Program for Hog {
+impl Program<Kernel> for Hog {
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         for _ in 0..64 {
             let kills = cx.k.mm.events[Event::OOM_KILL as usize];
@@ -694,7 +693,7 @@ impl Program for Hog {
 
 /// Fills the dentry cache, then exits (the dentries stay cached).
 struct Walker(u64);
-impl Program for Walker {
+impl Program<Kernel> for Walker {
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         let dentry = builtin_cache("dentry").unwrap();
         for _ in 0..1000 {
@@ -722,7 +721,7 @@ fn every_reclaimable_dentry_is_shrunk_before_an_oom_kill() {
     // No kswapd here to take a watermark boost back down: boosting off (see SHRINK).
     let sc = scenario("[machine]\nmemory=\"512MiB\"\ncpus=2\n[kernel]\nwatermark_boost_factor=0\n");
     let k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
-    let mut eng = Engine::new(k, sc.sched.clone(), sc.cost.clone());
+    let mut eng = k.into_engine(sc.sched.clone(), &sc.cost);
     let at_kill = Rc::new(RefCell::new(None));
     eng.spawn("walker", 0, 0, false, Box::new(Walker(500_000)));
     let hog = eng.spawn(

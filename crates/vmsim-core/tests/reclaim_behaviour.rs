@@ -12,7 +12,7 @@
 //! `two_cpus_swapping_hand_the_disk_non_decreasing_times`, ignored until fixed).
 
 use vmsim_core::config::Scenario;
-use vmsim_core::engine::Engine;
+use vmsim_core::kernel::Engine;
 use vmsim_core::mm::mmzone::{lru, Wmark};
 use vmsim_core::mm::vmstat::{NodeStat, ZoneStat};
 use vmsim_core::trace::{TraceFormat, Tracer};
@@ -140,7 +140,7 @@ program = [
 fn kswapd_wakes_below_low_and_sleeps_once_balanced_at_high() {
     let sc = scenario(&kswapd_scenario());
     let mut eng = vmsim_core::sim::build(&sc);
-    eng.kernel.tracer = Some(Tracer::new(TraceFormat::Modern, sc.machine.cpus));
+    eng.kernel.mm.tracer = Some(Tracer::new(TraceFormat::Modern, sc.machine.cpus));
     let kswapd = tid_of(&eng, "kswapd0");
     let hog = tid_of(&eng, "hog");
     assert!(eng.kernel.tasks[kswapd].kthread);
@@ -171,7 +171,7 @@ fn kswapd_wakes_below_low_and_sleeps_once_balanced_at_high() {
         if was_asleep && !eng.kernel.mm.nodes[0].kswapd_sleeping {
             woke_below_low |= below_low_before || some_zone_below_low(&eng);
         }
-        let tracer = eng.kernel.tracer.as_ref().unwrap();
+        let tracer = eng.kernel.mm.tracer.as_ref().unwrap();
         if tracer.len() == seen {
             continue;
         }
@@ -244,6 +244,7 @@ fn kswapd_wakes_below_low_and_sleeps_once_balanced_at_high() {
 
 fn trace_lines(eng: &Engine) -> Vec<String> {
     eng.kernel
+        .mm
         .tracer
         .as_ref()
         .map(|t| t.lines().into_iter().map(str::to_string).collect())

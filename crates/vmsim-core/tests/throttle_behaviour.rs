@@ -75,10 +75,10 @@ fn gated_kernel() -> (vmsim_core::kernel::Kernel, u32) {
 fn a_waiter_that_slept_over_a_second_skips_reclaim_when_memory_is_back() {
     use vmsim_core::mm::gfp::GFP_KERNEL;
     let (mut k, tid) = gated_kernel();
-    k.mm.now = 5_000_000_000;
+    k.mm.cur.now = 5_000_000_000;
     let ac = k.mm.prepare_alloc_pages(GFP_KERNEL, 0, 0);
     // Freshly booted: every zone has far more than 4 x high free.
-    k.tasks[tid as usize].throttled_since = Some(k.mm.now - 1_500_000_000);
+    k.tasks[tid as usize].throttled_since = Some(k.mm.cur.now - 1_500_000_000);
     assert_eq!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac), Some(1));
     assert_eq!(k.reclaim_skipped, 1);
     assert_eq!(
@@ -86,7 +86,7 @@ fn a_waiter_that_slept_over_a_second_skips_reclaim_when_memory_is_back() {
         "a skipped reclaim never counts as a reclaimer"
     );
     // Half a second of waiting is not enough: reclaim runs (and finds nothing to do).
-    k.tasks[tid as usize].throttled_since = Some(k.mm.now - 500_000_000);
+    k.tasks[tid as usize].throttled_since = Some(k.mm.cur.now - 500_000_000);
     assert!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac).is_some());
     assert_eq!(k.reclaim_skipped, 1);
     assert_eq!(k.max_parallel_reclaimers, 1);
@@ -102,7 +102,7 @@ fn at_the_limit_a_reclaimer_waits_on_the_queue_until_one_leaves() {
     k.nr_reclaimers = 1;
     assert_eq!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac), None);
     assert_eq!(
-        k.block_on,
+        k.mm.cur.block_on,
         Some(7),
         "the waiter sleeps on reclaim_throttle_waitq"
     );
@@ -111,8 +111,8 @@ fn at_the_limit_a_reclaimer_waits_on_the_queue_until_one_leaves() {
     // The other reclaimer leaves: wake_up_all on the queue, and the waiter gets in.
     let other = k.alloc_task_struct("other", 1, false);
     k.reclaim_done(other);
-    assert_eq!(k.pending_wakeups, vec![7]);
-    k.block_on = None;
+    assert_eq!(k.mm.cur.wake, vec![7]);
+    k.mm.cur.block_on = None;
     assert!(k.try_to_free_pages_gated(GFP_KERNEL, 0, tid, &ac).is_some());
     assert_eq!(k.nr_reclaimers, 0);
 }
@@ -246,7 +246,7 @@ fn too_many_isolated_pages_throttle_todays_direct_reclaimers() {
     use vmsim_core::trace::{TraceFormat, Tracer};
     for (writeback, throttled) in [("modern", true), ("traceonly", false)] {
         let (mut k, tid) = kernel_with_anon(writeback, 20_000);
-        k.tracer = Some(Tracer::new(TraceFormat::Modern, 1));
+        k.mm.tracer = Some(Tracer::new(TraceFormat::Modern, 1));
         // Other reclaimers, asleep in get_request_wait, hold more than an eighth of the
         // inactive anon list isolated.
         let inactive = k.mm.nodes[0].vm_stat[NodeStat::NR_INACTIVE_ANON as usize];
@@ -254,14 +254,14 @@ fn too_many_isolated_pages_throttle_todays_direct_reclaimers() {
         k.mm.nodes[0].vm_stat[NodeStat::NR_ISOLATED_ANON as usize] = inactive / 8 + 1;
         let r = k.try_to_free_pages(GFP_KERNEL, 0, tid);
         let mut out = Vec::new();
-        k.tracer.take().unwrap().write_to(&mut out).unwrap();
+        k.mm.tracer.take().unwrap().write_to(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let isolated = text.contains("reason=VMSCAN_THROTTLE_ISOLATED");
         assert_eq!(isolated, throttled, "{writeback}");
         if throttled {
             // reclaim_throttle(VMSCAN_THROTTLE_ISOLATED) sleeps HZ/50; reclaim resumes after it.
             assert_eq!(r, None);
-            assert_eq!(k.sleep_after, 1_000_000_000 / 50);
+            assert_eq!(k.mm.cur.sleep, 1_000_000_000 / 50);
             assert!(k.tasks[tid as usize].reclaim.is_some());
         }
     }

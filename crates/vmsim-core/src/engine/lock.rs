@@ -61,8 +61,7 @@ impl ContendedLock {
     }
 }
 
-/// Identifies a task.
-pub type TaskId = u32;
+pub use super::task::TaskId;
 
 /// Tasks sleeping until an event (wait_queue_head_t).
 #[derive(Debug, Clone, Default)]

@@ -14,16 +14,22 @@
 //! Simplification: a step runs to completion at its start time, so a wait
 //! queue entry made in a step is visible at once although the CPU stays busy
 //! until the step's end (at most one quantum).
+//!
+//! The engine knows nothing of memory management or of workloads: it is
+//! generic over the kernel it drives ([`Os`], with its contract), runs tasks
+//! as [`Program`]s, and passes each action's context in [`Current`] (see
+//! `task.rs`). It imports only the scheduler's knobs from the config.
 
 pub mod lock;
 pub mod rng;
+pub mod task;
 
-use crate::config::{Cost, Sched};
-use crate::kernel::Kernel;
-use crate::workload::{Program, Step, StepCtx};
-use lock::{TaskId, WaitQueue};
+use crate::config::Sched;
+use lock::WaitQueue;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::rc::Rc;
+pub use task::{pid_of, Current, Os, Program, Step, StepCtx, StepOut, TaskId};
 
 /// What happens at an instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -66,6 +72,7 @@ struct SchedEntity {
     runnable_since: u64,
     start_at: u64,
     kthread: bool,
+    comm: Rc<str>,
 }
 
 /// One CPU.
@@ -100,7 +107,7 @@ pub struct Cpu {
 }
 
 /// The engine: clock, events, CPUs, tasks and the kernel they run on.
-pub struct Engine {
+pub struct Engine<K: Os> {
     /// Simulated time [ns].
     pub now: u64,
     queue: BinaryHeap<Reverse<(u64, u64, Ev)>>,
@@ -108,13 +115,14 @@ pub struct Engine {
     /// CPUs.
     pub cpus: Vec<Cpu>,
     sched: Vec<SchedEntity>,
-    programs: Vec<Option<Box<dyn Program>>>,
+    programs: Vec<Option<Box<dyn Program<K>>>>,
     /// Wait queues, by id (wait_queue_head_t).
     pub waitqueues: Vec<WaitQueue>,
     /// The kernel.
-    pub kernel: Kernel,
+    pub kernel: K,
     cfg: Sched,
-    cost: Cost,
+    /// Cost of a context switch [ns].
+    context_switch: u64,
     /// User tasks not yet exited (including pending ones).
     pub live_user_tasks: usize,
     /// Tasks whose creation failed (no memory for a kernel stack).
@@ -123,13 +131,14 @@ pub struct Engine {
     pub events: u64,
 }
 
-impl Engine {
-    /// An engine over a booted kernel.
-    pub fn new(kernel: Kernel, cfg: Sched, cost: Cost) -> Engine {
-        let n = kernel.mm.nr_cpus;
-        let cpus = (0..n)
-            .map(|c| Cpu {
-                node: kernel.mm.cpu_to_node[c],
+impl<K: Os> Engine<K> {
+    /// An engine over a booted kernel with a CPU for each entry of `cpu_to_node` (the
+    /// CPU's node); a context switch costs `context_switch` [ns] of system time.
+    pub fn new(kernel: K, cpu_to_node: &[usize], cfg: Sched, context_switch: u64) -> Engine<K> {
+        let cpus = cpu_to_node
+            .iter()
+            .map(|&node| Cpu {
+                node,
                 idle: true,
                 ..Default::default()
             })
@@ -144,7 +153,7 @@ impl Engine {
             waitqueues: Vec::new(),
             kernel,
             cfg,
-            cost,
+            context_switch,
             live_user_tasks: 0,
             fork_failures: 0,
             events: 0,
@@ -163,15 +172,20 @@ impl Engine {
         cpu: usize,
         at: u64,
         kthread: bool,
-        program: Box<dyn Program>,
+        program: Box<dyn Program<K>>,
     ) -> TaskId {
         let tid = self.register(comm, cpu, at, kthread, program);
         self.schedule_at(at, Ev::Start(tid));
         tid
     }
 
-    /// Registers a task that another task's program will fork (via `Kernel::pending_starts`).
-    pub fn spawn_deferred(&mut self, comm: &str, cpu: usize, program: Box<dyn Program>) -> TaskId {
+    /// Registers a task that another task's program will fork (via [`Current::start`]).
+    pub fn spawn_deferred(
+        &mut self,
+        comm: &str,
+        cpu: usize,
+        program: Box<dyn Program<K>>,
+    ) -> TaskId {
         self.register(comm, cpu, u64::MAX, false, program)
     }
 
@@ -182,7 +196,7 @@ impl Engine {
         cpu: usize,
         at: u64,
         kthread: bool,
-        program: Box<dyn Program>,
+        program: Box<dyn Program<K>>,
     ) -> TaskId {
         let tid = self.sched.len() as TaskId;
         let cpu = cpu % self.cpus.len();
@@ -196,6 +210,7 @@ impl Engine {
             runnable_since: 0,
             start_at: at,
             kthread,
+            comm: Rc::from(comm),
         });
         self.programs.push(Some(program));
         if !kthread {
@@ -249,15 +264,32 @@ impl Engine {
         }
     }
 
+    /// Installs `current` for an action of task `tid` on `cpu` at `now`, opening with
+    /// `acc` of system time; the requests of earlier actions not yet acted on stay.
+    fn set_current(&mut self, tid: TaskId, cpu: usize, now: u64, acc: u64) {
+        let comm = Rc::clone(&self.sched[tid as usize].comm);
+        let quantum = self.cfg.quantum.0;
+        let cur = self.kernel.current();
+        cur.tid = tid;
+        cur.pid = pid_of(tid);
+        cur.comm = comm;
+        cur.cpu = cpu;
+        cur.now = now;
+        cur.acc = acc;
+        cur.quantum = quantum;
+    }
+
     fn start_task(&mut self, tid: TaskId) {
-        self.kernel.mm.now = self.now;
-        self.kernel.mm.acc = 0;
+        let cpu = self.sched[tid as usize].cpu;
+        self.set_current(tid, cpu, self.now, 0);
         self.kernel.process_io(self.now);
+        self.kernel.current().atomic = true;
         let ok = self.kernel.copy_process(tid, self.now);
-        self.kernel.sleep_after = 0;
+        let cur = self.kernel.current();
+        cur.atomic = false;
+        cur.sleep = 0;
         // The fork's cost is system time of the task's first step.
-        self.sched[tid as usize].pending_sys = self.kernel.mm.acc;
-        self.kernel.mm.acc = 0;
+        self.sched[tid as usize].pending_sys = std::mem::take(&mut cur.acc);
         self.reap_oom_victims();
         if ok {
             self.try_to_wake_up(tid);
@@ -340,7 +372,7 @@ impl Engine {
 
     /// Marks OOM victims dead and takes them off run and wait queues.
     fn reap_oom_victims(&mut self) {
-        let victims = std::mem::take(&mut self.kernel.oom_victims);
+        let victims = std::mem::take(&mut self.kernel.current().kill);
         for v in victims {
             let s = &mut self.sched[v as usize];
             let state = s.state;
@@ -451,8 +483,8 @@ impl Engine {
                 let c = &mut self.cpus[cpu];
                 if c.last != Some(next) {
                     c.context_switches += 1;
-                    c.sys_ns += self.cost.context_switch;
-                    t += self.cost.context_switch;
+                    c.sys_ns += self.context_switch;
+                    t += self.context_switch;
                 }
                 c.current = Some(next);
                 c.last = Some(next);
@@ -461,7 +493,7 @@ impl Engine {
                 let waited = now - s.runnable_since;
                 s.state = TaskState::Running;
                 s.cpu = cpu;
-                self.kernel.tasks[next as usize].stats.runq_wait_ns += waited;
+                self.kernel.account_runq_wait(next, waited);
                 self.schedule_at(t, Ev::Schedule(cpu as u32));
             }
             None => {
@@ -475,18 +507,21 @@ impl Engine {
     /// Runs one step of a task's program on a CPU and acts on what it asks for next.
     fn run_step(&mut self, cpu: usize, tid: TaskId) {
         let now = self.now;
-        self.kernel.tasks[tid as usize].cpu = cpu;
+        self.kernel.set_task_cpu(tid, cpu);
+        // Completions come in before the task runs (interrupts), in the context of the
+        // previous action; their cost is not the task's.
         self.kernel.process_io(now);
-        self.kernel.sleep_after = 0;
-        self.kernel.mm.now = now;
         // Work done on the task's behalf before it first ran (fork) opens its first step.
-        self.kernel.mm.acc = std::mem::take(&mut self.sched[tid as usize].pending_sys);
+        let pending = std::mem::take(&mut self.sched[tid as usize].pending_sys);
+        self.set_current(tid, cpu, now, pending);
+        self.kernel.current().sleep = 0;
         let Some(mut prog) = self.programs[tid as usize].take() else {
             return;
         };
-        // A task that slept inside direct reclaim finishes it before running its program.
-        let out = if self.kernel.resume_direct_reclaim(tid) {
-            crate::workload::StepOut {
+        // A task that slept inside kernel work (direct reclaim) finishes it before running
+        // its program.
+        let out = if self.kernel.resume_kernel_work(tid) {
+            StepOut {
                 user_ns: 0,
                 next: Step::Run,
             }
@@ -499,28 +534,23 @@ impl Engine {
             };
             prog.step(&mut cx)
         };
-        // resume_user_mode_work(): a task that charged pages over memory.high pays on its
-        // way back to user space (unless it is asleep inside the kernel).
-        if out.next != Step::Exit
-            && self.kernel.tasks[tid as usize].memcg_nr_pages_over_high > 0
-            && self.kernel.sleep_after == 0
-            && self.kernel.block_on.is_none()
-        {
-            self.kernel.mem_cgroup_handle_over_high(tid);
+        // resume_user_mode_work(), unless the task is asleep inside the kernel.
+        let cur = self.kernel.current();
+        if out.next != Step::Exit && cur.sleep == 0 && cur.block_on.is_none() {
+            self.kernel.exit_to_user_mode(tid);
         }
         self.programs[tid as usize] = Some(prog);
         if out.next == Step::Exit {
-            self.kernel.blk_finish_plug();
             // do_exit frees the task's memory at the end of its last step.
-            let at = now + out.user_ns + self.kernel.mm.acc;
-            self.kernel.exit_task(tid, at);
+            let at = now + out.user_ns + self.kernel.current().acc;
+            self.kernel.do_exit(tid, at);
         }
-        let sys = self.kernel.mm.acc;
-        self.kernel.mm.acc = 0;
+        let cur = self.kernel.current();
+        let sys = std::mem::take(&mut cur.acc);
         // Time the task must wait for I/O it started (io_schedule) turns into a sleep.
-        let io_wait = std::mem::take(&mut self.kernel.sleep_after);
+        let io_wait = std::mem::take(&mut cur.sleep);
         // Kernel code that waits on a queue (the reclaimer limit) turns the step's end into a block.
-        let block_on = self.kernel.block_on.take();
+        let block_on = cur.block_on.take();
         let next = match out.next {
             Step::Run if block_on.is_some() => Step::Block {
                 wq: block_on.unwrap_or_default(),
@@ -535,10 +565,8 @@ impl Engine {
             let c = &mut self.cpus[cpu];
             c.user_ns += user;
             c.sys_ns += sys;
-            let st = &mut self.kernel.tasks[tid as usize].stats;
-            st.user_ns += user;
-            st.sys_ns += sys;
         }
+        self.kernel.account_step(tid, user, sys);
         let end = now + (user + sys).max(1);
         self.reap_oom_victims();
         if self.sched[tid as usize].state == TaskState::Dead {
@@ -568,7 +596,7 @@ impl Engine {
                 }
             }
             Step::Exit => {
-                self.kernel.tasks[tid as usize].stats.exit_ns = end;
+                self.kernel.set_exit_time(tid, end);
                 self.sched[tid as usize].state = TaskState::Dead;
                 if !self.sched[tid as usize].kthread {
                     self.live_user_tasks -= 1;
@@ -577,12 +605,12 @@ impl Engine {
                 self.programs[tid as usize] = None;
             }
         }
-        let wakes = std::mem::take(&mut self.kernel.pending_wakeups);
+        let wakes = std::mem::take(&mut self.kernel.current().wake);
         for wq in wakes {
             self.wake_up_all(wq);
         }
         // Children forked during the step become runnable when it ends (wake_up_new_task).
-        let forks = std::mem::take(&mut self.kernel.pending_starts);
+        let forks = std::mem::take(&mut self.kernel.current().start);
         for child in forks {
             if self.sched[child as usize].state == TaskState::Pending {
                 self.sched[child as usize].start_at = end;

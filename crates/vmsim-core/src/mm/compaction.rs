@@ -37,7 +37,7 @@ use super::mmzone::{
 use super::page::{pg, PageKind, Pfn, NIL};
 use super::rmap::Entry;
 use super::vmstat::Event;
-use crate::engine::lock::TaskId;
+use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::Kernel;
 use crate::trace::TraceEvent;
 
@@ -311,7 +311,7 @@ impl Kernel {
 
     /// Emits one event of the kernel's mm_compaction_defer_template with the zone's
     /// deferral state (trace_mm_compaction_deferred, _defer_compaction, _defer_reset).
-    fn trace_defer(&mut self, which: DeferEvent, zid: usize, order: usize, tid: TaskId) {
+    fn trace_defer(&mut self, which: DeferEvent, zid: usize, order: usize) {
         let zc = self.compact.zone(zid);
         let (considered, defer_shift) = (zc.considered, zc.defer_shift);
         let order_failed = zc.order_failed as i32;
@@ -343,42 +343,42 @@ impl Kernel {
                 order_failed,
             },
         };
-        self.trace(tid, ev);
+        self.trace(ev);
     }
 
     /// Whether compaction of this zone at `order` is to be skipped after recent failures
     /// (compaction_deferred).
-    pub fn compaction_deferred(&mut self, zid: usize, order: usize, tid: TaskId) -> bool {
+    pub fn compaction_deferred(&mut self, zid: usize, order: usize) -> bool {
         let zc = self.compact.zone(zid);
         if order < zc.order_failed {
             return false;
         }
         zc.considered = zc.considered.saturating_add(1);
         if zc.considered < 1 << zc.defer_shift {
-            self.trace_defer(DeferEvent::Deferred, zid, order, tid);
+            self.trace_defer(DeferEvent::Deferred, zid, order);
             return true;
         }
         false
     }
 
     /// Skips the next attempts at this order and above after a failure (defer_compaction).
-    pub fn defer_compaction(&mut self, zid: usize, order: usize, tid: TaskId) {
+    pub fn defer_compaction(&mut self, zid: usize, order: usize) {
         let zc = self.compact.zone(zid);
         zc.considered = 0;
         zc.defer_shift = (zc.defer_shift + 1).min(COMPACT_MAX_DEFER_SHIFT);
         zc.order_failed = zc.order_failed.min(order);
-        self.trace_defer(DeferEvent::DeferCompaction, zid, order, tid);
+        self.trace_defer(DeferEvent::DeferCompaction, zid, order);
     }
 
     /// Clears the deferral after a success at `order` (compaction_defer_reset).
-    pub fn compaction_defer_reset(&mut self, zid: usize, order: usize, tid: TaskId) {
+    pub fn compaction_defer_reset(&mut self, zid: usize, order: usize) {
         let zc = self.compact.zone(zid);
         zc.considered = 0;
         zc.defer_shift = 0;
         if order >= zc.order_failed {
             zc.order_failed = order + 1;
         }
-        self.trace_defer(DeferEvent::DeferReset, zid, order, tid);
+        self.trace_defer(DeferEvent::DeferReset, zid, order);
     }
 
     /// Whether compaction is about to be retried after the longest deferral (compaction_restarting).
@@ -451,7 +451,6 @@ impl Kernel {
         order: usize,
         highest_zoneidx: usize,
         alloc_flags: u32,
-        tid: TaskId,
     ) -> CompactResult {
         let wm = match alloc_flags & ALLOC_WMARK_MASK {
             ALLOC_WMARK_LOW => Wmark::Low,
@@ -470,15 +469,12 @@ impl Kernel {
             CompactResult::Skipped
         };
         let (nid, idx) = self.zone_trace_ids(zid);
-        self.trace(
-            tid,
-            TraceEvent::MmCompactionSuitable {
-                nid,
-                idx,
-                order: order as i32,
-                ret: ret as i32,
-            },
-        );
+        self.trace(TraceEvent::MmCompactionSuitable {
+            nid,
+            idx,
+            order: order as i32,
+            ret: ret as i32,
+        });
         ret
     }
 
@@ -500,16 +496,13 @@ impl Kernel {
             last_block
         };
         cc.whole_zone = cc.migrate_pfn == start && cc.free_pfn == last_block;
-        self.trace(
-            cc.tid,
-            TraceEvent::MmCompactionBegin {
-                zone_start: start as u64,
-                migrate_pfn: cc.migrate_pfn as u64,
-                free_pfn: cc.free_pfn as u64,
-                zone_end: end as u64,
-                sync: cc.sync,
-            },
-        );
+        self.trace(TraceEvent::MmCompactionBegin {
+            zone_start: start as u64,
+            migrate_pfn: cc.migrate_pfn as u64,
+            free_pfn: cc.free_pfn as u64,
+            zone_end: end as u64,
+            sync: cc.sync,
+        });
     }
 
     /// Whether compaction is done: the scanners met, or a page of the order is free
@@ -541,15 +534,12 @@ impl Kernel {
             CompactResult::Continue
         };
         let (nid, idx) = self.zone_trace_ids(cc.zid);
-        self.trace(
-            cc.tid,
-            TraceEvent::MmCompactionFinished {
-                nid,
-                idx,
-                order: cc.order as i32,
-                ret: ret as i32,
-            },
-        );
+        self.trace(TraceEvent::MmCompactionFinished {
+            nid,
+            idx,
+            order: cc.order as i32,
+            ret: ret as i32,
+        });
         ret
     }
 
@@ -613,7 +603,7 @@ impl Kernel {
         let pfn = pfn.min(block_end);
         cc.migrate_pfn = pfn;
         cc.total_migrate_scanned += scanned;
-        self.mm.acc += scanned * self.mm.cost.compact_scan_page;
+        self.mm.cur.acc += scanned * self.mm.cost.compact_scan_page;
         self.mm
             .count_vm_events(Event::COMPACT_MIGRATE_SCANNED, scanned);
         if cc.kcompactd {
@@ -622,15 +612,12 @@ impl Kernel {
         }
         self.mm
             .count_vm_events(Event::COMPACT_ISOLATED, taken.len() as u64);
-        self.trace(
-            cc.tid,
-            TraceEvent::MmCompactionIsolateMigratepages {
-                start_pfn: start as u64,
-                end_pfn: pfn as u64,
-                nr_scanned: scanned,
-                nr_taken: taken.len() as u64,
-            },
-        );
+        self.trace(TraceEvent::MmCompactionIsolateMigratepages {
+            start_pfn: start as u64,
+            end_pfn: pfn as u64,
+            nr_scanned: scanned,
+            nr_taken: taken.len() as u64,
+        });
         taken
     }
 
@@ -686,22 +673,19 @@ impl Kernel {
             }
         }
         self.count_free_scanned(cc, scanned, taken);
-        self.trace(
-            cc.tid,
-            TraceEvent::MmCompactionFastIsolateFreepages {
-                start_pfn: min_pfn as u64,
-                end_pfn: cc.free_pfn as u64,
-                nr_scanned: scanned,
-                nr_taken: taken,
-            },
-        );
+        self.trace(TraceEvent::MmCompactionFastIsolateFreepages {
+            start_pfn: min_pfn as u64,
+            end_pfn: cc.free_pfn as u64,
+            nr_scanned: scanned,
+            nr_taken: taken,
+        });
     }
 
     /// Charges and counts a free-scanner pass: compact_free_scanned (and the kcompactd
     /// copy), compact_isolated (the accounting at the end of isolate_freepages_block).
     fn count_free_scanned(&mut self, cc: &mut CompactControl, scanned: u64, taken: u64) {
         cc.total_free_scanned += scanned;
-        self.mm.acc += scanned * self.mm.cost.compact_scan_page;
+        self.mm.cur.acc += scanned * self.mm.cost.compact_scan_page;
         self.mm
             .count_vm_events(Event::COMPACT_FREE_SCANNED, scanned);
         if cc.kcompactd {
@@ -752,15 +736,12 @@ impl Kernel {
                 }
             }
             self.count_free_scanned(cc, scanned, taken);
-            self.trace(
-                cc.tid,
-                TraceEvent::MmCompactionIsolateFreepages {
-                    start_pfn: start as u64,
-                    end_pfn: end as u64,
-                    nr_scanned: scanned,
-                    nr_taken: taken,
-                },
-            );
+            self.trace(TraceEvent::MmCompactionIsolateFreepages {
+                start_pfn: start as u64,
+                end_pfn: end as u64,
+                nr_scanned: scanned,
+                nr_taken: taken,
+            });
             if failed {
                 break;
             }
@@ -818,7 +799,7 @@ impl Kernel {
         }
         let mt = self.mm.get_pageblock_migratetype(src);
         self.mm.count_vm_events(Event::PGFREE, 1);
-        self.mm.acc += self.mm.cost.migrate_page + self.mm.cost.buddy_free;
+        self.mm.cur.acc += self.mm.cost.migrate_page + self.mm.cost.buddy_free;
         self.mm.__free_one_page(zid, src, 0, mt, false);
         self.mm.count_vm_events(Event::PGMIGRATE_SUCCESS, 1);
     }
@@ -845,13 +826,10 @@ impl Kernel {
         }
         let failed = pages.len() as u64 - migrated;
         cc.nr_migrated += migrated;
-        self.trace(
-            cc.tid,
-            TraceEvent::MmCompactionMigratepages {
-                nr_migrated: migrated,
-                nr_failed: failed,
-            },
-        );
+        self.trace(TraceEvent::MmCompactionMigratepages {
+            nr_migrated: migrated,
+            nr_failed: failed,
+        });
         if failed > 0 {
             // Out of free pages before the scanners met (-ENOMEM): give up.
             self.mm.count_vm_events(Event::PGMIGRATE_FAIL, failed);
@@ -869,7 +847,7 @@ impl Kernel {
             let zid = self.mm.page_zone(pfn);
             let mt = self.mm.get_pageblock_migratetype(pfn);
             self.mm.map[pfn as usize].flags = 0;
-            self.mm.acc += self.mm.cost.buddy_free;
+            self.mm.cur.acc += self.mm.cost.buddy_free;
             self.mm.__free_one_page(zid, pfn, 0, mt, false);
         }
         if !matches!(ret, CompactResult::Complete | CompactResult::PartialSkipped) {
@@ -879,17 +857,14 @@ impl Kernel {
         }
         let z = &self.mm.zones[cc.zid];
         let (start, end) = (z.zone_start_pfn as u64, z.zone_end_pfn() as u64);
-        self.trace(
-            cc.tid,
-            TraceEvent::MmCompactionEnd {
-                zone_start: start,
-                migrate_pfn: cc.migrate_pfn as u64,
-                free_pfn: cc.free_pfn as u64,
-                zone_end: end,
-                sync: cc.sync,
-                status: ret as i32,
-            },
-        );
+        self.trace(TraceEvent::MmCompactionEnd {
+            zone_start: start,
+            migrate_pfn: cc.migrate_pfn as u64,
+            free_pfn: cc.free_pfn as u64,
+            zone_end: end,
+            sync: cc.sync,
+            status: ret as i32,
+        });
     }
 
     /// Compacts one zone to the end (compact_zone).
@@ -899,7 +874,6 @@ impl Kernel {
             cc.order,
             cc.highest_zoneidx,
             cc.alloc_flags,
-            cc.tid,
         );
         if ret != CompactResult::Continue {
             return ret;
@@ -928,14 +902,11 @@ impl Kernel {
         ac: &super::page_alloc::AllocContext,
         tid: TaskId,
     ) -> CompactResult {
-        self.trace(
-            tid,
-            TraceEvent::MmCompactionTryToCompactPages {
-                order: order as i32,
-                gfp_mask: gfp.0,
-                prio: 2, // COMPACT_PRIO_ASYNC = INIT_COMPACT_PRIORITY
-            },
-        );
+        self.trace(TraceEvent::MmCompactionTryToCompactPages {
+            order: order as i32,
+            gfp_mask: gfp.0,
+            prio: 2, // COMPACT_PRIO_ASYNC = INIT_COMPACT_PRIORITY
+        });
         let mut rc = CompactResult::Skipped;
         for i in 0..self.mm.zonelists[ac.zonelist].len() {
             let zid = self.mm.zonelists[ac.zonelist][i];
@@ -944,7 +915,7 @@ impl Kernel {
             {
                 continue;
             }
-            if self.compaction_deferred(zid, order, tid) {
+            if self.compaction_deferred(zid, order) {
                 rc = rc.max(CompactResult::Deferred);
                 continue;
             }
@@ -963,7 +934,7 @@ impl Kernel {
                 CompactResult::Complete | CompactResult::PartialSkipped
             ) && cc.sync
             {
-                self.defer_compaction(zid, order, tid);
+                self.defer_compaction(zid, order);
             }
         }
         rc
@@ -991,7 +962,7 @@ impl Kernel {
         match page {
             Some(p) => {
                 let zid = self.mm.page_zone(p);
-                self.compaction_defer_reset(zid, order, tid);
+                self.compaction_defer_reset(zid, order);
                 self.mm.count_vm_events(Event::COMPACT_SUCCESS, 1);
             }
             None => self.mm.count_vm_events(Event::COMPACT_FAIL, 1),
@@ -1000,13 +971,7 @@ impl Kernel {
     }
 
     /// Asks a node's kcompactd to compact for `order` (wakeup_kcompactd).
-    pub fn wakeup_kcompactd(
-        &mut self,
-        nid: usize,
-        order: usize,
-        highest_zoneidx: usize,
-        tid: TaskId,
-    ) {
+    pub fn wakeup_kcompactd(&mut self, nid: usize, order: usize, highest_zoneidx: usize) {
         if order == 0 || !self.mm.kcfg.compaction {
             return;
         }
@@ -1018,25 +983,22 @@ impl Kernel {
         if !node.sleeping || node.wait == usize::MAX {
             return;
         }
-        if !self.kcompactd_node_suitable(nid, tid) {
+        if !self.kcompactd_node_suitable(nid) {
             return;
         }
         let node = self.compact.node(nid);
         node.sleeping = false;
         let wq = node.wait;
-        self.trace(
-            tid,
-            TraceEvent::MmCompactionWakeupKcompactd {
-                nid: nid as i32,
-                order: order as i32,
-                highest_zoneidx: highest_zoneidx as u32,
-            },
-        );
-        self.pending_wakeups.push(wq);
+        self.trace(TraceEvent::MmCompactionWakeupKcompactd {
+            nid: nid as i32,
+            order: order as i32,
+            highest_zoneidx: highest_zoneidx as u32,
+        });
+        self.mm.cur.wake.push(wq);
     }
 
     /// Whether some zone of the node needs and can use compaction (kcompactd_node_suitable).
-    fn kcompactd_node_suitable(&mut self, nid: usize, tid: TaskId) -> bool {
+    fn kcompactd_node_suitable(&mut self, nid: usize) -> bool {
         let (order, highest) = {
             let n = self.compact.node(nid);
             (n.max_order, n.highest_zoneidx)
@@ -1046,7 +1008,7 @@ impl Kernel {
             if !self.mm.zones[zid].populated() {
                 continue;
             }
-            if self.compaction_suit_allocation_order(zid, order, highest, ALLOC_WMARK_MIN, tid)
+            if self.compaction_suit_allocation_order(zid, order, highest, ALLOC_WMARK_MIN)
                 == CompactResult::Continue
             {
                 return true;
@@ -1127,9 +1089,8 @@ impl Kcompactd {
     }
 }
 
-impl crate::workload::Program for Kcompactd {
-    fn step(&mut self, cx: &mut crate::workload::StepCtx) -> crate::workload::StepOut {
-        use crate::workload::{Step, StepOut};
+impl Program<Kernel> for Kcompactd {
+    fn step(&mut self, cx: &mut StepCtx<Kernel>) -> StepOut {
         let k = &mut *cx.k;
         let tid = cx.tid;
         let nid = self.nid;
@@ -1140,10 +1101,7 @@ impl crate::workload::Program for Kcompactd {
                     if node.max_order == 0 {
                         node.sleeping = true;
                         let wq = node.wait;
-                        k.trace(
-                            tid,
-                            TraceEvent::MmCompactionKcompactdSleep { nid: nid as i32 },
-                        );
+                        k.trace(TraceEvent::MmCompactionKcompactdSleep { nid: nid as i32 });
                         return StepOut {
                             user_ns: 0,
                             next: Step::Block { wq, timeout: None },
@@ -1153,14 +1111,11 @@ impl crate::workload::Program for Kcompactd {
                     let (order, highest) = (node.max_order, node.highest_zoneidx);
                     node.max_order = 0;
                     node.highest_zoneidx = MAX_NR_ZONES - 1;
-                    k.trace(
-                        tid,
-                        TraceEvent::MmCompactionKcompactdWake {
-                            nid: nid as i32,
-                            order: order as i32,
-                            highest_zoneidx: highest as u32,
-                        },
-                    );
+                    k.trace(TraceEvent::MmCompactionKcompactdWake {
+                        nid: nid as i32,
+                        order: order as i32,
+                        highest_zoneidx: highest as u32,
+                    });
                     k.mm.count_vm_events(Event::COMPACT_DAEMON_WAKE, 1);
                     self.state = KcompactdState::Work {
                         order,
@@ -1184,13 +1139,12 @@ impl crate::workload::Program for Kcompactd {
                         Some(cc) => cc,
                         None => {
                             if !k.mm.zones[zid].populated()
-                                || k.compaction_deferred(zid, order, tid)
+                                || k.compaction_deferred(zid, order)
                                 || k.compaction_suit_allocation_order(
                                     zid,
                                     order,
                                     highest,
                                     ALLOC_WMARK_MIN,
-                                    tid,
                                 ) != CompactResult::Continue
                             {
                                 self.state = KcompactdState::Work {
@@ -1211,7 +1165,7 @@ impl crate::workload::Program for Kcompactd {
                     // Compact in steps of about one quantum so other tasks run in between.
                     let ret = loop {
                         let r = k.compact_zone_iter(&mut cc);
-                        if r != CompactResult::Continue || k.mm.acc >= cx.quantum {
+                        if r != CompactResult::Continue || k.mm.cur.acc >= cx.quantum {
                             break r;
                         }
                     };
@@ -1222,7 +1176,7 @@ impl crate::workload::Program for Kcompactd {
                             zt,
                             cc: Some(cc),
                         };
-                        k.mm.acc = k.mm.acc.max(1);
+                        k.mm.cur.acc = k.mm.cur.acc.max(1);
                         return StepOut {
                             user_ns: 0,
                             next: Step::Run,
@@ -1230,11 +1184,11 @@ impl crate::workload::Program for Kcompactd {
                     }
                     k.compact_zone_end(&mut cc, ret);
                     if ret == CompactResult::Success {
-                        k.compaction_defer_reset(zid, order, tid);
+                        k.compaction_defer_reset(zid, order);
                     } else if matches!(ret, CompactResult::Complete | CompactResult::PartialSkipped)
                     {
                         k.mm.drain_all_pages();
-                        k.defer_compaction(zid, order, tid);
+                        k.defer_compaction(zid, order);
                     }
                     self.state = KcompactdState::Work {
                         order,
@@ -1242,7 +1196,7 @@ impl crate::workload::Program for Kcompactd {
                         zt: zt + 1,
                         cc: None,
                     };
-                    k.mm.acc = k.mm.acc.max(1);
+                    k.mm.cur.acc = k.mm.cur.acc.max(1);
                     return StepOut {
                         user_ns: 0,
                         next: Step::Run,

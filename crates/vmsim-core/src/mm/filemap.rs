@@ -15,7 +15,7 @@ use super::page::{pg, PageKind, Pfn, NIL};
 use super::rmap::{Entry, Owner, SlotTable};
 use super::vmstat::NodeStat;
 use crate::block::Request;
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 
 /// Pages read ahead on a page-cache miss (the default 128 KiB read_ahead_kb).
@@ -127,7 +127,7 @@ impl Kernel {
                 p
             }
         };
-        self.mm.acc += self.mm.cost.copy_page;
+        self.mm.cur.acc += self.mm.cost.copy_page;
         let now = self.mm.clock();
         self.folio_mark_dirty(p, ino, now);
         self.mm.folio_mark_accessed(p, cpu);
@@ -145,7 +145,7 @@ impl Kernel {
             .slot(index)
             .map(|s| self.rmap.get(s))
         {
-            self.mm.acc += self.mm.cost.copy_page;
+            self.mm.cur.acc += self.mm.cost.copy_page;
             self.mm.folio_mark_accessed(p, cpu);
             return AllocResult::Page(p);
         }
@@ -196,7 +196,7 @@ impl Kernel {
             .count_vm_events(super::vmstat::Event::PGPGIN, 4 * n as u64);
         let done = self.submit_bio(Request::read(sector, n, 0), BioKind::FileRead);
         self.sleep_until(done);
-        self.mm.acc += self.mm.cost.copy_page;
+        self.mm.cur.acc += self.mm.cost.copy_page;
         if let Some(p) = first {
             self.mm.folio_mark_accessed(p, cpu);
         }
@@ -220,7 +220,7 @@ impl Kernel {
                 continue;
             };
             self.folio_clear_dirty(p);
-            self.mm.acc += self.mm.cost.shrink_page / 4;
+            self.mm.cur.acc += self.mm.cost.shrink_page / 4;
             if self.mm.map[p as usize].test(pg::LRU) {
                 self.mm.lru_remove_for_free(p, cpu);
             }
@@ -268,7 +268,7 @@ impl Kernel {
     }
 
     /// Writes one dirty page-cache page from reclaim (pageout → ->writepage), asynchronously.
-    pub fn file_writepage(&mut self, p: Pfn, tid: TaskId, sync: bool) {
+    pub fn file_writepage(&mut self, p: Pfn, sync: bool) {
         let slot = self.mm.map[p as usize].owner;
         let (owner, index) = self.rmap.owner(slot);
         let Owner::File { ino, .. } = owner else {
@@ -283,7 +283,7 @@ impl Kernel {
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_VMSCAN_WRITE, 1);
         self.mm.count_vm_events(super::vmstat::Event::PGPGOUT, 4);
-        self.trace_write_folio(tid, p, true, sync);
+        self.trace_write_folio(p, true, sync);
         self.submit_bio(
             Request::write(sector, 1, 0, sync),
             BioKind::FileWrite(vec![p]),

@@ -25,7 +25,7 @@ use super::page::Pfn;
 use super::rmap::{Entry, CHUNK_SLOTS};
 use super::vmstat::Event;
 use crate::config::{ThpDefrag, ThpEnabled};
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 
 /// Order of a PMD-mapped huge page (HPAGE_PMD_ORDER).
@@ -129,7 +129,7 @@ impl Kernel {
             return None;
         }
         let gfp = self.vma_thp_gfp_mask(self.task_vm_hugepage(tid));
-        self.mm.acc += self.mm.cost.page_fault;
+        self.mm.cur.acc += self.mm.cost.page_fault;
         match self.alloc_pages(gfp, HPAGE_PMD_ORDER, tid) {
             AllocResult::Page(p) => {
                 self.map_huge_anon(tid, base, slot0, p);
@@ -150,7 +150,7 @@ impl Kernel {
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
         self.mm.split_page(p, HPAGE_PMD_ORDER);
-        self.mm.acc += HPAGE_PMD_NR * self.mm.cost.clear_page;
+        self.mm.cur.acc += HPAGE_PMD_NR * self.mm.cost.clear_page;
         let cpu = self.tasks[tid as usize].cpu;
         for i in 0..HPAGE_PMD_NR as u32 {
             self.map_anon_page(tid, slot0 + i, p + i);
@@ -164,14 +164,14 @@ impl Kernel {
     /// base page; its latency is recorded (the pte_none branch of handle_pte_fault and
     /// __handle_mm_fault's create_huge_pmd).
     pub fn do_anonymous_fault(&mut self, tid: TaskId, index: u64, slot: u32) -> Fault {
-        let (t0, s0) = (self.mm.acc, self.sleep_after);
+        let (t0, s0) = (self.mm.cur.acc, self.mm.cur.sleep);
         let (fault, huge) = match self.do_huge_pmd_anonymous_page(tid, index) {
             Some(Fault::Minor) => (Fault::Minor, true),
             Some(f) => (f, false),
             None => (self.do_anonymous_page_at(tid, slot), false),
         };
         if matches!(fault, Fault::Minor | Fault::Major) {
-            let ns = (self.mm.acc - t0) + (self.sleep_after - s0);
+            let ns = (self.mm.cur.acc - t0) + (self.mm.cur.sleep - s0);
             if huge {
                 self.thp.fault_huge.add(ns);
             } else {

@@ -39,7 +39,7 @@ use super::mmzone::{lru, Lruvec, PgData};
 use super::page::{PageKind, Pfn, NIL};
 use super::vmscan::{ScanControl, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
 use crate::config::{CgroupShape, CgroupSpec, SoftLimitReclaim};
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::page::PAGE_SIZE;
 use crate::trace::TraceEvent;
@@ -1095,7 +1095,7 @@ impl Kernel {
             return AllocResult::Page(NIL);
         }
         let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
-        self.mm.acc += levels * self.mm.cost.memcg_charge;
+        self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
         let resume = self.tasks[tid as usize].memcg_charge.take();
         let mut nr_retries = resume.map_or(MAX_RECLAIM_RETRIES, |r| r.nr_retries);
         // Pages the last reclaim of this charge freed; None before the first.
@@ -1130,7 +1130,7 @@ impl Kernel {
             self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
             let nr_reclaimed = self.try_to_free_mem_cgroup_pages(over, 1, tid);
             progress = Some(nr_reclaimed);
-            if self.sleep_after > 0 {
+            if self.mm.cur.sleep > 0 {
                 self.tasks[tid as usize].memcg_charge = Some(ChargeResume {
                     nr_retries,
                     nr_reclaimed,
@@ -1191,7 +1191,7 @@ impl Kernel {
         }
         let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
         let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
-        self.mm.acc += levels * self.mm.cost.memcg_charge;
+        self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
         self.mm.memcg.page_counter_uncharge(id, 1);
         let nid = self.mm.pfn_to_nid(p);
         self.mm
@@ -1248,7 +1248,7 @@ impl Kernel {
 
     /// Kills the task with the largest footprint in a group's subtree (mem_cgroup_out_of_memory).
     pub fn mem_cgroup_out_of_memory(&mut self, root: u32) -> Option<TaskId> {
-        self.mm.acc += self.mm.cost.oom_kill;
+        self.mm.cur.acc += self.mm.cost.oom_kill;
         let mut chosen = None;
         let mut points = 0;
         for (i, t) in self.tasks.iter().enumerate() {
@@ -1279,7 +1279,7 @@ impl Kernel {
         self.tasks[victim as usize].oom_killed = true;
         let now = self.mm.clock();
         self.exit_task(victim, now);
-        self.oom_victims.push(victim);
+        self.mm.cur.kill.push(victim);
         Some(victim)
     }
 
@@ -1291,18 +1291,15 @@ impl Kernel {
         let mut sc = ScanControl::new(GFP_KERNEL, 0, nr_pages.max(SWAP_CLUSTER_MAX), tid, cpu);
         sc.target_mem_cgroup = id;
         sc.memcg_on_dfl = self.mm.memcg.dfl;
-        self.trace(
-            tid,
-            TraceEvent::MmVmscanMemcgReclaimBegin {
-                order: 0,
-                gfp_flags: sc.gfp_mask.0,
-                may_writepage: 1,
-            },
-        );
+        self.trace(TraceEvent::MmVmscanMemcgReclaimBegin {
+            order: 0,
+            gfp_flags: sc.gfp_mask.0,
+            may_writepage: 1,
+        });
         let now = self.mm.clock();
         self.process_io(now);
         let nr_reclaimed = self.do_try_to_free_mem_cgroup_pages(&mut sc);
-        self.trace(tid, TraceEvent::MmVmscanMemcgReclaimEnd { nr_reclaimed });
+        self.trace(TraceEvent::MmVmscanMemcgReclaimEnd { nr_reclaimed });
         nr_reclaimed
     }
 
@@ -1334,7 +1331,7 @@ impl Kernel {
             if self.mm.memcg.groups[g as usize].memory.usage > self.mm.memcg.high(g) {
                 self.mm.memcg.memcg_memory_event(g, memcg_event::HIGH);
                 nr_reclaimed += self.try_to_free_mem_cgroup_pages(g, nr_pages, tid);
-                if self.sleep_after > 0 {
+                if self.mm.cur.sleep > 0 {
                     break;
                 }
             }
@@ -1364,7 +1361,7 @@ impl Kernel {
             }
             let target = if in_retry { SWAP_CLUSTER_MAX } else { nr_pages };
             let nr_reclaimed = self.reclaim_high(memcg, target, tid);
-            if self.sleep_after > 0 {
+            if self.mm.cur.sleep > 0 {
                 return;
             }
             let overage = self.mm.memcg.mem_find_max_overage(memcg);
@@ -1382,7 +1379,7 @@ impl Kernel {
                 continue;
             }
             // schedule_timeout_killable(penalty_jiffies)
-            self.sleep_after += penalty_jiffies * (1_000_000_000 / hz);
+            self.mm.cur.sleep += penalty_jiffies * (1_000_000_000 / hz);
             return;
         }
     }
@@ -1401,10 +1398,10 @@ impl Kernel {
                     && sc.nr.nr_dirty == sc.nr.nr_congested
                     && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
                 {
-                    self.reclaim_throttle(nid, sc.tid, super::vmscan::VMSCAN_THROTTLE_CONGESTED);
+                    self.reclaim_throttle(nid, super::vmscan::VMSCAN_THROTTLE_CONGESTED);
                 }
                 // Done, or asleep (throttled, waiting on writeback): the charge decides.
-                if sc.nr_reclaimed >= sc.nr_to_reclaim || self.sleep_after > 0 {
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || self.mm.cur.sleep > 0 {
                     return sc.nr_reclaimed;
                 }
             }
@@ -1469,13 +1466,13 @@ impl Kernel {
         let mut low_skipped = false;
         let mut pos = root;
         loop {
-            self.mm.acc += c_iter;
+            self.mm.cur.acc += c_iter;
             self.mm.memcg.walk.groups_visited += 1;
             let mut skip_children = false;
             let mut visit = true;
             if let Some(optim) = soft {
                 let (f, climbs) = self.mm.memcg.soft_reclaim_eligible(pos, root, optim);
-                self.mm.acc += climbs * c_check;
+                self.mm.cur.acc += climbs * c_check;
                 self.mm.memcg.walk.eligibility_climbs += climbs;
                 match f {
                     MemcgFilter::Visit => {}
@@ -1491,7 +1488,7 @@ impl Kernel {
                     let m = &self.mm.memcg.groups[pos as usize].memory;
                     low_skipped |= m.usage > m.min;
                 } else {
-                    self.mm.acc += c_visit;
+                    self.mm.cur.acc += c_visit;
                     let shrunk = self.mm.memcg.lruvec_pages(pos, nid, &self.mm.nodes) > 0;
                     if shrunk {
                         let before = sc.nr_reclaimed;

@@ -124,7 +124,7 @@ impl Kernel {
             } else {
                 self.mm.memcg.next_pre(victim, root, false)
             };
-            self.mm.acc += self.mm.cost.memcg_iter;
+            self.mm.cur.acc += self.mm.cost.memcg_iter;
             self.mm.memcg.walk.groups_visited += 1;
             if victim == NO_MEMCG {
                 rounds += 1;
@@ -144,7 +144,7 @@ impl Kernel {
             sc.kswapd = psc.kswapd;
             sc.target_mem_cgroup = victim;
             sc.may_writepage = psc.may_writepage;
-            self.mm.acc += self.mm.cost.memcg_shrink_lruvec;
+            self.mm.cur.acc += self.mm.cost.memcg_shrink_lruvec;
             self.shrink_memcg_lruvec(victim, nid, &mut sc);
             self.mm.memcg.groups[victim as usize].stat[stat::PGSTEAL] += sc.nr_reclaimed;
             total += sc.nr_reclaimed;

@@ -14,7 +14,7 @@ use super::page::{pg, PageKind, Pfn, NIL};
 use super::rmap::{Entry, Owner};
 use super::vmstat::{Event, NodeStat};
 use crate::block::{Request, Submitted};
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::{pgtable_pages, AllocResult, Kernel};
 
 /// What a page fault did.
@@ -100,7 +100,7 @@ impl Kernel {
 
     /// Maps a new zeroed page (do_anonymous_page).
     pub(crate) fn do_anonymous_page_at(&mut self, tid: TaskId, slot: u32) -> Fault {
-        self.mm.acc += self.mm.cost.page_fault;
+        self.mm.cur.acc += self.mm.cost.page_fault;
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
         self.count_memcg_pgfault(tid);
@@ -110,7 +110,7 @@ impl Kernel {
                 if let Some(f) = self.charge_or_free(p, memcg, tid) {
                     return f;
                 }
-                self.mm.acc += self.mm.cost.clear_page;
+                self.mm.cur.acc += self.mm.cost.clear_page;
                 self.map_anon_page(tid, slot, p);
                 self.mem_cgroup_commit_charge(p, memcg);
                 let cpu = self.tasks[tid as usize].cpu;
@@ -139,7 +139,7 @@ impl Kernel {
 
     /// Brings a swapped-out page back (do_swap_page): from the swap cache, or read from the swap device.
     fn do_swap_page(&mut self, tid: TaskId, slot: u32, s: u32) -> Fault {
-        self.mm.acc += self.mm.cost.page_fault;
+        self.mm.cur.acc += self.mm.cost.page_fault;
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
         self.count_memcg_pgfault(tid);
@@ -299,7 +299,7 @@ impl Kernel {
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, -1);
         self.mm.map[p as usize].flags &= !pg::YOUNG;
-        self.mm.acc += self.mm.cost.unmap_page;
+        self.mm.cur.acc += self.mm.cost.unmap_page;
         true
     }
 
@@ -313,7 +313,7 @@ impl Kernel {
 
     /// Queues a dirty swap-cache page for writing (swap_writepage); the write is
     /// submitted with the rest of the batch by [`Kernel::blk_finish_plug`].
-    pub fn swap_writepage(&mut self, p: Pfn, tid: TaskId, sync: bool) {
+    pub fn swap_writepage(&mut self, p: Pfn, sync: bool) {
         self.mm.map[p as usize].flags &= !pg::DIRTY;
         self.folio_start_writeback(p);
         self.mm.map[p as usize].flags |= pg::RECLAIM;
@@ -322,12 +322,12 @@ impl Kernel {
             .mod_node_page_state(nid, NodeStat::NR_VMSCAN_WRITE, 1);
         self.mm.count_vm_events(Event::PSWPOUT, 1);
         self.mm.count_vm_events(Event::PGPGOUT, 4);
-        self.trace_write_folio(tid, p, false, sync);
+        self.trace_write_folio(p, false, sync);
         self.plug.push(p);
     }
 
     /// Records a page written by reclaim (trace_mm_vmscan_write_folio with trace_reclaim_flags).
-    pub fn trace_write_folio(&mut self, tid: TaskId, p: Pfn, file: bool, sync: bool) {
+    pub fn trace_write_folio(&mut self, p: Pfn, file: bool, sync: bool) {
         use crate::trace::{RECLAIM_WB_ANON, RECLAIM_WB_ASYNC, RECLAIM_WB_FILE, RECLAIM_WB_SYNC};
         let flags = if file {
             RECLAIM_WB_FILE
@@ -338,13 +338,10 @@ impl Kernel {
         } else {
             RECLAIM_WB_ASYNC
         };
-        self.trace(
-            tid,
-            crate::trace::TraceEvent::MmVmscanWriteFolio {
-                pfn: p as u64,
-                reclaim_flags: flags,
-            },
-        );
+        self.trace(crate::trace::TraceEvent::MmVmscanWriteFolio {
+            pfn: p as u64,
+            reclaim_flags: flags,
+        });
     }
 
     /// Submits the gathered swap-out pages as runs of consecutive slots (blk_finish_plug).
@@ -397,7 +394,7 @@ impl Kernel {
             }
         };
         req.tag = tag;
-        self.mm.acc += self.mm.cost.submit_bio;
+        self.mm.cur.acc += self.mm.cost.submit_bio;
         // The disk sees one non-decreasing clock: a step's I/O may be timed after another
         // CPU's earlier-starting step already talked to it.
         let now = self.mm.clock().max(self.io_clock);
@@ -407,7 +404,7 @@ impl Kernel {
                 Submitted::Queued { completes_at } => return completes_at,
                 Submitted::Full { retry_at } => {
                     self.pending_reqs.push_back(req);
-                    self.sleep_after = self.sleep_after.max(retry_at.saturating_sub(now));
+                    self.mm.cur.sleep = self.mm.cur.sleep.max(retry_at.saturating_sub(now));
                     return retry_at + self.disk.config().service_time(req.op, req.pages, false);
                 }
             }
@@ -419,14 +416,14 @@ impl Kernel {
         let service = self.disk.config().service_time(req.op, req.pages, false);
         let queued = (self.pending_reqs.len() as u64).saturating_sub(1);
         let slot_at = retry_at + service * queued;
-        self.sleep_after = self.sleep_after.max(slot_at.saturating_sub(now));
+        self.mm.cur.sleep = self.mm.cur.sleep.max(slot_at.saturating_sub(now));
         slot_at + service
     }
 
     /// Makes the current task sleep until `t` after its step (io_schedule).
     pub fn sleep_until(&mut self, t: u64) {
-        let now = self.mm.clock() + self.sleep_after;
-        self.sleep_after += t.saturating_sub(now);
+        let now = self.mm.clock() + self.mm.cur.sleep;
+        self.mm.cur.sleep += t.saturating_sub(now);
     }
 
     /// Completes every I/O finished by `now` (the block layer's completion interrupts):

@@ -132,8 +132,8 @@ impl Mm {
             min_free_kbytes: 0,
             kcfg: kcfg.clone(),
             cost: cost.clone(),
-            now: 0,
-            acc: 0,
+            cur: Default::default(),
+            tracer: None,
             lru_batch: vec![0; nr_cpus],
             memcg: super::memcontrol::MemcgState::new(nr_nodes),
         };

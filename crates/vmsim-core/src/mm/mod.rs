@@ -84,10 +84,11 @@ pub struct Mm {
     pub kcfg: KernelCfg,
     /// Cost model.
     pub cost: Cost,
-    /// Simulated time at which the current operation started [ns].
-    pub now: u64,
-    /// System time the current operation has accrued so far [ns], including lock spinning.
-    pub acc: u64,
+    /// The running task's context (the kernel's `current`): the step's clock, the system
+    /// time it accrued and what the scheduler must do when it ends. Installed by the engine.
+    pub cur: crate::engine::Current,
+    /// The ftrace buffer, when tracing.
+    pub tracer: Option<crate::trace::Tracer>,
     /// Pages added to each CPU's LRU batch since lru_lock was last taken.
     pub lru_batch: Vec<u64>,
     /// Memory cgroups: the hierarchy, charges and per-group lruvecs.
@@ -98,7 +99,16 @@ impl Mm {
     /// Simulated time inside the current operation [ns].
     #[inline(always)]
     pub fn clock(&self) -> u64 {
-        self.now + self.acc
+        self.cur.clock()
+    }
+
+    /// Records a tracepoint hit by the running task at the current time (trace_<event>).
+    #[inline]
+    pub fn trace(&mut self, ev: crate::trace::TraceEvent) {
+        if let Some(t) = self.tracer.as_mut() {
+            let c = &self.cur;
+            t.emit(c.now + c.acc, c.cpu as u32, &c.comm, c.pid, &ev);
+        }
     }
 
     /// Counts a vm event (count_vm_events).

@@ -7,7 +7,7 @@
 //! memory (here at once, at the cost `cost.oom_kill`).
 
 use super::vmstat::Event;
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::Kernel;
 
 impl Kernel {
@@ -30,7 +30,7 @@ impl Kernel {
 
     /// Kills the worst task and frees its memory (out_of_memory); Some(victim) on a kill.
     pub fn out_of_memory(&mut self, now: u64) -> Option<TaskId> {
-        self.mm.acc += self.mm.cost.oom_kill;
+        self.mm.cur.acc += self.mm.cost.oom_kill;
         let Some(victim) = self.select_bad_process() else {
             self.oom_no_victim += 1;
             return None;
@@ -38,7 +38,7 @@ impl Kernel {
         self.mm.count_vm_events(Event::OOM_KILL, 1);
         self.tasks[victim as usize].oom_killed = true;
         self.exit_task(victim, now);
-        self.oom_victims.push(victim);
+        self.mm.cur.kill.push(victim);
         Some(victim)
     }
 }

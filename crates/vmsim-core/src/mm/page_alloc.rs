@@ -276,7 +276,7 @@ impl Mm {
             let size = 1u32 << high;
             self.add_to_free_list(zid, pfn + size, high, mt, false);
             nr_added += size as u64;
-            self.acc += self.cost.buddy_split;
+            self.cur.acc += self.cost.buddy_split;
         }
         nr_added
     }
@@ -579,7 +579,7 @@ impl Mm {
         alloc_flags: u32,
         mode: &mut RmqueueMode,
     ) -> Option<Pfn> {
-        self.acc += self.cost.buddy_alloc;
+        self.cur.acc += self.cost.buddy_alloc;
         if *mode == RmqueueMode::Normal {
             if let Some(p) = self.__rmqueue_smallest(zid, order, mt) {
                 return Some(p);
@@ -604,12 +604,12 @@ impl Mm {
     /// Runs `f` as a zone->lock critical section: its cost is the hold time, and spinning is added.
     #[inline(always)]
     fn with_zone_lock<R>(&mut self, zid: usize, f: impl FnOnce(&mut Self) -> R) -> R {
-        let t0 = self.acc;
+        let t0 = self.cur.acc;
         let r = f(self);
-        let hold = self.acc - t0;
-        let at = self.now + t0;
+        let hold = self.cur.acc - t0;
+        let at = self.cur.now + t0;
         let spin = self.zones[zid].lock.acquire(at, hold);
-        self.acc += spin;
+        self.cur.acc += spin;
         r
     }
 
@@ -662,7 +662,7 @@ impl Mm {
         let pcp = &mut self.pcp[idx];
         let p = pcp.lists[mt as usize].pop_front(&mut self.map)?;
         pcp.counts[mt as usize] -= 1;
-        self.acc += self.cost.pcp_alloc;
+        self.cur.acc += self.cost.pcp_alloc;
         Some(p)
     }
 
@@ -1058,7 +1058,7 @@ impl Mm {
                 self.account_freepages(zid, 1i64 << order, mt);
                 self.change_pageblock_range(buddy_pfn, order.max(PAGEBLOCK_ORDER), mt);
             }
-            self.acc += self.cost.buddy_split;
+            self.cur.acc += self.cost.buddy_split;
             pfn &= buddy_pfn;
             order += 1;
         }
@@ -1079,7 +1079,7 @@ impl Mm {
     /// Frees a block under zone->lock (free_one_page).
     fn free_one_page(&mut self, zid: usize, pfn: Pfn, order: usize, mt: MigrateType) {
         self.with_zone_lock(zid, |mm| {
-            mm.acc += mm.cost.buddy_free;
+            mm.cur.acc += mm.cost.buddy_free;
             mm.__free_one_page(zid, pfn, order, mt, false);
         });
     }
@@ -1106,7 +1106,7 @@ impl Mm {
                     count -= 1;
                     mm.map[tail as usize].flags = 0;
                     let mt = mm.get_pageblock_migratetype(tail);
-                    mm.acc += mm.cost.buddy_free;
+                    mm.cur.acc += mm.cost.buddy_free;
                     mm.__free_one_page(zid, tail, 0, mt, false);
                 }
             }
@@ -1135,7 +1135,7 @@ impl Mm {
         let pcp = &mut self.pcp[idx];
         pcp.lists[mt as usize].push_front(&mut self.map, pfn);
         pcp.counts[mt as usize] += 1;
-        self.acc += self.cost.pcp_free;
+        self.cur.acc += self.cost.pcp_free;
         let pcp = &self.pcp[idx];
         let held = if self.kcfg.pcp_high_per_list {
             pcp.counts[mt as usize]
@@ -1411,7 +1411,7 @@ pub fn gfp_to_alloc_flags(gfp: Gfp, order: usize) -> u32 {
     flags
 }
 
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 
 impl Kernel {
@@ -1430,22 +1430,22 @@ impl Kernel {
         };
         match page {
             Some(p) => {
-                self.wakeup_kswapd_for_boost(p, tid);
+                self.wakeup_kswapd_for_boost(p);
                 AllocResult::Page(p)
             }
             None => {
-                let (t0, s0) = (self.mm.acc, self.sleep_after);
+                let (t0, s0) = (self.mm.cur.acc, self.mm.cur.sleep);
                 let r = self.__alloc_pages_slowpath(gfp, order, &ac, tid);
                 let task = &mut self.tasks[tid as usize];
                 let stats = &mut task.stats;
                 stats.alloc_slowpath += 1;
                 // Stall: CPU time in the slow path plus time throttled or waiting for I/O.
-                stats.alloc_stall_ns += (self.mm.acc - t0) + (self.sleep_after - s0);
+                stats.alloc_stall_ns += (self.mm.cur.acc - t0) + (self.mm.cur.sleep - s0);
                 match r {
                     AllocResult::Page(p) => {
                         task.no_progress_loops = 0;
                         task.highorder_passes = 0;
-                        self.wakeup_kswapd_for_boost(p, tid);
+                        self.wakeup_kswapd_for_boost(p);
                     }
                     AllocResult::Retry => {}
                     AllocResult::Failed | AllocResult::Killed => {
@@ -1466,7 +1466,7 @@ impl Kernel {
     fn highorder_retry(&mut self, gfp: Gfp, order: usize, progress: bool, tid: TaskId) -> bool {
         use super::gfp::__GFP_NORETRY;
         const HIGHORDER_MIN: usize = 5; // MAX_ORDER / 2 on i386, MAX_ORDER = 11
-        if order < HIGHORDER_MIN || gfp.has(__GFP_NORETRY) || self.no_throttle {
+        if order < HIGHORDER_MIN || gfp.has(__GFP_NORETRY) || self.mm.cur.atomic {
             return false;
         }
         let task = &mut self.tasks[tid as usize];
@@ -1592,7 +1592,7 @@ impl Kernel {
         tid: TaskId,
     ) -> AllocResult {
         use super::gfp::{__GFP_DIRECT_RECLAIM, __GFP_NORETRY, __GFP_RETRY_MAYFAIL};
-        self.mm.acc += self.mm.cost.slowpath;
+        self.mm.cur.acc += self.mm.cost.slowpath;
         let can_direct_reclaim = gfp.has(__GFP_DIRECT_RECLAIM);
         let costly_order = order > PAGE_ALLOC_COSTLY_ORDER;
         let alloc_flags = gfp_to_alloc_flags(gfp, order);
@@ -1604,7 +1604,7 @@ impl Kernel {
         // A task that slept inside try_to_free_pages resumes it before anything else.
         let mut resuming = self.tasks[tid as usize].reclaim.is_some() && can_direct_reclaim;
         if alloc_flags & ALLOC_KSWAPD != 0 && !resuming {
-            self.wake_all_kswapds(order, gfp, ac, tid);
+            self.wake_all_kswapds(order, gfp, ac);
         }
         if !resuming {
             if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
@@ -1637,9 +1637,9 @@ impl Kernel {
                 return AllocResult::Failed;
             }
             if !std::mem::take(&mut resuming) {
-                self.mm.acc += self.mm.cost.slowpath;
+                self.mm.cur.acc += self.mm.cost.slowpath;
                 if alloc_flags & ALLOC_KSWAPD != 0 {
-                    self.wake_all_kswapds(order, gfp, ac, tid);
+                    self.wake_all_kswapds(order, gfp, ac);
                 }
                 if let Some(p) = self.mm.get_page_from_freelist(order, alloc_flags, ac) {
                     return AllocResult::Page(p);
@@ -1674,7 +1674,7 @@ impl Kernel {
                 // 2.6.35's should_alloc_retry(): orders <= 3 retry after
                 // congestion_wait(BLK_RW_ASYNC, HZ/50) while reclaim makes progress;
                 // without progress the OOM killer is next.
-                if progress && !self.no_throttle {
+                if progress && !self.mm.cur.atomic {
                     self.tasks[tid as usize].no_progress_loops = 0;
                     self.congestion_wait(self.mm.kcfg.hz / 50);
                     return AllocResult::Retry;
@@ -1686,7 +1686,7 @@ impl Kernel {
                 progress,
                 &mut no_progress_loops,
             ) {
-                if !progress && self.consider_reclaim_throttle(ac, tid) {
+                if !progress && self.consider_reclaim_throttle(ac) {
                     // Throttled for lack of progress: sleep, then retry the allocation.
                     self.tasks[tid as usize].no_progress_loops = no_progress_loops;
                     return AllocResult::Retry;

@@ -17,7 +17,7 @@ use super::page::{pg, Pfn};
 use super::rmap::Entry;
 use super::vmstat::{NodeStat, ZoneStat};
 use crate::block::Request;
-use crate::engine::lock::TaskId;
+use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::Kernel;
 use crate::trace::TraceEvent;
 use std::collections::VecDeque;
@@ -227,12 +227,12 @@ impl Kernel {
             .writer_memcg_domain(tid)
             .map(|id| self.memcg_dirty_limits(id));
         if dirty > bg || mdtc.is_some_and(|(m_bg, _, m_dirty)| m_dirty > m_bg) {
-            self.wb_start_background_writeback(tid);
+            self.wb_start_background_writeback();
         }
         let freerun = (bg + thresh) / 2;
         let m_freerun =
             mdtc.is_none_or(|(m_bg, m_thresh, m_dirty)| m_dirty <= (m_bg + m_thresh) / 2);
-        if dirty <= freerun && m_freerun || self.no_throttle {
+        if dirty <= freerun && m_freerun || self.mm.cur.atomic {
             return;
         }
         // Position control: full speed at the setpoint, none at the limit; the domain
@@ -267,28 +267,24 @@ impl Kernel {
         if pause == 0 {
             return;
         }
-        self.sleep_after += pause;
-        self.trace(
-            tid,
-            TraceEvent::BalanceDirtyPages {
-                bdi: crate::trace::mkdev(8, 0),
-                limit: thresh,
-                setpoint,
-                dirty,
-                wb_setpoint: setpoint,
-                wb_dirty: dirty,
-                dirty_ratelimit: bw * 4,
-                task_ratelimit: (bw * 4 * (limit.saturating_sub(dirty)))
-                    / (limit - setpoint).max(1),
-                dirtied: pages_dirtied as u32,
-                dirtied_pause: DIRTY_RATELIMIT_PAGES as u32,
-                paused: 0,
-                pause: (pause / 1_000_000) as i64,
-                period: (pause / 1_000_000),
-                think: 0,
-                cgroup_ino: 1,
-            },
-        );
+        self.mm.cur.sleep += pause;
+        self.trace(TraceEvent::BalanceDirtyPages {
+            bdi: crate::trace::mkdev(8, 0),
+            limit: thresh,
+            setpoint,
+            dirty,
+            wb_setpoint: setpoint,
+            wb_dirty: dirty,
+            dirty_ratelimit: bw * 4,
+            task_ratelimit: (bw * 4 * (limit.saturating_sub(dirty))) / (limit - setpoint).max(1),
+            dirtied: pages_dirtied as u32,
+            dirtied_pause: DIRTY_RATELIMIT_PAGES as u32,
+            paused: 0,
+            pause: (pause / 1_000_000) as i64,
+            period: (pause / 1_000_000),
+            think: 0,
+            cgroup_ino: 1,
+        });
     }
 
     /// Queues writeback work and wakes the flusher (wb_queue_work + wb_wakeup).
@@ -301,49 +297,43 @@ impl Kernel {
     fn wb_wakeup(&mut self) {
         if self.wb.idle && self.wb.wq != usize::MAX {
             self.wb.idle = false;
-            self.pending_wakeups.push(self.wb.wq);
+            self.mm.cur.wake.push(self.wb.wq);
         }
     }
 
     /// Starts background writeback (wb_start_background_writeback).
-    pub fn wb_start_background_writeback(&mut self, tid: TaskId) {
+    pub fn wb_start_background_writeback(&mut self) {
         if self.wb.idle {
-            self.trace(
-                tid,
-                TraceEvent::WritebackWakeBackground {
-                    name: crate::trace::mkdev(8, 0),
-                    cgroup_ino: 1,
-                },
-            );
+            self.trace(TraceEvent::WritebackWakeBackground {
+                name: crate::trace::mkdev(8, 0),
+                cgroup_ino: 1,
+            });
         }
         self.wb_wakeup();
     }
 
     /// Asks the flushers to write `nr_pages` (0: all dirty pages) because of `reason`
     /// (wakeup_flusher_threads).
-    pub fn wakeup_flusher_threads(&mut self, nr_pages: u64, reason: i32, tid: TaskId) {
+    pub fn wakeup_flusher_threads(&mut self, nr_pages: u64, reason: i32) {
         if self.wb.wq == usize::MAX {
             return;
         }
         let nr = if nr_pages == 0 { u64::MAX } else { nr_pages };
-        self.trace(
-            tid,
-            TraceEvent::WritebackQueue {
-                name: crate::trace::mkdev(8, 0),
-                nr_pages: if nr == u64::MAX {
-                    self.nr_dirty_and_writeback() as i64
-                } else {
-                    nr as i64
-                },
-                sb_dev: 0,
-                sync_mode: 0,
-                for_kupdate: 0,
-                range_cyclic: 1,
-                for_background: 0,
-                reason,
-                cgroup_ino: 1,
+        self.trace(TraceEvent::WritebackQueue {
+            name: crate::trace::mkdev(8, 0),
+            nr_pages: if nr == u64::MAX {
+                self.nr_dirty_and_writeback() as i64
+            } else {
+                nr as i64
             },
-        );
+            sb_dev: 0,
+            sync_mode: 0,
+            for_kupdate: 0,
+            range_cyclic: 1,
+            for_background: 0,
+            reason,
+            cgroup_ino: 1,
+        });
         self.wb_queue_work(WbWork {
             nr_pages: nr,
             reason,
@@ -440,7 +430,6 @@ impl Kernel {
 /// Emits writeback_start (before a chunk of work) or writeback_written (after it).
 fn trace_wb(
     k: &mut Kernel,
-    tid: TaskId,
     start: bool,
     nr_pages: i64,
     reason: i32,
@@ -474,7 +463,7 @@ fn trace_wb(
             cgroup_ino: 1,
         }
     };
-    k.trace(tid, ev);
+    k.trace(ev);
 }
 
 /// Where the flusher is in its loop.
@@ -508,9 +497,8 @@ impl Flusher {
     }
 }
 
-impl crate::workload::Program for Flusher {
-    fn step(&mut self, cx: &mut crate::workload::StepCtx) -> crate::workload::StepOut {
-        use crate::workload::{Step, StepOut};
+impl Program<Kernel> for Flusher {
+    fn step(&mut self, cx: &mut StepCtx<Kernel>) -> StepOut {
         let k = &mut *cx.k;
         let now = cx.now;
         let interval = k.mm.kcfg.dirty_writeback_centisecs * 10_000_000;
@@ -521,11 +509,9 @@ impl crate::workload::Program for Flusher {
         if self.current.is_none() {
             self.current = k.wb.work_list.pop_front();
         }
-        let tid = cx.tid;
         let written = if let Some(mut w) = self.current {
             trace_wb(
                 k,
-                tid,
                 true,
                 w.nr_pages.min(i64::MAX as u64) as i64,
                 w.reason,
@@ -535,7 +521,7 @@ impl crate::workload::Program for Flusher {
             let n = k.writeback_inodes(w.nr_pages.min(MAX_WRITEBACK_PAGES), None);
             w.nr_pages = w.nr_pages.saturating_sub(n.max(1));
             self.current = (n > 0 && w.nr_pages > 0).then_some(w);
-            trace_wb(k, tid, false, n as i64, w.reason, false, false);
+            trace_wb(k, false, n as i64, w.reason, false, false);
             n
         } else if k.wb_over_bg_thresh()
             && k.wb
@@ -544,24 +530,24 @@ impl crate::workload::Program for Flusher {
                 .any(|&i| k.inodes[i as usize].nr_dirty > 0)
         {
             // wb_check_background_flush()
-            trace_wb(k, tid, true, i64::MAX, WB_REASON_BACKGROUND, true, false);
+            trace_wb(k, true, i64::MAX, WB_REASON_BACKGROUND, true, false);
             let n = k.writeback_inodes(MAX_WRITEBACK_PAGES, None);
-            trace_wb(k, tid, false, n as i64, WB_REASON_BACKGROUND, true, false);
+            trace_wb(k, false, n as i64, WB_REASON_BACKGROUND, true, false);
             n
         } else if now >= self.last_kupdate + interval {
             // wb_check_old_data_flush(): kupdate-style writeback of expired inodes.
             self.last_kupdate = now;
             let n = k.writeback_inodes(u64::MAX, Some(now.saturating_sub(expire)));
             if n > 0 {
-                trace_wb(k, tid, true, n as i64, WB_REASON_PERIODIC, false, true);
-                trace_wb(k, tid, false, n as i64, WB_REASON_PERIODIC, false, true);
+                trace_wb(k, true, n as i64, WB_REASON_PERIODIC, false, true);
+                trace_wb(k, false, n as i64, WB_REASON_PERIODIC, false, true);
             }
             n
         } else {
             0
         };
         if written > 0 || self.current.is_some() {
-            k.mm.acc = k.mm.acc.max(1);
+            k.mm.cur.acc = k.mm.cur.acc.max(1);
             return StepOut {
                 user_ns: 0,
                 next: Step::Run,

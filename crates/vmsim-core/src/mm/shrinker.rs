@@ -54,7 +54,7 @@ impl Kernel {
                 let Some(id) = self.slab.caches[cache].lru.pop_front() else {
                     break;
                 };
-                self.mm.acc += self.mm.cost.shrink_object;
+                self.mm.cur.acc += self.mm.cost.shrink_object;
                 pages += self.kmem_cache_free(cache, id, cpu);
                 scanned += 1;
             }

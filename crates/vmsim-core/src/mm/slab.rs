@@ -13,7 +13,7 @@
 use super::gfp::{GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
 use super::page::{Pfn, PAGE_SIZE};
 use super::vmstat::NodeStat;
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 use std::collections::VecDeque;
 
@@ -198,7 +198,7 @@ impl Kernel {
     /// Objects of reclaimable caches go to the cache's LRU as unused cached objects;
     /// objects of other caches are held by the task until freed.
     pub fn kmem_cache_alloc(&mut self, cache: usize, tid: TaskId) -> AllocResult {
-        self.mm.acc += self.mm.cost.slab_object;
+        self.mm.cur.acc += self.mm.cost.slab_object;
         let id = match self.slab.caches[cache].get_partial() {
             Some(id) => id,
             None => {
@@ -242,7 +242,7 @@ impl Kernel {
     /// Frees one object of slab `id`; frees the slab page when it empties (kmem_cache_free → discard_slab).
     /// Returns the pages freed.
     pub fn kmem_cache_free(&mut self, cache: usize, id: u32, cpu: usize) -> u64 {
-        self.mm.acc += self.mm.cost.slab_object;
+        self.mm.cur.acc += self.mm.cost.slab_object;
         let c = &mut self.slab.caches[cache];
         let Some(pfn) = c.put_object(id) else {
             return 0;

@@ -108,13 +108,13 @@ impl Mm {
     /// Charges the per-CPU batching of LRU additions: lru_lock is taken once per batch.
     #[inline]
     fn lru_batch_lock(&mut self, nid: usize, cpu: usize) {
-        self.acc += self.cost.lru_add;
+        self.cur.acc += self.cost.lru_add;
         self.lru_batch[cpu] += 1;
         if self.lru_batch[cpu] >= PAGEVEC_SIZE {
             self.lru_batch[cpu] = 0;
             let hold = PAGEVEC_SIZE * self.cost.lru_lock_page;
             let at = self.clock();
-            self.acc += hold + self.nodes[nid].lruvec.lru_lock.acquire(at, hold);
+            self.cur.acc += hold + self.nodes[nid].lruvec.lru_lock.acquire(at, hold);
         }
     }
 

@@ -18,7 +18,7 @@ use super::gfp::{gfp_zone, Gfp, __GFP_FS, __GFP_IO, GFP_KERNEL};
 use super::mmzone::{lru, Wmark, MAX_NR_ZONES};
 use super::page::{pg, PageKind, Pfn, NIL};
 use super::vmstat::{Event, NodeStat};
-use crate::engine::lock::TaskId;
+use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::Kernel;
 use crate::trace::TraceEvent;
 
@@ -348,27 +348,24 @@ impl Kernel {
         }
         let hold = (scan + skipped.len() as u64) * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
-        self.mm.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
-        self.trace(
-            sc.tid,
-            TraceEvent::MmVmscanLruIsolate {
-                highest_zoneidx: sc.reclaim_idx as i32,
-                order: sc.order as i32,
-                nr_requested: nr_to_scan,
-                nr_scanned: scan,
-                nr_skipped: skipped.len() as u64,
-                nr_taken: taken.len() as u64,
-                lru: l as i32,
-                isolate_mode: if sc.lumpy {
-                    crate::trace::ISOLATE_BOTH
-                } else {
-                    crate::trace::isolate_mode_for_lru(l as i32)
-                },
-                contig_taken: self.lumpy_stats.0,
-                contig_dirty: self.lumpy_stats.1,
-                contig_failed: self.lumpy_stats.2,
+        self.mm.cur.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
+        self.trace(TraceEvent::MmVmscanLruIsolate {
+            highest_zoneidx: sc.reclaim_idx as i32,
+            order: sc.order as i32,
+            nr_requested: nr_to_scan,
+            nr_scanned: scan,
+            nr_skipped: skipped.len() as u64,
+            nr_taken: taken.len() as u64,
+            lru: l as i32,
+            isolate_mode: if sc.lumpy {
+                crate::trace::ISOLATE_BOTH
+            } else {
+                crate::trace::isolate_mode_for_lru(l as i32)
             },
-        );
+            contig_taken: self.lumpy_stats.0,
+            contig_dirty: self.lumpy_stats.1,
+            contig_failed: self.lumpy_stats.2,
+        });
         (taken, scan)
     }
 
@@ -401,7 +398,7 @@ impl Kernel {
         }
         let hold = pages.len() as u64 * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
-        self.mm.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
+        self.mm.cur.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
         pages.len() as u64
     }
 
@@ -448,7 +445,7 @@ impl Kernel {
         let mut l_inactive = Vec::with_capacity(hold.len());
         let mut nr_rotated = 0;
         for pfn in hold {
-            self.mm.acc += self.mm.cost.shrink_page / 2;
+            self.mm.cur.acc += self.mm.cost.shrink_page / 2;
             // Referenced pages are deactivated too: only executable file pages
             // get another trip, and executables are not modelled.
             if self.folio_referenced(pfn) > 0 {
@@ -462,18 +459,15 @@ impl Kernel {
         let nr_deactivate = self.move_folios_to_lru(nid, &l_inactive);
         self.mm.count_vm_events(Event::PGDEACTIVATE, nr_deactivate);
         self.lru_note_cost(nid, lru::is_file_lru(l), 0, nr_rotated);
-        self.trace(
-            sc.tid,
-            TraceEvent::MmVmscanLruShrinkActive {
-                nid: nid as i32,
-                nr_taken,
-                nr_active: 0,
-                nr_deactivated: nr_deactivate,
-                nr_referenced: nr_rotated,
-                priority: sc.priority,
-                reclaim_flags: crate::trace::trace_reclaim_flags(lru::is_file_lru(l)),
-            },
-        );
+        self.trace(TraceEvent::MmVmscanLruShrinkActive {
+            nid: nid as i32,
+            nr_taken,
+            nr_active: 0,
+            nr_deactivated: nr_deactivate,
+            nr_referenced: nr_rotated,
+            priority: sc.priority,
+            reclaim_flags: crate::trace::trace_reclaim_flags(lru::is_file_lru(l)),
+        });
     }
 
     /// Frees what can be freed of a batch of isolated inactive pages (shrink_folio_list);
@@ -491,7 +485,7 @@ impl Kernel {
         let may_io = sc.gfp_mask.has(__GFP_IO);
         let mut todo = std::mem::take(pages).into_iter();
         while let Some(pfn) = todo.next() {
-            self.mm.acc += self.mm.cost.shrink_page;
+            self.mm.cur.acc += self.mm.cost.shrink_page;
             sc.nr_scanned += 1;
             let flags = self.mm.map[pfn as usize].flags;
             let kind = self.mm.map[pfn as usize].kind();
@@ -585,7 +579,7 @@ impl Kernel {
                 } else {
                     // pageout() → swap_writepage(): asynchronous; the page is freed
                     // by a later pass once the write has completed.
-                    self.swap_writepage(pfn, sc.tid, false);
+                    self.swap_writepage(pfn, false);
                     stat.nr_pageout += 1;
                     ret.push(pfn);
                     continue;
@@ -633,7 +627,7 @@ impl Kernel {
             // flushforward: kick the flushers for the dirty pages met (nr_writeback_pages:
             // 32 per skipped page, at most 4 MiB; 0, i.e. everything, from kswapd).
             let n = (sc.nr_dirty_skipped * 32).min(1024);
-            self.wakeup_flusher_threads(n, crate::mm::page_writeback::WB_REASON_VMSCAN, sc.tid);
+            self.wakeup_flusher_threads(n, crate::mm::page_writeback::WB_REASON_VMSCAN);
         }
         sc.nr_dirty_skipped = 0;
         self.mm
@@ -656,7 +650,7 @@ impl Kernel {
             && self.too_many_isolated(nid, file, sc)
         {
             // Wait a little for the other reclaimers' isolated pages to come back.
-            self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_ISOLATED);
+            self.reclaim_throttle(nid, VMSCAN_THROTTLE_ISOLATED);
             return 0;
         }
         let (mut list, nr_scanned) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
@@ -715,11 +709,11 @@ impl Kernel {
             && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
         {
             // Every isolated page was dirty and not queued: the flushers are not keeping up.
-            self.wakeup_flusher_threads(0, crate::mm::page_writeback::WB_REASON_VMSCAN, sc.tid);
+            self.wakeup_flusher_threads(0, crate::mm::page_writeback::WB_REASON_VMSCAN);
             // cgroup v1 has no dirty throttling of its own: wait for the flushers here
             // and later on the pages under writeback (shrink_folio_list, case 3).
             if !sc.writeback_throttling_sane() {
-                self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_WRITEBACK);
+                self.reclaim_throttle(nid, VMSCAN_THROTTLE_WRITEBACK);
             }
         }
         sc.nr.nr_dirty += stat.nr_dirty;
@@ -731,25 +725,22 @@ impl Kernel {
         if file {
             sc.nr.nr_file_taken += nr_taken;
         }
-        self.trace(
-            sc.tid,
-            TraceEvent::MmVmscanLruShrinkInactive {
-                nid: nid as i32,
-                nr_scanned,
-                nr_reclaimed,
-                nr_dirty: stat.nr_dirty,
-                nr_writeback: stat.nr_writeback,
-                nr_congested: stat.nr_congested,
-                nr_immediate: stat.nr_immediate,
-                nr_activate0: stat.nr_activate[0] as u32,
-                nr_activate1: stat.nr_activate[1] as u32,
-                nr_ref_keep: stat.nr_ref_keep,
-                nr_unmap_fail: stat.nr_unmap_fail,
-                priority: sc.priority,
-                reclaim_flags: crate::trace::trace_reclaim_flags(file),
-                zid: sc.reclaim_idx as i32,
-            },
-        );
+        self.trace(TraceEvent::MmVmscanLruShrinkInactive {
+            nid: nid as i32,
+            nr_scanned,
+            nr_reclaimed,
+            nr_dirty: stat.nr_dirty,
+            nr_writeback: stat.nr_writeback,
+            nr_congested: stat.nr_congested,
+            nr_immediate: stat.nr_immediate,
+            nr_activate0: stat.nr_activate[0] as u32,
+            nr_activate1: stat.nr_activate[1] as u32,
+            nr_ref_keep: stat.nr_ref_keep,
+            nr_unmap_fail: stat.nr_unmap_fail,
+            priority: sc.priority,
+            reclaim_flags: crate::trace::trace_reclaim_flags(file),
+            zid: sc.reclaim_idx as i32,
+        });
         nr_reclaimed
     }
 
@@ -915,7 +906,7 @@ impl Kernel {
             }
             // Pages cycling through the LRU faster than they are written: stall until some complete.
             if sc.nr.nr_immediate > 0 {
-                self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_WRITEBACK);
+                self.reclaim_throttle(nid, VMSCAN_THROTTLE_WRITEBACK);
             }
             // Tag the node congested if all the dirty pages met were queued for writeback.
             if sc.nr.nr_dirty > 0 && sc.nr.nr_dirty == sc.nr.nr_congested {
@@ -925,20 +916,20 @@ impl Kernel {
             && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
         {
             // Stall direct reclaim for I/O completions while the node is congested.
-            self.reclaim_throttle(nid, sc.tid, VMSCAN_THROTTLE_CONGESTED);
+            self.reclaim_throttle(nid, VMSCAN_THROTTLE_CONGESTED);
         }
     }
 
     /// Sleeps until the disk's async queue is no longer congested or `jiffies` pass
     /// (congestion_wait(BLK_RW_ASYNC, timeout) of the 2.6.3x kernels), after the current step.
     pub fn congestion_wait(&mut self, jiffies: u64) {
-        if self.no_throttle {
+        if self.mm.cur.atomic {
             return;
         }
         let timeout = jiffies * (1_000_000_000 / self.mm.kcfg.hz);
-        let now = self.mm.clock() + self.sleep_after;
+        let now = self.mm.clock() + self.mm.cur.sleep;
         let wake = self.disk.congestion_wait(now, timeout);
-        self.sleep_after += wake.saturating_sub(now);
+        self.mm.cur.sleep += wake.saturating_sub(now);
     }
 
     /// Whether today's reclaim throttles (reclaim_throttle(), too_many_isolated()) run:
@@ -969,26 +960,22 @@ impl Kernel {
 
     /// After direct reclaim freed nothing: throttle the reclaimer for a jiffy unless that
     /// is pointless (consider_reclaim_throttle with VMSCAN_THROTTLE_NOPROGRESS); true if throttled.
-    pub fn consider_reclaim_throttle(
-        &mut self,
-        ac: &super::page_alloc::AllocContext,
-        tid: TaskId,
-    ) -> bool {
-        if self.no_throttle || !self.reclaim_throttles() {
+    pub fn consider_reclaim_throttle(&mut self, ac: &super::page_alloc::AllocContext) -> bool {
+        if self.mm.cur.atomic || !self.reclaim_throttles() {
             return false;
         }
         let nid = self.mm.zones[self.mm.zonelists[ac.zonelist][0]].nid;
         if self.skip_throttle_noprogress(nid) {
             return false;
         }
-        self.reclaim_throttle(nid, tid, VMSCAN_THROTTLE_NOPROGRESS);
+        self.reclaim_throttle(nid, VMSCAN_THROTTLE_NOPROGRESS);
         true
     }
 
     /// Puts the reclaimer to sleep for the reason's timeout (reclaim_throttle); the
     /// early wake-ups of the kernel (writeback progress, isolation, efficiency) are not modelled yet.
-    pub fn reclaim_throttle(&mut self, nid: usize, tid: TaskId, reason: i32) {
-        if self.no_throttle || !self.reclaim_throttles() {
+    pub fn reclaim_throttle(&mut self, nid: usize, reason: i32) {
+        if self.mm.cur.atomic || !self.reclaim_throttles() {
             return;
         }
         let jiffy = 1_000_000_000 / self.mm.kcfg.hz;
@@ -1003,35 +990,32 @@ impl Kernel {
         {
             // __acct_reclaim_writeback() (5.16+): woken once more than SWAP_CLUSTER_MAX pages per
             // throttled task (this one) have finished writeback since it went to sleep.
-            let now = self.mm.clock() + self.sleep_after;
+            let now = self.mm.clock() + self.mm.cur.sleep;
             if let Some(t) = self.disk.writes_done_at(SWAP_CLUSTER_MAX) {
                 delayed = timeout.min(t.saturating_sub(now).max(1));
             }
         }
-        self.sleep_after += delayed;
-        self.trace(
-            tid,
-            TraceEvent::MmVmscanThrottled {
-                nid: nid as i32,
-                usec_timeout: (timeout / 1000) as i32,
-                usec_delayed: (delayed / 1000) as i32,
-                // __entry->reason = 1U << reason
-                reason: 1 << reason,
-            },
-        );
+        self.mm.cur.sleep += delayed;
+        self.trace(TraceEvent::MmVmscanThrottled {
+            nid: nid as i32,
+            usec_timeout: (timeout / 1000) as i32,
+            usec_delayed: (delayed / 1000) as i32,
+            // __entry->reason = 1U << reason
+            reason: 1 << reason,
+        });
     }
 
     /// Sleeps until the disk completes its next request (folio_wait_writeback, the
     /// waited-for page being among the oldest writes in flight); a jiffy when none is.
     fn folio_wait_writeback(&mut self) {
-        let now = self.mm.clock() + self.sleep_after;
+        let now = self.mm.clock() + self.mm.cur.sleep;
         let jiffy = 1_000_000_000 / self.mm.kcfg.hz;
         let wake = self
             .disk
             .next_completion_at()
             .unwrap_or(now + jiffy)
             .max(now + 1);
-        self.sleep_after += wake - now;
+        self.mm.cur.sleep += wake - now;
     }
 
     /// Direct reclaim from the allocator's slow path (try_to_free_pages →
@@ -1050,14 +1034,11 @@ impl Kernel {
                 sc.may_writepage = r.may_writepage;
             }
             None => {
-                self.trace(
-                    tid,
-                    TraceEvent::MmVmscanDirectReclaimBegin {
-                        order: order as i32,
-                        gfp_flags: gfp.0,
-                        may_writepage: 1,
-                    },
-                );
+                self.trace(TraceEvent::MmVmscanDirectReclaimBegin {
+                    order: order as i32,
+                    gfp_flags: gfp.0,
+                    may_writepage: 1,
+                });
                 let stall = [
                     Event::ALLOCSTALL_DMA,
                     Event::ALLOCSTALL_DMA32,
@@ -1103,7 +1084,6 @@ impl Kernel {
                 self.wakeup_flusher_threads(
                     sc.nr_scanned,
                     crate::mm::page_writeback::WB_REASON_VMSCAN,
-                    tid,
                 );
                 sc.may_writepage = true;
             }
@@ -1115,7 +1095,7 @@ impl Kernel {
             if nap {
                 // 2.6.35: "Take a nap, wait for some writeback to complete".
                 self.congestion_wait(self.mm.kcfg.hz / 10);
-                if sc.priority >= 0 && self.sleep_after > 0 {
+                if sc.priority >= 0 && self.mm.cur.sleep > 0 {
                     self.tasks[tid as usize].reclaim = Some(crate::kernel::ReclaimResume {
                         priority: sc.priority,
                         nr_reclaimed: sc.nr_reclaimed,
@@ -1130,12 +1110,9 @@ impl Kernel {
                 break;
             }
         }
-        self.trace(
-            tid,
-            TraceEvent::MmVmscanDirectReclaimEnd {
-                nr_reclaimed: sc.nr_reclaimed,
-            },
-        );
+        self.trace(TraceEvent::MmVmscanDirectReclaimEnd {
+            nr_reclaimed: sc.nr_reclaimed,
+        });
         if sc.nr_reclaimed > 0 {
             self.mm.nodes.iter_mut().for_each(|n| n.kswapd_failures = 0);
         } else if seed_era && !self.all_unreclaimable() {
@@ -1183,7 +1160,7 @@ impl Kernel {
     /// Whether the current task queued a write the disk had no request for: it sleeps in
     /// get_request_wait and scans nothing more until it wakes.
     fn must_wait_for_io(&self) -> bool {
-        self.sleep_after > 0 && !self.no_throttle
+        self.mm.cur.sleep > 0 && !self.mm.cur.atomic
     }
 
     /// Direct reclaimers allowed at once under `reclaim_throttle = limit`: `reclaim_limit`,
@@ -1214,19 +1191,19 @@ impl Kernel {
         ac: &super::page_alloc::AllocContext,
     ) -> Option<u64> {
         use crate::config::ReclaimThrottle;
-        let now = self.mm.clock() + self.sleep_after;
+        let now = self.mm.clock() + self.mm.cur.sleep;
         let gated = self.mm.kcfg.reclaim_throttle == ReclaimThrottle::Limit;
         if self.tasks[tid as usize].reclaim.is_none() {
-            if gated && !self.no_throttle {
+            if gated && !self.mm.cur.atomic {
                 if self.nr_reclaimers >= self.reclaim_limit() {
                     // wait_event(reclaim_throttle_waitq, atomic_add_unless(&nr_reclaimers, 1, RECLAIM_LIMIT))
                     self.tasks[tid as usize].throttled_since.get_or_insert(now);
                     self.reclaim_throttled += 1;
                     if self.reclaim_wq == usize::MAX {
                         // No engine behind this kernel (unit tests): poll once a tick.
-                        self.sleep_after += 1_000_000_000 / self.mm.kcfg.hz;
+                        self.mm.cur.sleep += 1_000_000_000 / self.mm.kcfg.hz;
                     } else {
-                        self.block_on = Some(self.reclaim_wq);
+                        self.mm.cur.block_on = Some(self.reclaim_wq);
                     }
                     return None;
                 }
@@ -1281,7 +1258,7 @@ impl Kernel {
     /// A direct reclaimer leaves: the count drops and, under the limit, every waiter is
     /// woken (atomic_dec(&nr_reclaimers); wake_up_all(&reclaim_throttle_waitq)).
     pub fn reclaim_done(&mut self, tid: TaskId) {
-        let t1 = self.mm.clock() + self.sleep_after;
+        let t1 = self.mm.clock() + self.mm.cur.sleep;
         let t0 = self.tasks[tid as usize].reclaim_start;
         self.tasks[tid as usize].reclaim = None;
         self.release_isolated(tid);
@@ -1290,7 +1267,7 @@ impl Kernel {
         if self.mm.kcfg.reclaim_throttle == crate::config::ReclaimThrottle::Limit
             && self.reclaim_wq != usize::MAX
         {
-            self.pending_wakeups.push(self.reclaim_wq);
+            self.mm.cur.wake.push(self.reclaim_wq);
         }
     }
 
@@ -1326,14 +1303,7 @@ impl Kernel {
     }
 
     /// Asks a node's kswapd to balance it for an allocation (wakeup_kswapd).
-    pub fn wakeup_kswapd(
-        &mut self,
-        zid: usize,
-        gfp: Gfp,
-        order: usize,
-        highest_zoneidx: usize,
-        tid: TaskId,
-    ) {
+    pub fn wakeup_kswapd(&mut self, zid: usize, gfp: Gfp, order: usize, highest_zoneidx: usize) {
         let nid = self.mm.zones[zid].nid;
         let node = &mut self.mm.nodes[nid];
         if node.kswapd_highest_zoneidx == MAX_NR_ZONES
@@ -1353,23 +1323,20 @@ impl Kernel {
         {
             // Enough free memory, maybe too fragmented: kcompactd may help.
             if !gfp.has(super::gfp::__GFP_DIRECT_RECLAIM) {
-                self.wakeup_kcompactd(nid, order, highest_zoneidx, tid);
+                self.wakeup_kcompactd(nid, order, highest_zoneidx);
             }
             return;
         }
         let zone_type = self.mm.zones[zid].zone_type as i32;
-        self.trace(
-            tid,
-            TraceEvent::MmVmscanWakeupKswapd {
-                nid: nid as i32,
-                zid: zone_type,
-                order: order as i32,
-                gfp_flags: gfp.0,
-            },
-        );
+        self.trace(TraceEvent::MmVmscanWakeupKswapd {
+            nid: nid as i32,
+            zid: zone_type,
+            order: order as i32,
+            gfp_flags: gfp.0,
+        });
         let wq = self.mm.nodes[nid].kswapd_wait;
         self.mm.nodes[nid].kswapd_sleeping = false;
-        self.pending_wakeups.push(wq);
+        self.mm.cur.wake.push(wq);
     }
 
     /// Wakes the kswapd of every node in the request's zonelist (wake_all_kswapds).
@@ -1378,14 +1345,13 @@ impl Kernel {
         order: usize,
         gfp: Gfp,
         ac: &super::page_alloc::AllocContext,
-        tid: TaskId,
     ) {
         let mut last_nid = usize::MAX;
         for i in 0..self.mm.zonelists[ac.zonelist].len() {
             let zid = self.mm.zonelists[ac.zonelist][i];
             let nid = self.mm.zones[zid].nid;
             if nid != last_nid {
-                self.wakeup_kswapd(zid, gfp, order, ac.highest_zoneidx as usize, tid);
+                self.wakeup_kswapd(zid, gfp, order, ac.highest_zoneidx as usize);
                 last_nid = nid;
             }
         }
@@ -1514,7 +1480,7 @@ impl Kernel {
                 {
                     return DirtyAction::Keep;
                 }
-                self.file_writepage(pfn, sc.tid, false);
+                self.file_writepage(pfn, false);
                 DirtyAction::WrittenKeep
             }
         }
@@ -1585,14 +1551,11 @@ impl Kswapd {
         node.kswapd_order = 0;
         node.kswapd_highest_zoneidx = MAX_NR_ZONES;
         node.kswapd_sleeping = false;
-        k.trace(
-            tid,
-            TraceEvent::MmVmscanKswapdWake {
-                nid: self.nid as i32,
-                zid: highest as i32,
-                order: alloc_order as i32,
-            },
-        );
+        k.trace(TraceEvent::MmVmscanKswapdWake {
+            nid: self.nid as i32,
+            zid: highest as i32,
+            order: alloc_order as i32,
+        });
         let cpu = k.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(KSWAPD_GFP, alloc_order, 0, tid, cpu);
         sc.kswapd = true;
@@ -1617,9 +1580,8 @@ impl Kswapd {
     }
 }
 
-impl crate::workload::Program for Kswapd {
-    fn step(&mut self, cx: &mut crate::workload::StepCtx) -> crate::workload::StepOut {
-        use crate::workload::{Step, StepOut};
+impl Program<Kernel> for Kswapd {
+    fn step(&mut self, cx: &mut StepCtx<Kernel>) -> StepOut {
         let k = &mut *cx.k;
         let tid = cx.tid;
         let wq = k.mm.nodes[self.nid].kswapd_wait;
@@ -1651,13 +1613,10 @@ impl crate::workload::Program for Kswapd {
                         || cx.now < started + KSWAPD_SHORT_SLEEP;
                     if !woken_early && self.prepare_kswapd_sleep(k) {
                         // kswapd_try_to_sleep(): compact for the order reclaimed for.
-                        k.wakeup_kcompactd(self.nid, self.reclaim_order, self.highest_zoneidx, tid);
-                        k.trace(
-                            tid,
-                            TraceEvent::MmVmscanKswapdSleep {
-                                nid: self.nid as i32,
-                            },
-                        );
+                        k.wakeup_kcompactd(self.nid, self.reclaim_order, self.highest_zoneidx);
+                        k.trace(TraceEvent::MmVmscanKswapdSleep {
+                            nid: self.nid as i32,
+                        });
                         self.state = KswapdState::Asleep;
                         k.mm.nodes[self.nid].kswapd_sleeping = true;
                         return StepOut {
@@ -1688,7 +1647,7 @@ impl crate::workload::Program for Kswapd {
                     if done {
                         let boost = self.boost;
                         self.boost = Default::default();
-                        k.boost_reclaim_finish(&boost, self.nid, highest_zoneidx, tid);
+                        k.boost_reclaim_finish(&boost, self.nid, highest_zoneidx);
                         if self.sc.nr_reclaimed == 0
                             && !k.pgdat_balanced(self.nid, self.sc.order, highest_zoneidx)
                         {
@@ -1701,7 +1660,7 @@ impl crate::workload::Program for Kswapd {
                         self.state = KswapdState::TryToSleep;
                     }
                     // Each priority pass is one step, so others run between passes.
-                    k.mm.acc = k.mm.acc.max(1);
+                    k.mm.cur.acc = k.mm.cur.acc.max(1);
                     return StepOut {
                         user_ns: 0,
                         next: Step::Run,

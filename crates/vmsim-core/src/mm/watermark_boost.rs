@@ -12,7 +12,6 @@
 
 use super::mmzone::{MAX_NR_ZONES, PAGEBLOCK_ORDER};
 use super::page::Pfn;
-use crate::engine::lock::TaskId;
 use crate::kernel::Kernel;
 
 /// What balance_pgdat() remembers of the boosts it found on entry.
@@ -30,14 +29,14 @@ impl Kernel {
     /// Wakes kswapd after an allocation from a zone whose watermarks were just boosted
     /// (the ZONE_BOOSTED_WATERMARK test at the end of rmqueue()).
     #[inline(always)]
-    pub fn wakeup_kswapd_for_boost(&mut self, p: Pfn, tid: TaskId) {
+    pub fn wakeup_kswapd_for_boost(&mut self, p: Pfn) {
         let zid = self.mm.page_zone(p);
         if !self.mm.zones[zid].boosted_watermark {
             return;
         }
         self.mm.zones[zid].boosted_watermark = false;
         let zt = self.mm.zones[zid].zone_type as usize;
-        self.wakeup_kswapd(zid, super::gfp::Gfp(0), 0, zt, tid);
+        self.wakeup_kswapd(zid, super::gfp::Gfp(0), 0, zt);
     }
 
     /// Whether any eligible zone of the node has a boost (pgdat_watermark_boosted).
@@ -63,13 +62,7 @@ impl Kernel {
 
     /// Removes the boosts found on entry and asks kcompactd to rebuild pageblocks (the
     /// `out:` of balance_pgdat() when boosted).
-    pub fn boost_reclaim_finish(
-        &mut self,
-        b: &BoostReclaim,
-        nid: usize,
-        highest_zoneidx: usize,
-        tid: TaskId,
-    ) {
+    pub fn boost_reclaim_finish(&mut self, b: &BoostReclaim, nid: usize, highest_zoneidx: usize) {
         if !b.boosted {
             return;
         }
@@ -78,6 +71,6 @@ impl Kernel {
             let z = &mut self.mm.zones[zid];
             z.watermark_boost -= z.watermark_boost.min(b.zone_boosts[zt]);
         }
-        self.wakeup_kcompactd(nid, PAGEBLOCK_ORDER, highest_zoneidx, tid);
+        self.wakeup_kcompactd(nid, PAGEBLOCK_ORDER, highest_zoneidx);
     }
 }

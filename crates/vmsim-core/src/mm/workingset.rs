@@ -441,7 +441,7 @@ impl Kernel {
                 let Some((nid, _)) = self.shadows.isolate_oldest(memcg) else {
                     break;
                 };
-                self.mm.acc += self.mm.cost.shrink_object;
+                self.mm.cur.acc += self.mm.cost.shrink_object;
                 self.mm
                     .mod_node_page_state(nid, NodeStat::WORKINGSET_NODES, -1);
                 self.mm

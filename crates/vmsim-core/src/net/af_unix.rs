@@ -14,7 +14,7 @@
 //! freed when it shrinks below one. The memory and its reclaim pressure are
 //! the kernel's; the per-object slab layout is not modelled.
 
-use crate::engine::lock::TaskId;
+use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::gfp::GFP_KERNEL;
 use crate::mm::page::{PageKind, Pfn, PAGE_SIZE};
@@ -108,7 +108,7 @@ impl Kernel {
                 AllocResult::Failed | AllocResult::Killed => return Send::Failed,
             }
         }
-        self.mm.acc += self.mm.cost.unix_sendmsg;
+        self.mm.cur.acc += self.mm.cost.unix_sendmsg;
         let sock = &mut self.sockets[s];
         sock.wmem += truesize;
         sock.queued += 1;
@@ -116,7 +116,7 @@ impl Kernel {
             // other->sk_data_ready(other)
             sock.reader_waiting = false;
             let wq = sock.reader_wq;
-            self.pending_wakeups.push(wq);
+            self.mm.cur.wake.push(wq);
         }
         Send::Sent
     }
@@ -143,9 +143,9 @@ impl Kernel {
             // sock_wfree → unix_write_space: wake the writers once unix_writable().
             sock.writers_waiting = false;
             let wq = sock.writer_wq;
-            self.pending_wakeups.push(wq);
+            self.mm.cur.wake.push(wq);
         }
-        self.mm.acc += n * self.mm.cost.unix_recvmsg;
+        self.mm.cur.acc += n * self.mm.cost.unix_recvmsg;
         for p in freed {
             let nid = self.mm.pfn_to_nid(p);
             self.mm

@@ -13,9 +13,9 @@
 //! at every step, so pages that reclaim swapped out come back as major
 //! faults.
 
-use super::{Program, Step, StepCtx, StepOut};
-use crate::engine::lock::TaskId;
-use crate::kernel::AllocResult;
+use super::StepCtx;
+use crate::engine::{Program, Step, StepOut, TaskId};
+use crate::kernel::{AllocResult, Kernel};
 use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
 use crate::net::af_unix::Send;
@@ -59,7 +59,7 @@ impl Parent {
     }
 }
 
-impl Program for Parent {
+impl Program<Kernel> for Parent {
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         // wait(): the parent also notices workers the OOM killer removed (1 s poll).
         let wait = |wq| StepOut {
@@ -71,14 +71,17 @@ impl Program for Parent {
         };
         // group(): fork the workers one by one (copy_process runs in the parent).
         while self.forked < self.children.len() {
-            if cx.k.mm.acc >= cx.quantum {
+            if cx.k.mm.cur.acc >= cx.quantum {
                 return StepOut {
                     user_ns: 0,
                     next: Step::Run,
                 };
             }
             let child = self.children[self.forked];
-            match cx.k.copy_process_from(cx.tid, child, cx.now + cx.k.mm.acc) {
+            match cx
+                .k
+                .copy_process_from(cx.tid, child, cx.now + cx.k.mm.cur.acc)
+            {
                 AllocResult::Page(_) => self.forked += 1,
                 // Throttled in reclaim: sleep, then fork again.
                 AllocResult::Retry => {
@@ -112,8 +115,8 @@ impl Program for Parent {
             // gettimeofday(&start); write(wakefd, …)
             self.started = true;
             let mut sh = self.shared.borrow_mut();
-            sh.start_ns = cx.now + cx.k.mm.acc;
-            cx.k.pending_wakeups.push(sh.start_wq);
+            sh.start_ns = cx.now + cx.k.mm.cur.acc;
+            cx.k.mm.cur.wake.push(sh.start_wq);
             return StepOut {
                 user_ns: 0,
                 next: Step::Run,
@@ -122,7 +125,7 @@ impl Program for Parent {
         if sh.running > 0 && dead < sh.total {
             return wait(sh.parent_wq);
         }
-        let secs = (cx.now + cx.k.mm.acc).saturating_sub(sh.start_ns) as f64 / 1e9;
+        let secs = (cx.now + cx.k.mm.cur.acc).saturating_sub(sh.start_ns) as f64 / 1e9;
         cx.k.metrics.insert("hackbench_seconds".to_string(), secs);
         StepOut {
             user_ns: 0,
@@ -195,7 +198,7 @@ impl Worker {
         }
         sh.running -= 1;
         if sh.running == 0 || sh.ready == sh.total {
-            cx.k.pending_wakeups.push(sh.parent_wq);
+            cx.k.mm.cur.wake.push(sh.parent_wq);
         }
         StepOut {
             user_ns: user,
@@ -204,14 +207,14 @@ impl Worker {
     }
 }
 
-impl Program for Worker {
+impl Program<Kernel> for Worker {
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         let mut user = 0u64;
         let msg_user = cx.k.mm.cost.msg_user;
         if self.phase == 0 {
             // Fault in the worker's memory (its copy-on-write and heap pages), then ready().
             while self.touched < self.memory_pages {
-                if user + cx.k.mm.acc >= cx.quantum {
+                if user + cx.k.mm.cur.acc >= cx.quantum {
                     return StepOut {
                         user_ns: user,
                         next: Step::Run,
@@ -241,7 +244,7 @@ impl Program for Worker {
             let mut sh = self.shared.borrow_mut();
             sh.ready += 1;
             if sh.ready == sh.total {
-                cx.k.pending_wakeups.push(sh.parent_wq);
+                cx.k.mm.cur.wake.push(sh.parent_wq);
             }
             return StepOut {
                 user_ns: user,
@@ -270,7 +273,7 @@ impl Program for Worker {
             if self.left == 0 {
                 return self.exit(cx, user);
             }
-            if user + cx.k.mm.acc >= cx.quantum {
+            if user + cx.k.mm.cur.acc >= cx.quantum {
                 return StepOut {
                     user_ns: user,
                     next: Step::Run,
@@ -304,7 +307,7 @@ impl Program for Worker {
                 Role::Receiver { sock } => {
                     let s = *sock;
                     let per = cx.k.mm.cost.unix_recvmsg + msg_user;
-                    let budget = cx.quantum.saturating_sub(user + cx.k.mm.acc);
+                    let budget = cx.quantum.saturating_sub(user + cx.k.mm.cur.acc);
                     let max = (budget / per.max(1)).max(1).min(self.left);
                     let n = cx.k.unix_stream_recvmsg(s, max, self.truesize, cpu);
                     if n == 0 {

@@ -7,8 +7,8 @@
 //! seed workloads (hackbench, dd, kernel builds, fio) are programs of their own.
 
 use crate::config::{AllocType, Op, TaskSpec, Which};
-use crate::engine::lock::TaskId;
 use crate::engine::rng::Stream;
+use crate::engine::{Program, Step, StepOut};
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::gfp::{Gfp, GFP_ATOMIC, GFP_HIGHUSER_MOVABLE, GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
 use crate::mm::memory::Fault;
@@ -19,56 +19,8 @@ use std::sync::Arc;
 pub mod hackbench;
 pub mod thpfioscale;
 
-/// What a task does after a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// Keep running.
-    Run,
-    /// Sleep for this long [ns].
-    Sleep(u64),
-    /// Wait on a wait queue, optionally with a timeout [ns].
-    Block {
-        /// Wait queue id.
-        wq: usize,
-        /// Timeout.
-        timeout: Option<u64>,
-    },
-    /// Exit.
-    Exit,
-}
-
-/// The result of one step: user time used and what comes next.
-/// System time is what the kernel calls accrued in `Kernel::mm.acc`.
-#[derive(Debug, Clone, Copy)]
-pub struct StepOut {
-    /// User time [ns].
-    pub user_ns: u64,
-    /// Next state.
-    pub next: Step,
-}
-
-/// What a program sees during a step.
-pub struct StepCtx<'a> {
-    /// The kernel.
-    pub k: &'a mut Kernel,
-    /// The running task.
-    pub tid: TaskId,
-    /// Simulated time at the start of the step [ns].
-    pub now: u64,
-    /// Work to do before yielding [ns].
-    pub quantum: u64,
-}
-
-/// A task's behaviour.
-///
-/// # Contract
-/// `step` must make progress: return `Run` only after using some time
-/// (user time, or kernel calls that cost system time), and never use much
-/// more than `quantum` in one call.
-pub trait Program {
-    /// Runs the task's next piece of work.
-    fn step(&mut self, cx: &mut StepCtx) -> StepOut;
-}
+/// What a program sees during a step (the engine's [`crate::engine::StepCtx`] over this kernel).
+pub type StepCtx<'a> = crate::engine::StepCtx<'a, Kernel>;
 
 /// Runs the operations of a scenario's `[[task]]` `repeat` times.
 pub struct OpProgram {
@@ -163,12 +115,12 @@ pub fn alloc_type_gfp(kind: AllocType) -> Gfp {
     }
 }
 
-impl Program for OpProgram {
+impl Program<Kernel> for OpProgram {
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         let mut user = 0u64;
         let tid = cx.tid;
         loop {
-            if user + cx.k.mm.acc >= cx.quantum {
+            if user + cx.k.mm.cur.acc >= cx.quantum {
                 return StepOut {
                     user_ns: user,
                     next: Step::Run,
@@ -228,7 +180,7 @@ impl Program for OpProgram {
                     }
                 };
             }
-            let budget = cx.quantum.saturating_sub(user + cx.k.mm.acc);
+            let budget = cx.quantum.saturating_sub(user + cx.k.mm.cur.acc);
             match op {
                 Op::Compute { .. } => {
                     let d = self.left.min(budget.max(1));
@@ -335,7 +287,7 @@ impl Program for OpProgram {
                         // balance_dirty_pages_ratelimited()
                         cx.k.balance_dirty_pages(tid, self.dirtied);
                         self.dirtied = 0;
-                        if cx.k.sleep_after > 0 {
+                        if cx.k.mm.cur.sleep > 0 {
                             return self.yield_for_io(user);
                         }
                     }
@@ -349,7 +301,7 @@ impl Program for OpProgram {
                     }
                     user += cx.k.mm.cost.touch_page;
                     self.left -= 1;
-                    if cx.k.sleep_after > 0 {
+                    if cx.k.mm.cur.sleep > 0 {
                         // Waiting for the read: resume after it.
                         return self.yield_for_io(user);
                     }
@@ -376,7 +328,7 @@ impl Program for OpProgram {
                     self.left = 0;
                 }
                 Op::Snapshot { name } => {
-                    let now = cx.now + user + cx.k.mm.acc;
+                    let now = cx.now + user + cx.k.mm.cur.acc;
                     cx.k.proc_snapshot(name, now);
                     self.left = 0;
                 }

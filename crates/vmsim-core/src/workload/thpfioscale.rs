@@ -9,9 +9,10 @@
 //! it got a huge page (thpfioscale.c uses `mincore()` on page 64 of the
 //! region for that). The `signal`/`wait` operations order the phases.
 
-use super::{step_unless_allocated, Step, StepCtx, StepOut};
+use super::{step_unless_allocated, StepCtx};
 use crate::config::{Advice, Op};
 use crate::engine::rng::Stream;
+use crate::engine::{Step, StepOut};
 use crate::mm::huge_memory::HPAGE_PMD_NR;
 use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
@@ -82,7 +83,7 @@ impl ThpOpState {
                 let n = size.0.div_ceil(PAGE_SIZE);
                 let i = n - *left;
                 let index = self.base + i;
-                let now = cx.now + *user + cx.k.mm.acc;
+                let now = cx.now + *user + cx.k.mm.cur.acc;
                 if self.region_start.is_none() {
                     self.region_start = Some(now);
                     self.region_huge = false;
@@ -96,11 +97,11 @@ impl ThpOpState {
                         *user += cx.k.mm.cost.touch_page;
                         *left -= 1;
                         if (index + 1).is_multiple_of(HPAGE_PMD_NR) || *left == 0 {
-                            let end = cx.now + *user + cx.k.mm.acc + cx.k.sleep_after;
+                            let end = cx.now + *user + cx.k.mm.cur.acc + cx.k.mm.cur.sleep;
                             let start = self.region_start.take().unwrap_or(end);
                             cx.k.thp.regions.push((self.region_huge, end - start));
                         }
-                        if cx.k.sleep_after > 0 {
+                        if cx.k.mm.cur.sleep > 0 {
                             return Some(run(*user));
                         }
                         None
@@ -144,7 +145,7 @@ impl ThpOpState {
                 if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES || *left == 0 {
                     cx.k.balance_dirty_pages(tid, self.dirtied);
                     self.dirtied = 0;
-                    if cx.k.sleep_after > 0 {
+                    if cx.k.mm.cur.sleep > 0 {
                         return Some(run(*user));
                     }
                 }
@@ -167,7 +168,7 @@ impl ThpOpState {
                 }
                 *user += cx.k.mm.cost.touch_page;
                 self.reads_left_on_file -= 1;
-                if cx.k.sleep_after > 0 {
+                if cx.k.mm.cur.sleep > 0 {
                     return Some(run(*user));
                 }
                 None
