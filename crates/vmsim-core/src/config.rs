@@ -46,6 +46,40 @@ macro_rules! section {
     };
 }
 
+/// Declares [`Scenario`]: its own fields, then the workload kinds registered beside
+/// `[[task]]` (one `name: SpecType` line each), which become `[[name]]` tables with
+/// their validation and spawning.
+macro_rules! scenario {
+    (
+        $(#[$m:meta])* pub struct $s:ident { $($core:tt)* }
+        workloads { $( #[doc = $doc:literal] $name:ident : $spec:ty, )* }
+    ) => {
+        $(#[$m])*
+        pub struct $s {
+            $($core)*
+            $( #[doc = $doc] #[serde(default)] pub $name: Vec<$spec>, )*
+        }
+        impl $s {
+            /// Checks every registered workload table; returns the tasks they create.
+            fn validate_workloads(&self) -> Result<u64> {
+                #[allow(unused_mut)]
+                let mut tasks = 0u64;
+                $( for (i, w) in self.$name.iter().enumerate() {
+                    let n = crate::workload::WorkloadSpec::validate(w, i, &self.machine)?;
+                    tasks = tasks.saturating_add(n);
+                } )*
+                Ok(tasks)
+            }
+            /// Registers the tasks of every registered workload table with the engine.
+            pub fn spawn_workloads(&self, eng: &mut crate::kernel::Engine) {
+                $( for w in &self.$name {
+                    crate::workload::WorkloadSpec::spawn(w, self, eng);
+                } )*
+            }
+        }
+    };
+}
+
 section! {
     /// The simulated machine.
     Machine, "machine" {
@@ -569,6 +603,7 @@ pub struct CgroupSpec {
     pub generate: Option<CgroupGenerate>,
 }
 
+scenario! {
 /// A whole scenario as read from TOML.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -603,9 +638,6 @@ pub struct Scenario {
     /// The workload.
     #[serde(default, rename = "task")]
     pub tasks: Vec<TaskSpec>,
-    /// hackbench runs (`[[hackbench]]`).
-    #[serde(default)]
-    pub hackbench: Vec<HackbenchSpec>,
     /// Memory cgroups, parents first.
     #[serde(
         default,
@@ -614,6 +646,13 @@ pub struct Scenario {
         deserialize_with = "cgroup_tables"
     )]
     pub cgroups: Vec<CgroupSpec>,
+}
+// The workload kinds beside `[[task]]`, each a `[[NAME]]` table of a type in its own file
+// under workload/ that implements `workload::WorkloadSpec`: one line each.
+workloads {
+    /// hackbench runs (`[[hackbench]]`).
+    hackbench: crate::workload::hackbench::HackbenchSpec,
+}
 }
 
 /// Reads `[[cgroup]]` tables; a single `[cgroup]` table is an error naming the right form.
@@ -646,58 +685,6 @@ fn cgroup_tables<'de, D: serde::Deserializer<'de>>(
         }
     }
     d.deserialize_any(Tables)
-}
-
-/// `hackbench GROUPS process LOOPS` (hackbench.c): groups of `fds` senders and
-/// `fds` receivers exchanging `datasize`-byte messages over AF_UNIX stream sockets.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct HackbenchSpec {
-    /// Command name of the parent and its workers.
-    #[serde(default = "hackbench_name")]
-    pub name: String,
-    /// Number of groups (hackbench's first argument).
-    pub groups: u64,
-    /// Senders and receivers per group (hackbench's `-f`, 20).
-    #[serde(default = "hackbench_fds")]
-    pub fds: u64,
-    /// Rounds each sender writes to every receiver (hackbench's `-l`, 100).
-    #[serde(default = "hackbench_loops")]
-    pub loops: u64,
-    /// Message size [bytes] (DATASIZE, 100).
-    #[serde(default = "hackbench_datasize")]
-    pub datasize: Bytes,
-    /// Anonymous memory each worker faults in before it reports ready [bytes].
-    #[serde(default)]
-    pub worker_memory: Bytes,
-    /// Part of that memory each worker re-touches at every step (its stack and data) [bytes].
-    #[serde(default = "hackbench_wss")]
-    pub worker_wss: Bytes,
-    /// Socket send buffer, sk_sndbuf (net.core.wmem_default) [bytes].
-    #[serde(default = "hackbench_sndbuf")]
-    pub sndbuf: Bytes,
-    /// When the parent starts.
-    #[serde(default)]
-    pub start: Nanos,
-}
-
-fn hackbench_name() -> String {
-    "hackbench".to_string()
-}
-fn hackbench_fds() -> u64 {
-    20
-}
-fn hackbench_loops() -> u64 {
-    100
-}
-fn hackbench_datasize() -> Bytes {
-    Bytes(100)
-}
-fn hackbench_wss() -> Bytes {
-    Bytes(16 << 10)
-}
-fn hackbench_sndbuf() -> Bytes {
-    Bytes(212_992)
 }
 
 fn default_name() -> String {
@@ -892,32 +879,7 @@ impl Scenario {
                 }
             }
         }
-        for (i, h) in self.hackbench.iter().enumerate() {
-            let at = format!("hackbench[{i}] '{}'", h.name);
-            if h.name.is_empty() || h.name.len() > 15 || h.name.contains(char::is_whitespace) {
-                return inv(format!(
-                    "{at}: name must be 1..15 characters without spaces (TASK_COMM_LEN)"
-                ));
-            }
-            if h.groups == 0 || h.fds == 0 || h.loops == 0 {
-                return inv(format!("{at}: groups, fds and loops must be >= 1"));
-            }
-            if h.datasize.0 == 0 || h.datasize.0 > 65536 {
-                return inv(format!("{at}: datasize must be 1B..64KiB"));
-            }
-            if h.worker_memory.0 > m.memory.0 {
-                return inv(format!(
-                    "{at}: worker_memory {} is larger than the machine's memory",
-                    h.worker_memory
-                ));
-            }
-            if h.sndbuf.0 < 2048 {
-                return inv(format!(
-                    "{at}: sndbuf must be at least 2KiB (SOCK_MIN_SNDBUF)"
-                ));
-            }
-            total_tasks += 1 + 2 * h.groups.saturating_mul(h.fds);
-        }
+        total_tasks = total_tasks.saturating_add(self.validate_workloads()?);
         self.validate_cgroups()?;
         if total_tasks > 1_000_000 {
             return inv(format!(

@@ -249,6 +249,54 @@ impl Os for Kernel {
     }
 }
 
+/// Starts the kernel's threads (kthreadd's children): the disk's flusher, and per node
+/// kswapd and kcompactd, as the kernel config has them.
+pub fn start_kthreads(eng: &mut Engine) {
+    let kcfg = eng.kernel.mm.kcfg.clone();
+    if kcfg.flusher {
+        // The disk's flusher thread (a kworker running wb_workfn).
+        let wq = eng.new_waitqueue();
+        eng.kernel.wb.wq = wq;
+        eng.spawn(
+            "kworker/u8:0",
+            0,
+            0,
+            true,
+            Box::new(crate::mm::page_writeback::Flusher::new()),
+        );
+    }
+    eng.kernel.reclaim_wq = eng.new_waitqueue();
+    if kcfg.kswapd {
+        for nid in 0..eng.kernel.mm.nodes.len() {
+            let wq = eng.new_waitqueue();
+            eng.kernel.mm.nodes[nid].kswapd_wait = wq;
+            let cpu = eng.kernel.mm.nodes[nid].cpus.first().copied().unwrap_or(0);
+            eng.spawn(
+                &format!("kswapd{nid}"),
+                cpu,
+                0,
+                true,
+                Box::new(crate::mm::vmscan::Kswapd::new(nid)),
+            );
+        }
+    }
+    // kcompactd runs beside kswapd; a kernel without kswapd (a test of the slow path) has neither.
+    if kcfg.kcompactd && kcfg.compaction && kcfg.kswapd {
+        for nid in 0..eng.kernel.mm.nodes.len() {
+            let wq = eng.new_waitqueue();
+            eng.kernel.compact.node(nid).wait = wq;
+            let cpu = eng.kernel.mm.nodes[nid].cpus.first().copied().unwrap_or(0);
+            eng.spawn(
+                &format!("kcompactd{nid}"),
+                cpu,
+                0,
+                true,
+                Box::new(crate::mm::compaction::Kcompactd::new(nid)),
+            );
+        }
+    }
+}
+
 /// Page-table pages needed to map `v` virtual pages on x86-64 (PTE, PMD, PUD levels plus the PGD).
 pub fn pgtable_pages(v: u64) -> u64 {
     if v == 0 {

@@ -1,16 +1,13 @@
 //! One simulation run: boot the machine, start the workload, sample, report.
 
 use crate::config::Scenario;
-use crate::engine::rng::{streams, Stream};
 use crate::kernel::{Engine, Kernel};
 use crate::mm::mmzone::{Wmark, MAX_PAGE_ORDER, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
 use crate::mm::page::pg;
 use crate::mm::vmstat::{vmstat_text, Event, VmstatSnapshot};
 use crate::mm::{FragStats, Mm};
-use crate::workload::OpProgram;
 use indexmap::IndexMap;
 use serde::Serialize;
-use std::sync::Arc;
 
 /// The version of vmsim that produced a result.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -341,137 +338,16 @@ impl Mm {
     }
 }
 
-/// Builds the engine for a scenario: boots the kernel and registers every task.
+/// Builds the engine for a scenario: boots the kernel, starts its threads and registers
+/// every task of the workload.
 pub fn build(sc: &Scenario) -> Engine {
     let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
     let mut eng = kernel.into_engine(sc.sched.clone(), &sc.cost);
-    let ncpu = sc.machine.cpus as usize;
-    if sc.kernel.flusher {
-        // The disk's flusher thread (a kworker running wb_workfn).
-        let wq = eng.new_waitqueue();
-        eng.kernel.wb.wq = wq;
-        eng.spawn(
-            "kworker/u8:0",
-            0,
-            0,
-            true,
-            Box::new(crate::mm::page_writeback::Flusher::new()),
-        );
-    }
-    eng.kernel.reclaim_wq = eng.new_waitqueue();
-    if sc.kernel.kswapd {
-        for nid in 0..eng.kernel.mm.nodes.len() {
-            let wq = eng.new_waitqueue();
-            eng.kernel.mm.nodes[nid].kswapd_wait = wq;
-            let cpu = eng.kernel.mm.nodes[nid].cpus.first().copied().unwrap_or(0);
-            eng.spawn(
-                &format!("kswapd{nid}"),
-                cpu,
-                0,
-                true,
-                Box::new(crate::mm::vmscan::Kswapd::new(nid)),
-            );
-        }
-    }
-    // kcompactd runs beside kswapd; a kernel without kswapd (a test of the slow path) has neither.
-    if sc.kernel.kcompactd && sc.kernel.compaction && sc.kernel.kswapd {
-        for nid in 0..eng.kernel.mm.nodes.len() {
-            let wq = eng.new_waitqueue();
-            eng.kernel.compact.node(nid).wait = wq;
-            let cpu = eng.kernel.mm.nodes[nid].cpus.first().copied().unwrap_or(0);
-            eng.spawn(
-                &format!("kcompactd{nid}"),
-                cpu,
-                0,
-                true,
-                Box::new(crate::mm::compaction::Kcompactd::new(nid)),
-            );
-        }
-    }
+    crate::kernel::start_kthreads(&mut eng);
     eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
-    let mut next_cpu = 0usize;
-    for h in &sc.hackbench {
-        spawn_hackbench(&mut eng, h, ncpu);
-    }
-    let mut tid = 0u64;
-    for spec in &sc.tasks {
-        let ops = Arc::new(spec.program.clone());
-        for _ in 0..spec.count {
-            let rng = Stream::new(sc.seed, streams::TASK_STREAM_BASE + tid);
-            let prog = OpProgram::new(spec, Arc::clone(&ops), rng);
-            let t = eng.spawn(
-                &spec.name,
-                next_cpu % ncpu,
-                spec.start.0,
-                false,
-                Box::new(prog),
-            );
-            if let Some(cg) = &spec.cgroup {
-                let id = eng.kernel.mm.memcg.paths[cg.as_str()];
-                eng.kernel.attach_task_memcg(t, id);
-            }
-            next_cpu += 1;
-            tid += 1;
-        }
-    }
+    sc.spawn_workloads(&mut eng);
+    crate::workload::spawn_tasks(sc, &mut eng);
     eng
-}
-
-/// Registers hackbench's parent, its workers (started when the parent forks them) and
-/// their sockets.
-fn spawn_hackbench(eng: &mut Engine, h: &crate::config::HackbenchSpec, ncpu: usize) {
-    use crate::workload::hackbench::{Parent, Role, Shared, Worker};
-    use std::cell::RefCell;
-    use std::rc::Rc;
-    let truesize = crate::net::af_unix::skb_truesize(h.datasize.0);
-    let workers = 2 * h.groups * h.fds;
-    let shared = Rc::new(RefCell::new(Shared {
-        total: workers,
-        running: workers,
-        parent_wq: eng.new_waitqueue(),
-        start_wq: eng.new_waitqueue(),
-        ..Default::default()
-    }));
-    let parent_cpu = 0;
-    let mut children = Vec::with_capacity(workers as usize);
-    let mut cpu = 0usize;
-    for _ in 0..h.groups {
-        let mut socks = Vec::with_capacity(h.fds as usize);
-        for _ in 0..h.fds {
-            let (r, w) = (eng.new_waitqueue(), eng.new_waitqueue());
-            let s = eng.kernel.sockets.len();
-            eng.kernel
-                .sockets
-                .push(crate::net::af_unix::UnixSock::new(h.sndbuf.0, r, w));
-            socks.push(s);
-        }
-        // Receivers first, then the senders that share the group's sockets (group()).
-        let roles = socks
-            .iter()
-            .map(|&sock| Role::Receiver { sock })
-            .chain((0..h.fds).map(|_| Role::Sender {
-                socks: socks.clone(),
-            }));
-        for role in roles {
-            let prog = Worker::new(
-                Rc::clone(&shared),
-                role,
-                h.worker_memory.0,
-                h.worker_wss.0,
-                truesize,
-                h.fds * h.loops,
-            );
-            children.push(eng.spawn_deferred(&h.name, cpu % ncpu, Box::new(prog)));
-            cpu += 1;
-        }
-    }
-    eng.spawn(
-        &h.name,
-        parent_cpu,
-        h.start.0,
-        false,
-        Box::new(Parent::new(shared, children)),
-    );
 }
 
 /// Runs a scenario to the end; `progress(now, end)` is called after each sample.

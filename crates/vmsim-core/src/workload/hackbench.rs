@@ -13,14 +13,159 @@
 //! at every step, so pages that reclaim swapped out come back as major
 //! faults.
 
-use super::StepCtx;
+use super::{StepCtx, WorkloadSpec};
+use crate::config::{Machine, Scenario};
 use crate::engine::{Program, Step, StepOut, TaskId};
-use crate::kernel::{AllocResult, Kernel};
+use crate::error::{Error, Result};
+use crate::kernel::{AllocResult, Engine, Kernel};
 use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
 use crate::net::af_unix::Send;
+use crate::units::{Bytes, Nanos};
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::Rc;
+
+/// `hackbench GROUPS process LOOPS` (hackbench.c): groups of `fds` senders and
+/// `fds` receivers exchanging `datasize`-byte messages over AF_UNIX stream sockets.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HackbenchSpec {
+    /// Command name of the parent and its workers.
+    #[serde(default = "hackbench_name")]
+    pub name: String,
+    /// Number of groups (hackbench's first argument).
+    pub groups: u64,
+    /// Senders and receivers per group (hackbench's `-f`, 20).
+    #[serde(default = "hackbench_fds")]
+    pub fds: u64,
+    /// Rounds each sender writes to every receiver (hackbench's `-l`, 100).
+    #[serde(default = "hackbench_loops")]
+    pub loops: u64,
+    /// Message size [bytes] (DATASIZE, 100).
+    #[serde(default = "hackbench_datasize")]
+    pub datasize: Bytes,
+    /// Anonymous memory each worker faults in before it reports ready [bytes].
+    #[serde(default)]
+    pub worker_memory: Bytes,
+    /// Part of that memory each worker re-touches at every step (its stack and data) [bytes].
+    #[serde(default = "hackbench_wss")]
+    pub worker_wss: Bytes,
+    /// Socket send buffer, sk_sndbuf (net.core.wmem_default) [bytes].
+    #[serde(default = "hackbench_sndbuf")]
+    pub sndbuf: Bytes,
+    /// When the parent starts.
+    #[serde(default)]
+    pub start: Nanos,
+}
+
+fn hackbench_name() -> String {
+    "hackbench".to_string()
+}
+fn hackbench_fds() -> u64 {
+    20
+}
+fn hackbench_loops() -> u64 {
+    100
+}
+fn hackbench_datasize() -> Bytes {
+    Bytes(100)
+}
+fn hackbench_wss() -> Bytes {
+    Bytes(16 << 10)
+}
+fn hackbench_sndbuf() -> Bytes {
+    Bytes(212_992)
+}
+
+impl WorkloadSpec for HackbenchSpec {
+    fn validate(&self, i: usize, m: &Machine) -> Result<u64> {
+        let h = self;
+        let inv = |m: String| Err(Error::Invalid(m));
+        let at = format!("hackbench[{i}] '{}'", h.name);
+        if h.name.is_empty() || h.name.len() > 15 || h.name.contains(char::is_whitespace) {
+            return inv(format!(
+                "{at}: name must be 1..15 characters without spaces (TASK_COMM_LEN)"
+            ));
+        }
+        if h.groups == 0 || h.fds == 0 || h.loops == 0 {
+            return inv(format!("{at}: groups, fds and loops must be >= 1"));
+        }
+        if h.datasize.0 == 0 || h.datasize.0 > 65536 {
+            return inv(format!("{at}: datasize must be 1B..64KiB"));
+        }
+        if h.worker_memory.0 > m.memory.0 {
+            return inv(format!(
+                "{at}: worker_memory {} is larger than the machine's memory",
+                h.worker_memory
+            ));
+        }
+        if h.sndbuf.0 < 2048 {
+            return inv(format!(
+                "{at}: sndbuf must be at least 2KiB (SOCK_MIN_SNDBUF)"
+            ));
+        }
+        Ok(1 + 2 * h.groups.saturating_mul(h.fds))
+    }
+
+    fn spawn(&self, sc: &Scenario, eng: &mut Engine) {
+        spawn_hackbench(eng, self, sc.machine.cpus as usize);
+    }
+}
+
+/// Registers hackbench's parent, its workers (started when the parent forks them) and
+/// their sockets.
+fn spawn_hackbench(eng: &mut Engine, h: &HackbenchSpec, ncpu: usize) {
+    let truesize = crate::net::af_unix::skb_truesize(h.datasize.0);
+    let workers = 2 * h.groups * h.fds;
+    let shared = Rc::new(RefCell::new(Shared {
+        total: workers,
+        running: workers,
+        parent_wq: eng.new_waitqueue(),
+        start_wq: eng.new_waitqueue(),
+        ..Default::default()
+    }));
+    let parent_cpu = 0;
+    let mut children = Vec::with_capacity(workers as usize);
+    let mut cpu = 0usize;
+    for _ in 0..h.groups {
+        let mut socks = Vec::with_capacity(h.fds as usize);
+        for _ in 0..h.fds {
+            let (r, w) = (eng.new_waitqueue(), eng.new_waitqueue());
+            let s = eng.kernel.sockets.len();
+            eng.kernel
+                .sockets
+                .push(crate::net::af_unix::UnixSock::new(h.sndbuf.0, r, w));
+            socks.push(s);
+        }
+        // Receivers first, then the senders that share the group's sockets (group()).
+        let roles = socks
+            .iter()
+            .map(|&sock| Role::Receiver { sock })
+            .chain((0..h.fds).map(|_| Role::Sender {
+                socks: socks.clone(),
+            }));
+        for role in roles {
+            let prog = Worker::new(
+                Rc::clone(&shared),
+                role,
+                h.worker_memory.0,
+                h.worker_wss.0,
+                truesize,
+                h.fds * h.loops,
+            );
+            children.push(eng.spawn_deferred(&h.name, cpu % ncpu, Box::new(prog)));
+            cpu += 1;
+        }
+    }
+    eng.spawn(
+        &h.name,
+        parent_cpu,
+        h.start.0,
+        false,
+        Box::new(Parent::new(shared, children)),
+    );
+}
 
 /// What the parent and its workers share (the ready pipe and the wake-up fd).
 #[derive(Debug, Default)]

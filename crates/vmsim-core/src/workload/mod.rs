@@ -22,6 +22,52 @@ pub mod thpfioscale;
 /// What a program sees during a step (the engine's [`crate::engine::StepCtx`] over this kernel).
 pub type StepCtx<'a> = crate::engine::StepCtx<'a, Kernel>;
 
+/// A workload kind a scenario declares in `[[NAME]]` tables beside `[[task]]`.
+///
+/// Adding a kind is one file under workload/ with its spec type (serde, with
+/// `deny_unknown_fields`) implementing this trait, and one line in the
+/// `workloads` list of `Scenario` in config.rs.
+///
+/// # Contract
+/// `validate` sees only the table and the machine and must reject every value
+/// `spawn` cannot run; `spawn` only registers tasks (and wait queues, sockets)
+/// with the engine, it runs nothing.
+pub trait WorkloadSpec {
+    /// Checks table number `i`; returns the number of tasks it creates.
+    fn validate(&self, i: usize, machine: &crate::config::Machine) -> crate::error::Result<u64>;
+    /// Registers the table's tasks with the engine.
+    fn spawn(&self, sc: &crate::config::Scenario, eng: &mut crate::kernel::Engine);
+}
+
+/// Registers the tasks of every `[[task]]` table, `count` copies each, placed on the
+/// CPUs in turn, each with its own random stream and in its cgroup.
+pub fn spawn_tasks(sc: &crate::config::Scenario, eng: &mut crate::kernel::Engine) {
+    use crate::engine::rng::streams;
+    let ncpu = sc.machine.cpus as usize;
+    let mut next_cpu = 0usize;
+    let mut tid = 0u64;
+    for spec in &sc.tasks {
+        let ops = Arc::new(spec.program.clone());
+        for _ in 0..spec.count {
+            let rng = Stream::new(sc.seed, streams::TASK_STREAM_BASE + tid);
+            let prog = OpProgram::new(spec, Arc::clone(&ops), rng);
+            let t = eng.spawn(
+                &spec.name,
+                next_cpu % ncpu,
+                spec.start.0,
+                false,
+                Box::new(prog),
+            );
+            if let Some(cg) = &spec.cgroup {
+                let id = eng.kernel.mm.memcg.paths[cg.as_str()];
+                eng.kernel.attach_task_memcg(t, id);
+            }
+            next_cpu += 1;
+            tid += 1;
+        }
+    }
+}
+
 /// Runs the operations of a scenario's `[[task]]` `repeat` times.
 pub struct OpProgram {
     ops: Arc<Vec<Op>>,
