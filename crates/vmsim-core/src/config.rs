@@ -127,6 +127,12 @@ section! {
         swappiness: u64 = 60, "[0..200]";
         /// Who writes dirty file pages met by reclaim: traceonly (2.6.35: direct reclaim and kswapd write them), nodirect (only kswapd), flushforward (nodirect + kick the flushers), modern (reclaim never writes them).
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
+        /// Who wakes the flusher threads from direct reclaim: unqueued_dirty (today's shrink_inactive_list: when every isolated page was dirty and not yet queued for writeback) or scanned (2.6.35's do_try_to_free_pages: after a pass that scanned more than 1.5 × the pages it wants, for as many pages as it scanned, and the pass may then write).
+        reclaim_flusher_wakeup: FlusherWakeup = FlusherWakeup::UnqueuedDirty, "[policy]";
+        /// 2.6-era naps: direct reclaim sleeps in congestion_wait(BLK_RW_ASYNC, HZ/10) between priorities after a pass that scanned (2.6.35's do_try_to_free_pages), and an allocation retried under alloc_retry = should_alloc_retry first sleeps congestion_wait(HZ/50). Today's kernels have neither (reclaim_throttle replaced them in 5.16).
+        reclaim_congestion_wait: bool = false, "[bool]";
+        /// When the allocator retries after direct reclaim: should_reclaim_retry (4.7+: up to MAX_RECLAIM_RETRIES passes without progress, while reclaimable memory could meet the watermark) or should_alloc_retry (2.6.35: orders <= 3 retry for as long as reclaim reports progress, and it reports progress unless every zone is all_unreclaimable; no progress means the OOM killer).
+        alloc_retry: AllocRetry = AllocRetry::ShouldReclaimRetry, "[policy]";
         /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
         kswapd: bool = true, "[bool]";
         /// Gate on parallel direct reclaimers: off (any number, and none of today's throttles), limit (seed 000: at most reclaim_limit at once, the rest wait; none of today's throttles), modern (no count limit; today's reclaim_throttle() — NOPROGRESS, WRITEBACK, ISOLATED with too_many_isolated(), CONGESTED).
@@ -245,6 +251,26 @@ pub enum ReclaimScan {
     Classic,
 }
 
+/// Who wakes the flusher threads from direct reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlusherWakeup {
+    /// Today: shrink_inactive_list when every isolated page was dirty and unqueued.
+    UnqueuedDirty,
+    /// 2.6.35: do_try_to_free_pages after a pass that scanned more than 1.5 × nr_to_reclaim.
+    Scanned,
+}
+
+/// When the page allocator retries after direct reclaim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllocRetry {
+    /// 4.7+: should_reclaim_retry() with MAX_RECLAIM_RETRIES no-progress loops.
+    ShouldReclaimRetry,
+    /// 2.6.35: should_alloc_retry() while reclaim reports progress (all_unreclaimable rule).
+    ShouldAllocRetry,
+}
+
 /// Who writes back dirty file pages that reclaim finds (seed 001's kernels and today's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -255,7 +281,9 @@ pub enum ReclaimWriteback {
     Nodirect,
     /// flushforward-v6: as nodirect, and reclaim wakes the flusher threads for the dirty pages it meets.
     Flushforward,
-    /// Today: pageout() writes only swap and shmem; dirty file pages are left to the flushers.
+    /// Today: pageout() writes only swap and shmem; dirty file pages are left to the
+    /// flushers; cgroup v1 limit reclaim waits on pages under writeback that it marked for
+    /// reclaim before (shrink_folio_list's case 3, 3.6+).
     Modern,
 }
 

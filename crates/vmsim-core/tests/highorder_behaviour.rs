@@ -21,7 +21,8 @@ use vmsim_core::mm::rmap::Entry;
 fn pinned_page_cache(kernel: &str) -> (Kernel, u32) {
     let sc = Scenario::from_toml(&format!(
         "[machine]\nmemory = \"256MiB\"\ncpus = 2\nreserved = \"8MiB\"\n[kernel]\n\
-         reclaim_writeback = \"traceonly\"\ncompaction = false\nwatermark_boost_factor = 0\n\
+         reclaim_writeback = \"traceonly\"\nreclaim_congestion_wait = true\n\
+         reclaim_flusher_wakeup = \"scanned\"\nalloc_retry = \"should_alloc_retry\"\ncompaction = false\nwatermark_boost_factor = 0\n\
          oom_killer = false\n{kernel}\n"
     ))
     .unwrap();

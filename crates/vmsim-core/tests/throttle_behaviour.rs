@@ -23,6 +23,9 @@ reclaim_throttle = "{throttle}"
 reclaim_limit = {limit}
 # 2.6.25 reclaim: direct reclaimers nap in congestion_wait inside try_to_free_pages.
 reclaim_writeback = "traceonly"
+reclaim_congestion_wait = true
+reclaim_flusher_wakeup = "scanned"
+alloc_retry = "should_alloc_retry"
 [[task]]
 name = "hog"
 count = 40
@@ -149,6 +152,10 @@ swap = "{swap}"
 [kernel]
 reclaim_writeback = "traceonly"
 reclaim_scan = "classic"
+reclaim_throttle = "off"
+reclaim_congestion_wait = true
+reclaim_flusher_wakeup = "scanned"
+alloc_retry = "should_alloc_retry"
 [[hackbench]]
 groups = 2
 loops = 50
@@ -223,11 +230,18 @@ fn throttled_reclaimers_are_traced_with_their_reason() {
     );
 }
 
-/// A kernel whose task has faulted in `pages` anonymous pages, outside any engine.
-fn kernel_with_anon(writeback: &str, pages: u64) -> (vmsim_core::kernel::Kernel, u32) {
+/// A kernel with `reclaim_throttle = throttle` whose task has faulted in `pages`
+/// anonymous pages, outside any engine.
+fn kernel_with_anon(throttle: &str, pages: u64) -> (vmsim_core::kernel::Kernel, u32) {
+    kernel_with_anon_and(&format!("reclaim_throttle = \"{throttle}\""), pages)
+}
+
+/// A kernel with the `[kernel]` lines `knobs` whose task has faulted in `pages`
+/// anonymous pages, outside any engine.
+fn kernel_with_anon_and(knobs: &str, pages: u64) -> (vmsim_core::kernel::Kernel, u32) {
     let sc = Scenario::from_toml(&format!(
         "[machine]\nmemory = \"256MiB\"\ncpus = 1\nswap = \"256MiB\"\n\
-         [kernel]\nreclaim_writeback = \"{writeback}\"\n"
+         [kernel]\n{knobs}\n"
     ))
     .unwrap();
     let mut k = vmsim_core::kernel::Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
@@ -244,8 +258,8 @@ fn too_many_isolated_pages_throttle_todays_direct_reclaimers() {
     use vmsim_core::mm::gfp::GFP_KERNEL;
     use vmsim_core::mm::vmstat::NodeStat;
     use vmsim_core::trace::{TraceFormat, Tracer};
-    for (writeback, throttled) in [("modern", true), ("traceonly", false)] {
-        let (mut k, tid) = kernel_with_anon(writeback, 20_000);
+    for (throttle, throttled) in [("modern", true), ("off", false), ("limit", false)] {
+        let (mut k, tid) = kernel_with_anon(throttle, 20_000);
         k.mm.tracer = Some(Tracer::new(TraceFormat::Modern, 1));
         // Other reclaimers, asleep in get_request_wait, hold more than an eighth of the
         // inactive anon list isolated.
@@ -257,7 +271,7 @@ fn too_many_isolated_pages_throttle_todays_direct_reclaimers() {
         k.mm.tracer.take().unwrap().write_to(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let isolated = text.contains("reason=VMSCAN_THROTTLE_ISOLATED");
-        assert_eq!(isolated, throttled, "{writeback}");
+        assert_eq!(isolated, throttled, "{throttle}");
         if throttled {
             // reclaim_throttle(VMSCAN_THROTTLE_ISOLATED) sleeps HZ/50; reclaim resumes after it.
             assert_eq!(r, None);
@@ -265,4 +279,31 @@ fn too_many_isolated_pages_throttle_todays_direct_reclaimers() {
             assert!(k.tasks[tid as usize].reclaim.is_some());
         }
     }
+}
+
+#[test]
+fn congestion_wait_naps_in_direct_reclaim_are_the_2_6_era_switch() {
+    use vmsim_core::mm::gfp::GFP_KERNEL;
+    // do_try_to_free_pages of 2.6.35: after a pass that scanned below DEF_PRIORITY - 2,
+    // "take a nap" in congestion_wait(BLK_RW_ASYNC, HZ/10); today's kernels do not.
+    let mut slept = Vec::new();
+    for naps in [true, false] {
+        let (mut k, tid) = kernel_with_anon_and(
+            &format!("reclaim_throttle = \"off\"\nreclaim_congestion_wait = {naps}"),
+            60_000,
+        );
+        let mut calls = 0u32;
+        while k.try_to_free_pages(GFP_KERNEL, 9, tid).is_none() {
+            calls += 1;
+            k.mm.cur.sleep = 0;
+            assert!(calls < 20, "reclaim never finishes");
+        }
+        slept.push(calls);
+    }
+    // Both sleep in get_request_wait when swap writes find the disk's request slots full;
+    // only 2.6.35 also naps between priorities.
+    assert!(
+        slept[0] > slept[1],
+        "2.6.35 reclaim naps as well: {slept:?}"
+    );
 }

@@ -206,6 +206,13 @@ def build_scenario(
             "workingset_anon": False,
             "thp_enabled": "always",
             "thp_defrag": "madvise",
+            # 5.0 retried as today (should_reclaim_retry, 4.7+) and woke the flushers for
+            # unqueued dirty pages (4.13+); its wait_iff_congested() stalls are not modelled,
+            # today's reclaim_throttle() (5.16+) stands in for them.
+            "alloc_retry": "should_reclaim_retry",
+            "reclaim_flusher_wakeup": "unqueued_dirty",
+            "reclaim_congestion_wait": False,
+            "reclaim_throttle": "modern",
         },
         "sampling": {"interval": sampling},
         "task": [

@@ -1396,7 +1396,6 @@ impl Kernel {
                 if sc.writeback_throttling_sane()
                     && sc.nr.nr_dirty > 0
                     && sc.nr.nr_dirty == sc.nr.nr_congested
-                    && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
                 {
                     self.reclaim_throttle(nid, super::vmscan::VMSCAN_THROTTLE_CONGESTED);
                 }

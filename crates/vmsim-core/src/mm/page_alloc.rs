@@ -1670,13 +1670,15 @@ impl Kernel {
             if gfp.has(__GFP_NORETRY) || (costly_order && !gfp.has(__GFP_RETRY_MAYFAIL)) {
                 return AllocResult::Failed;
             }
-            if self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern {
-                // 2.6.35's should_alloc_retry(): orders <= 3 retry after
-                // congestion_wait(BLK_RW_ASYNC, HZ/50) while reclaim makes progress;
-                // without progress the OOM killer is next.
+            if self.mm.kcfg.alloc_retry == crate::config::AllocRetry::ShouldAllocRetry {
+                // 2.6.35's should_alloc_retry(): orders <= 3 retry while reclaim makes
+                // progress, after congestion_wait(BLK_RW_ASYNC, HZ/50) in the kernels of
+                // that era; without progress the OOM killer is next.
                 if progress && !self.mm.cur.atomic {
                     self.tasks[tid as usize].no_progress_loops = 0;
-                    self.congestion_wait(self.mm.kcfg.hz / 50);
+                    if self.mm.kcfg.reclaim_congestion_wait {
+                        self.congestion_wait(self.mm.kcfg.hz / 50);
+                    }
                     return AllocResult::Retry;
                 }
             } else if self.should_reclaim_retry(

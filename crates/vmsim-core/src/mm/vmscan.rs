@@ -18,6 +18,7 @@ use super::gfp::{gfp_zone, Gfp, __GFP_FS, __GFP_IO, GFP_KERNEL};
 use super::mmzone::{lru, Wmark, MAX_NR_ZONES};
 use super::page::{pg, PageKind, Pfn, NIL};
 use super::vmstat::{Event, NodeStat};
+use crate::config::{AllocRetry, FlusherWakeup};
 use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::Kernel;
 use crate::trace::TraceEvent;
@@ -644,11 +645,7 @@ impl Kernel {
         l: usize,
     ) -> u64 {
         let file = lru::is_file_lru(l);
-        if !sc.kswapd
-            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
-            && self.reclaim_throttles()
-            && self.too_many_isolated(nid, file, sc)
-        {
+        if !sc.kswapd && self.reclaim_throttles() && self.too_many_isolated(nid, file, sc) {
             // Wait a little for the other reclaimers' isolated pages to come back.
             self.reclaim_throttle(nid, VMSCAN_THROTTLE_ISOLATED);
             return 0;
@@ -706,7 +703,7 @@ impl Kernel {
         if file
             && stat.nr_unqueued_dirty > 0
             && stat.nr_unqueued_dirty == nr_taken
-            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
+            && self.mm.kcfg.reclaim_flusher_wakeup == FlusherWakeup::UnqueuedDirty
         {
             // Every isolated page was dirty and not queued: the flushers are not keeping up.
             self.wakeup_flusher_threads(0, crate::mm::page_writeback::WB_REASON_VMSCAN);
@@ -912,9 +909,7 @@ impl Kernel {
             if sc.nr.nr_dirty > 0 && sc.nr.nr_dirty == sc.nr.nr_congested {
                 self.mm.nodes[nid].lruvec_congested = true;
             }
-        } else if self.mm.nodes[nid].lruvec_congested
-            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
-        {
+        } else if self.mm.nodes[nid].lruvec_congested {
             // Stall direct reclaim for I/O completions while the node is congested.
             self.reclaim_throttle(nid, VMSCAN_THROTTLE_CONGESTED);
         }
@@ -985,9 +980,7 @@ impl Kernel {
             _ => jiffy,
         };
         let mut delayed = timeout;
-        if reason == VMSCAN_THROTTLE_WRITEBACK
-            && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
-        {
+        if reason == VMSCAN_THROTTLE_WRITEBACK {
             // __acct_reclaim_writeback() (5.16+): woken once more than SWAP_CLUSTER_MAX pages per
             // throttled task (this one) have finished writeback since it went to sleep.
             let now = self.mm.clock() + self.mm.cur.sleep;
@@ -1047,7 +1040,10 @@ impl Kernel {
                 self.mm.count_vm_events(stall, 1);
             }
         }
-        let seed_era = self.mm.kcfg.reclaim_writeback != crate::config::ReclaimWriteback::Modern;
+        let kcfg = &self.mm.kcfg;
+        let wake_flushers_for_scanned = kcfg.reclaim_flusher_wakeup == FlusherWakeup::Scanned;
+        let naps = kcfg.reclaim_congestion_wait;
+        let all_unreclaimable_rule = kcfg.alloc_retry == AllocRetry::ShouldAllocRetry;
         let nid0 = self.mm.cpu_to_node[cpu];
         let nodes: Vec<usize> = (0..self.mm.nodes.len())
             .map(|k| (nid0 + k) % self.mm.nodes.len())
@@ -1079,7 +1075,7 @@ impl Kernel {
                 });
                 return None;
             }
-            if seed_era && sc.nr_scanned > SWAP_CLUSTER_MAX * 3 / 2 {
+            if wake_flushers_for_scanned && sc.nr_scanned > SWAP_CLUSTER_MAX * 3 / 2 {
                 // 2.6.35: "Try to write back as many pages as we just scanned".
                 self.wakeup_flusher_threads(
                     sc.nr_scanned,
@@ -1090,7 +1086,7 @@ impl Kernel {
             if sc.priority < DEF_PRIORITY - 2 {
                 sc.may_writepage = true;
             }
-            let nap = seed_era && sc.priority < DEF_PRIORITY - 2 && sc.nr_scanned > 0;
+            let nap = naps && sc.priority < DEF_PRIORITY - 2 && sc.nr_scanned > 0;
             sc.priority -= 1;
             if nap {
                 // 2.6.35: "Take a nap, wait for some writeback to complete".
@@ -1115,7 +1111,7 @@ impl Kernel {
         });
         if sc.nr_reclaimed > 0 {
             self.mm.nodes.iter_mut().for_each(|n| n.kswapd_failures = 0);
-        } else if seed_era && !self.all_unreclaimable() {
+        } else if all_unreclaimable_rule && !self.all_unreclaimable() {
             // 2.6.2x/2.6.3x: "top priority shrink_zones still had more to do? don't OOM,
             // then" — progress unless every zone is all_unreclaimable.
             return Some(1);
