@@ -5,6 +5,9 @@
 //! (kernel/fork.c and kernel/exit.c in the small: a kernel stack on creation,
 //! anonymous memory and page tables while running, everything freed on exit
 //! or when the OOM killer picks it).
+//!
+//! It is the engine's [`Os`]: the engine installs the running task's
+//! [`Current`] in `mm.cur` before each action and acts on its requests after.
 
 use crate::block::BlockDevice;
 use crate::config::{Cost, Kernel as KernelCfg, Machine};

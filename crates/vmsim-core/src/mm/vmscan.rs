@@ -9,8 +9,11 @@
 //! pages, and the writeback decisions of `reclaim_writeback`; shrink_node(),
 //! try_to_free_pages() with its priority loop, wakeup_kswapd() and kswapd's
 //! balance_pgdat(); reclaim_throttle() for NOPROGRESS, WRITEBACK, ISOLATED
-//! and CONGESTED, the seed-era congestion_wait() naps and seed 000's
-//! parallel-reclaimer gate; too_many_isolated(); lumpy reclaim as a switch.
+//! and CONGESTED (`reclaim_throttle = modern`), seed 000's parallel-reclaimer
+//! gate (`limit`); too_many_isolated(); the 2.6-era congestion_wait() naps
+//! (`reclaim_congestion_wait`), flusher wake-ups for what a pass scanned
+//! (`reclaim_flusher_wakeup = scanned`) and all_unreclaimable rule
+//! (`alloc_retry = should_alloc_retry`); lumpy reclaim as a switch.
 //! The shrinkers are in shrinker.rs, the memcg side (limit reclaim, the
 //! hierarchy walk) in memcontrol.rs. MGLRU is not modelled.
 

@@ -1,10 +1,11 @@
 //! Workload programs: what simulated tasks do.
 //!
-//! A [`Program`] is a resumable state machine: each call of [`Program::step`]
-//! does up to one quantum of work through the kernel and says what the task
-//! does next. [`OpProgram`] runs the small instruction set of scenario files
-//! (compute, touch, unmap, alloc, free, slab, slab_free, sleep, exit); the
-//! seed workloads (hackbench, dd, kernel builds, fio) are programs of their own.
+//! A program (the engine's [`Program`]) is a resumable state machine: each
+//! call of `step` does up to one quantum of work through the kernel and says
+//! what the task does next. [`OpProgram`] runs the small instruction set of
+//! `[[task]]` tables (compute, touch, unmap, alloc, free, slab, read, write,
+//! snapshot, …, see docs/scenarios.md); other workload kinds (hackbench) are
+//! registered [`WorkloadSpec`]s with programs of their own.
 
 use crate::config::{AllocType, Op, TaskSpec, Which};
 use crate::engine::rng::Stream;
