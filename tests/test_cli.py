@@ -35,7 +35,7 @@ JSON_KEYS = {
     "scenario",
     "vmsim_version",
 }
-OUTPUT_FILES = {"result.json", "vmstat", "buddyinfo", "pagetypeinfo", "slabinfo"}
+OUTPUT_FILES = {"result.json", "vmstat", "buddyinfo", "pagetypeinfo", "slabinfo", "meminfo"}
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
@@ -421,6 +421,8 @@ def test_output_dir_writes_all_files(cli, tmp_path, small_scenario, procfmt):
         procfmt, (out / "buddyinfo").read_text(), (out / "pagetypeinfo").read_text()
     )
     assert (out / "slabinfo").read_text().startswith("slabinfo - version: 2.1\n")
+    assert (out / "meminfo").read_text() == result["proc"]["meminfo"]
+    assert (out / "meminfo").read_text().startswith("MemTotal:")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "temporary files left behind"
 
 
@@ -570,3 +572,64 @@ def test_compare_named_groups(cli, json_runs):
     out = assert_ok(cli("compare", f"base={p['a']},{p['a2']}", f"new={p['b']}"))
     assert "base" in out and "new" in out
     assert any(line.startswith("Amean") for line in out.splitlines())
+
+
+# ---------------------------------------------------------------------------
+# The hugetlb pool, GFP modifiers and /proc/meminfo
+
+POOL_SCENARIO = """
+duration = "5s"
+[machine]
+memory = "1GiB"
+cpus = 2
+[kernel]
+nr_hugepages = 10
+[[task]]
+name = "sysctl"
+program = [ { op = "nr_hugepages", pages = 50 }, { op = "snapshot", name = "grown" },
+            { op = "nr_hugepages", pages = 20 } ]
+"""
+
+
+def test_the_pool_grows_and_shrinks_and_meminfo_shows_it(cli, tmp_path):
+    scen = tmp_path / "pool.toml"
+    scen.write_text(POOL_SCENARIO)
+    out = assert_ok(cli("run", scen, "--meminfo"))
+    assert "==> /proc/meminfo <==\nMemTotal:" in out
+    assert "HugePages_Total:      20\n" in out
+    assert "Hugetlb:           40960 kB\n" in out
+    r = json.loads(assert_ok(cli("run", scen, "--json")))
+    grown = r["snapshots"][0]["meminfo"]
+    assert "HugePages_Total:      50\n" in grown
+    assert r["vmstat"]["nr_hugetlb"] == 20 * 512
+    # 10 at boot, 40 more in the run.
+    assert r["vmstat"]["htlb_buddy_alloc_success"] == 50
+    assert r["vmstat_delta"]["htlb_buddy_alloc_success"] == 40
+
+
+@pytest.mark.parametrize(
+    "change, needles",
+    [
+        ('pages = 50 }, { op = "snapshot"', ("nr_hugepages",)),
+        ("nr_hugepages = 10", ("kernel.nr_hugepages", "memory")),
+        ('pages = 20 }', ("node", "does not exist")),
+    ],
+)
+def test_impossible_pools_are_one_line_errors(cli, tmp_path, change, needles):
+    bad = {
+        'pages = 50 }, { op = "snapshot"': 'pages = 5000 }, { op = "snapshot"',
+        "nr_hugepages = 10": "nr_hugepages = 100000",
+        'pages = 20 }': 'pages = 20, node = 3 }',
+    }[change]
+    scen = tmp_path / "bad.toml"
+    scen.write_text(POOL_SCENARIO.replace(change, bad))
+    assert_one_line_error(cli("run", scen), *needles)
+
+
+def test_an_unknown_gfp_flag_is_one_line_error(cli, tmp_path):
+    scen = tmp_path / "gfp.toml"
+    scen.write_text(
+        '[[task]]\nname = "a"\nprogram = [ { op = "alloc", order = 9, type = "movable", '
+        'gfp = ["__GFP_RETRY_MAYFAIL", "__GFP_BOGUS"] } ]\n'
+    )
+    assert_one_line_error(cli("run", scen), "__GFP_BOGUS", "__GFP_NORETRY")

@@ -151,7 +151,7 @@ def main_group() -> None:
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo and result.json into DIR.",
+    help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo and result.json into DIR.",
 )
 @click.option(
     "--plot",
@@ -166,6 +166,7 @@ def main_group() -> None:
     "into a PNG.",
 )
 @click.option("--vmstat", "full_vmstat", is_flag=True, help="Print all of /proc/vmstat.")
+@click.option("--meminfo", "meminfo", is_flag=True, help="Print /proc/meminfo at the end.")
 @click.option(
     "--memcg-stat",
     "memcg_stat",
@@ -195,6 +196,7 @@ def run_cmd(
     plot: Path | None,
     pbmap_path: Path | None,
     full_vmstat: bool,
+    meminfo: bool,
     memcg_stat: tuple[str, ...],
     trace: Path | None,
     trace_format: str,
@@ -239,6 +241,7 @@ def run_cmd(
             "buddyinfo": r.proc["buddyinfo"],
             "pagetypeinfo": r.proc["pagetypeinfo"],
             "slabinfo": r.proc["slabinfo"],
+            "meminfo": r.proc["meminfo"],
         }
         _write_dir_atomic(output_dir, files)
     if plot is not None:
@@ -254,6 +257,8 @@ def run_cmd(
         return
     out = [_summary_text(r), "==> /proc/buddyinfo <==", r.proc["buddyinfo"]]
     out += ["==> /proc/pagetypeinfo <==", r.proc["pagetypeinfo"]]
+    if meminfo:
+        out += ["==> /proc/meminfo <==", r.proc["meminfo"]]
     if full_vmstat:
         out += ["==> /proc/vmstat <==", r.proc["vmstat"]]
     else:

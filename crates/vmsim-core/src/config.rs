@@ -133,6 +133,8 @@ section! {
         reclaim_congestion_wait: bool = false, "[bool]";
         /// When the allocator retries after direct reclaim: should_reclaim_retry (4.7+: up to MAX_RECLAIM_RETRIES passes without progress, while reclaimable memory could meet the watermark) or should_alloc_retry (2.6.35: orders <= 3 retry for as long as reclaim reports progress, and it reports progress unless every zone is all_unreclaimable; no progress means the OOM killer).
         alloc_retry: AllocRetry = AllocRetry::ShouldReclaimRetry, "[policy]";
+        /// vm.nr_hugepages at boot: huge pages (2 MiB) of the hugetlb pool, allocated before any task runs (hugetlb_hstate_alloc_pages); the `nr_hugepages` operation changes it during a run.
+        nr_hugepages: u64 = 0, "[pages]";
         /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
         kswapd: bool = true, "[bool]";
         /// Gate on parallel direct reclaimers: off (any number, and none of today's throttles), limit (seed 000: at most reclaim_limit at once, the rest wait; none of today's throttles), modern (no count limit; today's reclaim_throttle() — NOPROGRESS, WRITEBACK, ISOLATED with too_many_isolated(), CONGESTED).
@@ -438,6 +440,10 @@ pub enum Op {
         /// Mobility type (GFP flags).
         #[serde(default, rename = "type")]
         kind: AllocType,
+        /// Modifiers added to the type's mask, by their kernel names: `__GFP_RETRY_MAYFAIL`,
+        /// `__GFP_NORETRY`, `__GFP_THISNODE`, `__GFP_NOWARN`, `__GFP_COMP`.
+        #[serde(default)]
+        gfp: Vec<String>,
     },
     /// Free held explicit allocations.
     Free {
@@ -523,7 +529,17 @@ pub enum Op {
         #[serde(default = "one")]
         count: u64,
     },
-    /// Read /proc/vmstat, /proc/buddyinfo, /proc/slabinfo and every memory cgroup's
+    /// Write the hugetlb pool's size, as `echo N > /proc/sys/vm/nr_hugepages` (or, with
+    /// `node`, to that node's `nr_hugepages` in sysfs) does: the pool grows or shrinks to
+    /// `pages` huge pages, or as far as the machine allows.
+    NrHugepages {
+        /// Huge pages wanted.
+        pages: u64,
+        /// Only this node's share of the pool.
+        #[serde(default)]
+        node: Option<u32>,
+    },
+    /// Read /proc/vmstat, /proc/buddyinfo, /proc/slabinfo, /proc/meminfo and every memory cgroup's
     /// memory.stat now, as a person between two steps of an experiment does; the run
     /// result lists them under `snapshots`.
     Snapshot {
@@ -823,6 +839,14 @@ impl Scenario {
                 "kernel.lowmem_reserve_ratio needs three ratios >= 1 (DMA, DMA32, Normal)".into(),
             );
         }
+        if k.nr_hugepages.saturating_mul(2 << 20) > m.memory.0 {
+            return inv(format!(
+                "kernel.nr_hugepages = {} ({} MiB) is more than the machine's memory ({})",
+                k.nr_hugepages,
+                k.nr_hugepages.saturating_mul(2),
+                m.memory
+            ));
+        }
         if ![100, 250, 300, 1000].contains(&k.hz) {
             return inv(format!(
                 "kernel.hz = {} is not a CONFIG_HZ value (100, 250, 300, 1000)",
@@ -871,7 +895,9 @@ impl Scenario {
             }
             for op in &t.program {
                 match op {
-                    Op::Alloc { order, count, .. } => {
+                    Op::Alloc {
+                        order, count, gfp, ..
+                    } => {
                         if *order > crate::mm::mmzone::MAX_PAGE_ORDER as u32 {
                             return inv(format!(
                                 "{at}: alloc order {order} is above MAX_PAGE_ORDER (10)"
@@ -879,6 +905,32 @@ impl Scenario {
                         }
                         if *count == 0 {
                             return inv(format!("{at}: alloc count must be >= 1"));
+                        }
+                        if let Err(bad) = crate::mm::gfp::gfp_modifiers(gfp) {
+                            return inv(format!(
+                                "{at}: alloc gfp: unknown flag '{bad}' (known: {})",
+                                crate::mm::gfp::GFP_MODIFIERS
+                                    .iter()
+                                    .map(|(n, _)| *n)
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ));
+                        }
+                    }
+                    Op::NrHugepages { pages, node } => {
+                        if pages.saturating_mul(2 << 20) > m.memory.0 {
+                            return inv(format!(
+                                "{at}: nr_hugepages {pages} ({} MiB) is more than the machine's memory ({})",
+                                pages.saturating_mul(2),
+                                m.memory
+                            ));
+                        }
+                        if node.is_some_and(|n| n >= m.nodes) {
+                            return inv(format!(
+                                "{at}: nr_hugepages node {} does not exist (machine.nodes = {})",
+                                node.unwrap_or(0),
+                                m.nodes
+                            ));
                         }
                     }
                     Op::Slab { cache, .. } | Op::SlabFree { cache, .. }

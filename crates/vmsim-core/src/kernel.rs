@@ -182,6 +182,8 @@ pub struct Kernel {
     pub shadows: crate::mm::workingset::ShadowTable,
     /// Huge-page faults, fault latencies and MADV_HUGEPAGE marks.
     pub thp: crate::mm::huge_memory::ThpState,
+    /// The hugetlb pool of 2 MiB pages.
+    pub hstate: crate::mm::hugetlb::Hstate,
     /// AF_UNIX sockets, by id.
     pub sockets: Vec<crate::net::af_unix::UnixSock>,
     /// Figures a workload reports itself (hackbench's "Time:"), by name.
@@ -351,6 +353,7 @@ impl Kernel {
             compact: Default::default(),
             shadows: Default::default(),
             thp: Default::default(),
+            hstate: Default::default(),
             sockets: Vec::new(),
             metrics: Default::default(),
             proc_snapshots: Vec::new(),

@@ -15,6 +15,7 @@ pub mod block;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod fs;
 pub mod kernel;
 pub mod mm;
 pub mod net;

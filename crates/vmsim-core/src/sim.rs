@@ -228,7 +228,7 @@ pub struct RunResult {
     pub tasks: IndexMap<String, TaskGroup>,
     /// Sampled counters.
     pub timeseries: TimeSeries,
-    /// /proc files at the end: vmstat, buddyinfo, pagetypeinfo, slabinfo.
+    /// /proc files at the end: vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo.
     pub proc: IndexMap<&'static str, String>,
     /// Every pageblock's type and contents at the end.
     pub pageblocks: Vec<PageblockMap>,
@@ -343,6 +343,10 @@ impl Mm {
 pub fn build(sc: &Scenario) -> Engine {
     let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
     let mut eng = kernel.into_engine(sc.sched.clone(), &sc.cost);
+    if sc.kernel.nr_hugepages > 0 {
+        eng.kernel
+            .hugetlb_hstate_alloc_pages(sc.kernel.nr_hugepages);
+    }
     crate::kernel::start_kthreads(&mut eng);
     eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
     sc.spawn_workloads(&mut eng);
@@ -489,6 +493,7 @@ fn result(
     proc.insert("buddyinfo", mm.buddyinfo());
     proc.insert("pagetypeinfo", mm.pagetypeinfo());
     proc.insert("slabinfo", k.slab.slabinfo());
+    proc.insert("meminfo", k.meminfo());
     RunResult {
         vmsim_version: VERSION,
         scenario: sc.name.clone(),

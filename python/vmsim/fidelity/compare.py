@@ -183,6 +183,8 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
         return [{"op": "fio_write", "files": a["count"], "file_size": max(a["size"], 4096)}]
     if step.op == "sleep":
         return [{"op": "sleep", "time": f"{round(a['time'] * 1000)}ms"}]
+    if step.op == "nr_hugepages":
+        return [{"op": "nr_hugepages", "pages": a["pages"]}]
     return []
 
 
@@ -215,6 +217,7 @@ def run_vmsim(exp: Experiment, machine: dict[str, Any], seed: int = 1) -> dict[s
             "time_seconds": r.summary["elapsed_seconds"],
             "vmstat": r.vmstat,
             "buddyinfo": r.proc["buddyinfo"],
+            "meminfo": r.proc["meminfo"],
             "memcg": r.data.get("memcg"),
         }
         ordered = []
@@ -331,7 +334,9 @@ def vmsim_value(m: Metric, sim: dict[str, Any], phases: list[str]) -> float | No
         if m.name in MEMCG_FILES:
             return g.get(m.name)
         return g.get("stat", {}).get(m.name)
-    return None  # meminfo: vmsim has no /proc/meminfo yet
+    if m.source == "meminfo":
+        return host.parse_meminfo(s["meminfo"]).get(m.name)
+    return None
 
 
 def judge(real: list[float], v: float | None, tolerance: float = TOLERANCE) -> dict[str, Any]:

@@ -68,7 +68,6 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
 
 # What vmsim lacks for an op it cannot express (the next issues' work).
 MISSING = {
-    "nr_hugepages": "a hugetlb pool (vm.nr_hugepages)",
     "compact_memory": "the compact_memory operator step (/proc/sys/vm/compact_memory)",
     "unlink_files": "unlinking files created by a 'files' step (fio_write's files have no names)",
 }

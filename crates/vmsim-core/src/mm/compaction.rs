@@ -175,6 +175,27 @@ impl CompactState {
     }
 }
 
+/// How hard direct compaction tries (enum compact_priority): a lower value tries harder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(i32)]
+pub enum CompactPriority {
+    /// COMPACT_PRIO_SYNC_FULL: synchronous, the whole zone, ignoring the skip bits.
+    SyncFull = 0,
+    /// COMPACT_PRIO_SYNC_LIGHT: synchronous (MIGRATE_SYNC_LIGHT).
+    SyncLight = 1,
+    /// COMPACT_PRIO_ASYNC: asynchronous (MIGRATE_ASYNC).
+    Async = 2,
+}
+
+/// The first priority an allocation compacts at (INIT_COMPACT_PRIORITY).
+pub const INIT_COMPACT_PRIORITY: CompactPriority = CompactPriority::Async;
+/// The hardest priority for orders up to PAGE_ALLOC_COSTLY_ORDER (MIN_COMPACT_PRIORITY).
+pub const MIN_COMPACT_PRIORITY: CompactPriority = CompactPriority::SyncFull;
+/// The hardest priority for costly orders (MIN_COMPACT_COSTLY_PRIORITY).
+pub const MIN_COMPACT_COSTLY_PRIORITY: CompactPriority = CompactPriority::SyncLight;
+/// Compaction retries after a success that lost its page to a race (MAX_COMPACT_RETRIES).
+pub const MAX_COMPACT_RETRIES: u32 = 16;
+
 /// All the settings and progress of one compaction run (struct compact_control).
 #[derive(Debug, Clone)]
 pub struct CompactControl {
@@ -196,8 +217,11 @@ pub struct CompactControl {
     pub migrate_pfn: Pfn,
     /// Free scanner position (start of the pageblock it scans next).
     pub free_pfn: Pfn,
-    /// Started from both ends of the zone (cc->whole_zone).
+    /// Started from both ends of the zone (cc->whole_zone); set before the start to ask
+    /// for it.
     pub whole_zone: bool,
+    /// Scan blocks whatever their skip bits say (cc->ignore_skip_hint).
+    pub ignore_skip_hint: bool,
     /// Isolated free pages, each an allocated order-0 frame.
     pub freepages: Vec<Pfn>,
     /// Frames looked at by the migrate scanner.
@@ -224,6 +248,7 @@ impl CompactControl {
             migrate_pfn: 0,
             free_pfn: 0,
             whole_zone: false,
+            ignore_skip_hint: false,
             freepages: Vec::new(),
             total_migrate_scanned: 0,
             total_free_scanned: 0,
@@ -485,16 +510,18 @@ impl Kernel {
         let end = z.zone_end_pfn();
         let last_block = pageblock_start(end - 1);
         let zc = self.compact.zone(cc.zid).clone();
-        cc.migrate_pfn = if zc.cached_migrate_pfn > start && zc.cached_migrate_pfn < end {
-            zc.cached_migrate_pfn
-        } else {
-            start
-        };
-        cc.free_pfn = if zc.cached_free_pfn > start && zc.cached_free_pfn <= last_block {
-            pageblock_start(zc.cached_free_pfn)
-        } else {
-            last_block
-        };
+        cc.migrate_pfn =
+            if !cc.whole_zone && zc.cached_migrate_pfn > start && zc.cached_migrate_pfn < end {
+                zc.cached_migrate_pfn
+            } else {
+                start
+            };
+        cc.free_pfn =
+            if !cc.whole_zone && zc.cached_free_pfn > start && zc.cached_free_pfn <= last_block {
+                pageblock_start(zc.cached_free_pfn)
+            } else {
+                last_block
+            };
         cc.whole_zone = cc.migrate_pfn == start && cc.free_pfn == last_block;
         self.trace(TraceEvent::MmCompactionBegin {
             zone_start: start as u64,
@@ -578,7 +605,7 @@ impl Kernel {
         let mut scanned = 0u64;
         let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
         let at_block_start = start == pageblock_start(start) || start == zone_start;
-        if at_block_start && !self.isolation_suitable(cc.zid, start) {
+        if at_block_start && !cc.ignore_skip_hint && !self.isolation_suitable(cc.zid, start) {
             pfn = block_end;
         } else if self.suitable_migration_source(cc, start) {
             while pfn < block_end && taken.len() < COMPACT_CLUSTER_MAX {
@@ -709,7 +736,9 @@ impl Kernel {
             let mut scanned = 0u64;
             let mut taken = 0u64;
             let mut failed = false;
-            if self.suitable_migration_target(start) && self.isolation_suitable(cc.zid, start) {
+            if self.suitable_migration_target(start)
+                && (cc.ignore_skip_hint || self.isolation_suitable(cc.zid, start))
+            {
                 let mut pfn = start;
                 while pfn < end {
                     let p = self.mm.map[pfn as usize];
@@ -900,12 +929,13 @@ impl Kernel {
         order: usize,
         alloc_flags: u32,
         ac: &super::page_alloc::AllocContext,
+        prio: CompactPriority,
         tid: TaskId,
     ) -> CompactResult {
         self.trace(TraceEvent::MmCompactionTryToCompactPages {
             order: order as i32,
             gfp_mask: gfp.0,
-            prio: 2, // COMPACT_PRIO_ASYNC = INIT_COMPACT_PRIORITY
+            prio: prio as i32,
         });
         let mut rc = CompactResult::Skipped;
         for i in 0..self.mm.zonelists[ac.zonelist].len() {
@@ -919,7 +949,10 @@ impl Kernel {
                 rc = rc.max(CompactResult::Deferred);
                 continue;
             }
-            let mut cc = CompactControl::new(zid, order, false, tid);
+            // compact_zone_order(): the mode, whole zone and skip hints from the priority.
+            let mut cc = CompactControl::new(zid, order, prio != CompactPriority::Async, tid);
+            cc.whole_zone = prio == MIN_COMPACT_PRIORITY;
+            cc.ignore_skip_hint = prio == MIN_COMPACT_PRIORITY;
             cc.migratetype = ac.migratetype;
             cc.highest_zoneidx = ac.highest_zoneidx as usize;
             cc.alloc_flags = alloc_flags;
@@ -948,12 +981,13 @@ impl Kernel {
         order: usize,
         alloc_flags: u32,
         ac: &super::page_alloc::AllocContext,
+        prio: CompactPriority,
         tid: TaskId,
     ) -> (Option<Pfn>, CompactResult) {
         if order == 0 || !self.mm.kcfg.compaction {
             return (None, CompactResult::Skipped);
         }
-        let rc = self.try_to_compact_pages(gfp, order, alloc_flags, ac, tid);
+        let rc = self.try_to_compact_pages(gfp, order, alloc_flags, ac, prio, tid);
         if rc == CompactResult::Skipped {
             return (None, rc);
         }
@@ -968,6 +1002,76 @@ impl Kernel {
             None => self.mm.count_vm_events(Event::COMPACT_FAIL, 1),
         }
         (page, rc)
+    }
+
+    /// Whether another round of reclaim and compaction is worth it for a high-order
+    /// allocation, raising the compaction priority when compaction failed
+    /// (should_compact_retry).
+    pub fn should_compact_retry(
+        &mut self,
+        ac: &super::page_alloc::AllocContext,
+        order: usize,
+        compact_result: CompactResult,
+        compact_priority: &mut CompactPriority,
+        compaction_retries: &mut u32,
+    ) -> bool {
+        if order == 0 {
+            return false;
+        }
+        // Skipped for lack of free order-0 targets: go on if reclaim can help.
+        if compact_result == CompactResult::Skipped {
+            return self.compaction_zonelist_suitable(ac, order);
+        }
+        let mut max_retries = MAX_COMPACT_RETRIES;
+        if compact_result == CompactResult::Success {
+            // A success whose page went to someone else: retry some (costly ones less).
+            if order > PAGE_ALLOC_COSTLY_ORDER {
+                max_retries /= 4;
+            }
+            *compaction_retries += 1;
+            if *compaction_retries <= max_retries {
+                return true;
+            }
+        }
+        // Compaction failed: retry with a higher priority.
+        let min_priority = if order > PAGE_ALLOC_COSTLY_ORDER {
+            MIN_COMPACT_COSTLY_PRIORITY
+        } else {
+            MIN_COMPACT_PRIORITY
+        };
+        if *compact_priority > min_priority {
+            *compact_priority = match *compact_priority {
+                CompactPriority::Async => CompactPriority::SyncLight,
+                _ => CompactPriority::SyncFull,
+            };
+            *compaction_retries = 0;
+            return true;
+        }
+        false
+    }
+
+    /// Whether some zone would pass compaction's watermark if part of its reclaimable
+    /// pages were freed (compaction_zonelist_suitable).
+    fn compaction_zonelist_suitable(
+        &self,
+        ac: &super::page_alloc::AllocContext,
+        order: usize,
+    ) -> bool {
+        for &zid in &self.mm.zonelists[ac.zonelist] {
+            let z = &self.mm.zones[zid];
+            // Not all the reclaimable memory: a single high-order allocation should not
+            // thrash everything.
+            let available =
+                z.free_pages() + (self.zone_reclaimable_pages(zid) / order as u64) as i64;
+            let mark = z.wmark_pages(Wmark::Min) + (2u64 << order);
+            if self
+                .mm
+                .__zone_watermark_ok(zid, 0, mark, ac.highest_zoneidx, 0, available)
+            {
+                return true;
+            }
+        }
+        false
     }
 
     /// Asks a node's kcompactd to compact for `order` (wakeup_kcompactd).
@@ -1204,5 +1308,40 @@ impl Program<Kernel> for Kcompactd {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod compact_retry_tests {
+    use crate::config::Scenario;
+    use crate::kernel::Kernel;
+    use crate::mm::compaction::{CompactPriority, CompactResult};
+
+    #[test]
+    fn failed_compaction_retries_at_rising_priority_down_to_the_orders_minimum() {
+        let sc = Scenario::from_toml("[machine]\nmemory = \"1GiB\"\ncpus = 2\n").unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        let ac =
+            k.mm.prepare_alloc_pages(crate::mm::gfp::GFP_HIGHUSER_MOVABLE, 0, 0);
+        // Costly (order 9): async, then sync light, then no more.
+        let (mut prio, mut retries) = (CompactPriority::Async, 0);
+        assert!(k.should_compact_retry(&ac, 9, CompactResult::Complete, &mut prio, &mut retries));
+        assert_eq!(prio, CompactPriority::SyncLight);
+        assert!(!k.should_compact_retry(&ac, 9, CompactResult::Complete, &mut prio, &mut retries));
+        // Not costly (order 3): down to sync full.
+        let mut prio = CompactPriority::SyncLight;
+        assert!(k.should_compact_retry(&ac, 3, CompactResult::Complete, &mut prio, &mut retries));
+        assert_eq!(prio, CompactPriority::SyncFull);
+        assert!(!k.should_compact_retry(&ac, 3, CompactResult::Complete, &mut prio, &mut retries));
+        // A success that lost its page: costly orders retry MAX_COMPACT_RETRIES / 4 times.
+        let (mut prio, mut retries) = (CompactPriority::SyncLight, 0);
+        let n = (0..10)
+            .take_while(|_| {
+                k.should_compact_retry(&ac, 9, CompactResult::Success, &mut prio, &mut retries)
+            })
+            .count();
+        assert_eq!(n, 4);
+        // Order 0 never retries compaction.
+        assert!(!k.should_compact_retry(&ac, 0, CompactResult::Complete, &mut prio, &mut retries));
     }
 }

@@ -87,6 +87,27 @@ pub const GFP_TRANSHUGE_LIGHT: Gfp = Gfp((GFP_HIGHUSER_MOVABLE.0
     | __GFP_NOWARN.0)
     & !__GFP_RECLAIM.0);
 
+/// The `__GFP_*` modifiers an `alloc` operation may add to its type's mask, by name.
+pub const GFP_MODIFIERS: [(&str, Gfp); 5] = [
+    ("__GFP_RETRY_MAYFAIL", __GFP_RETRY_MAYFAIL),
+    ("__GFP_NORETRY", __GFP_NORETRY),
+    ("__GFP_THISNODE", __GFP_THISNODE),
+    ("__GFP_NOWARN", __GFP_NOWARN),
+    ("__GFP_COMP", __GFP_COMP),
+];
+
+/// The mask of the named modifiers, or the first name that is not one.
+pub fn gfp_modifiers(names: &[String]) -> Result<Gfp, String> {
+    let mut g = Gfp(0);
+    for n in names {
+        match GFP_MODIFIERS.iter().find(|(name, _)| name == n) {
+            Some((_, f)) => g = g | *f,
+            None => return Err(n.clone()),
+        }
+    }
+    Ok(g)
+}
+
 /// The allocation flags of mm/internal.h.
 pub mod alloc_flags {
     /// ALLOC_WMARK_MIN.

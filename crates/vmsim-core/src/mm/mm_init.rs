@@ -114,6 +114,17 @@ impl Mm {
                 zonelists.push(list);
             }
         }
+        // ZONELIST_NOFALLBACK (__GFP_THISNODE): the node's own zones only.
+        for node in &nodes {
+            for hz in 0..MAX_NR_ZONES {
+                let list = (0..=hz)
+                    .rev()
+                    .map(|zt| node.zones[zt])
+                    .filter(|&z| zones[z].populated())
+                    .collect();
+                zonelists.push(list);
+            }
+        }
 
         let mut mm = Mm {
             map: vec![Page::reserved(); nr_frames as usize],

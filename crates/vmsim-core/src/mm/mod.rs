@@ -4,6 +4,7 @@ pub mod compaction;
 pub mod filemap;
 pub mod gfp;
 pub mod huge_memory;
+pub mod hugetlb;
 pub mod memcontrol;
 pub mod memcontrol_v1;
 pub mod memory;
@@ -68,7 +69,9 @@ pub struct Mm {
     pub nr_cpus: usize,
     /// Node of each CPU.
     pub cpu_to_node: Vec<usize>,
-    /// Zonelists: `zonelists[nid * MAX_NR_ZONES + highest_zoneidx]` lists zone ids in fallback order.
+    /// Zonelists: `zonelists[nid * MAX_NR_ZONES + highest_zoneidx]` lists zone ids in fallback order
+    /// (ZONELIST_FALLBACK); `zonelists[(nr_nodes + nid) * MAX_NR_ZONES + highest_zoneidx]` only the
+    /// node's own zones (ZONELIST_NOFALLBACK, for __GFP_THISNODE).
     pub zonelists: Vec<Vec<usize>>,
     /// Global event counters (vm_event_states).
     pub events: [u64; Event::COUNT],

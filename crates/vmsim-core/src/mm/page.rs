@@ -69,10 +69,12 @@ pub enum PageKind {
     KStack = 5,
     /// An explicit allocation held by a task; `owner` is the task.
     Held = 6,
+    /// A huge page of the hugetlb pool (free or in use).
+    Hugetlb = 7,
 }
 
 impl PageKind {
-    const ALL: [PageKind; 7] = [
+    const ALL: [PageKind; 8] = [
         PageKind::Other,
         PageKind::Anon,
         PageKind::File,
@@ -80,6 +82,7 @@ impl PageKind {
         PageKind::PgTable,
         PageKind::KStack,
         PageKind::Held,
+        PageKind::Hugetlb,
     ];
 }
 

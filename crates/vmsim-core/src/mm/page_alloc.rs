@@ -832,7 +832,12 @@ impl Mm {
             highest_zoneidx,
             migratetype: gfp_migratetype(gfp, self.grouping),
             mobility: gfp_migratetype(gfp, true),
-            zonelist: nid * MAX_NR_ZONES + highest_zoneidx as usize,
+            // __GFP_THISNODE uses the node's ZONELIST_NOFALLBACK (after the fallback lists).
+            zonelist: if gfp.has(super::gfp::__GFP_THISNODE) {
+                (self.nodes.len() + nid) * MAX_NR_ZONES + highest_zoneidx as usize
+            } else {
+                nid * MAX_NR_ZONES + highest_zoneidx as usize
+            },
             cpu,
         }
     }
@@ -1420,6 +1425,19 @@ impl Kernel {
     pub fn alloc_pages(&mut self, gfp: Gfp, order: usize, tid: TaskId) -> AllocResult {
         let cpu = self.tasks[tid as usize].cpu;
         let nid = self.mm.cpu_to_node[cpu];
+        self.alloc_pages_node(gfp, order, nid, tid)
+    }
+
+    /// Allocates 2^order pages for task `tid` preferring node `nid`, only from it with
+    /// __GFP_THISNODE (__alloc_pages with a preferred node, alloc_pages_node).
+    pub fn alloc_pages_node(
+        &mut self,
+        gfp: Gfp,
+        order: usize,
+        nid: usize,
+        tid: TaskId,
+    ) -> AllocResult {
+        let cpu = self.tasks[tid as usize].cpu;
         let (page, ac) = if self.tasks[tid as usize].reclaim.is_some()
             && gfp.has(super::gfp::__GFP_DIRECT_RECLAIM)
         {
@@ -1600,6 +1618,8 @@ impl Kernel {
         let mut no_progress_loops = self.tasks[tid as usize].no_progress_loops;
         // A simulator safeguard, not a kernel rule: give up rather than spin forever.
         let mut passes = 0u32;
+        let mut compact_priority = super::compaction::INIT_COMPACT_PRIORITY;
+        let mut compaction_retries = 0u32;
 
         // A task that slept inside try_to_free_pages resumes it before anything else.
         let mut resuming = self.tasks[tid as usize].reclaim.is_some() && can_direct_reclaim;
@@ -1616,7 +1636,14 @@ impl Kernel {
             && self.mm.kcfg.compaction
             && (costly_order || (order > 0 && ac.migratetype != MigrateType::Movable))
         {
-            let (page, rc) = self.__alloc_pages_direct_compact(gfp, order, alloc_flags, ac, tid);
+            let (page, rc) = self.__alloc_pages_direct_compact(
+                gfp,
+                order,
+                alloc_flags,
+                ac,
+                super::compaction::INIT_COMPACT_PRIORITY,
+                tid,
+            );
             if let Some(p) = page {
                 return AllocResult::Page(p);
             }
@@ -1659,11 +1686,18 @@ impl Kernel {
                 return AllocResult::Retry;
             };
             // Compaction after reclaim (__alloc_pages_direct_compact).
-            if let (Some(p), _) =
-                self.__alloc_pages_direct_compact(gfp, order, alloc_flags, ac, tid)
-            {
+            let (page, rc) = self.__alloc_pages_direct_compact(
+                gfp,
+                order,
+                alloc_flags,
+                ac,
+                compact_priority,
+                tid,
+            );
+            if let Some(p) = page {
                 return AllocResult::Page(p);
             }
+            let compact_result = rc;
             if self.highorder_retry(gfp, order, progress, tid) {
                 return AllocResult::Retry;
             }
@@ -1693,6 +1727,17 @@ impl Kernel {
                     self.tasks[tid as usize].no_progress_loops = no_progress_loops;
                     return AllocResult::Retry;
                 }
+                continue;
+            } else if progress
+                && self.mm.kcfg.compaction
+                && self.should_compact_retry(
+                    ac,
+                    order,
+                    compact_result,
+                    &mut compact_priority,
+                    &mut compaction_retries,
+                )
+            {
                 continue;
             }
             match self.__alloc_pages_may_oom(gfp, order, ac, tid) {

@@ -131,14 +131,17 @@ pub struct ProcSnapshot {
     pub buddyinfo: String,
     /// /proc/slabinfo text.
     pub slabinfo: String,
+    /// /proc/meminfo text.
+    pub meminfo: String,
     /// Every memory cgroup's counters and memory.stat, when the scenario declares any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memcg: Option<super::memcontrol::MemcgReport>,
 }
 
 impl crate::kernel::Kernel {
-    /// Reads /proc/vmstat, /proc/buddyinfo, /proc/slabinfo and memory.stat at `now` [ns]
-    /// (vmstat_show, frag_show, slabinfo_show, memcg_stat_show) into `proc_snapshots`.
+    /// Reads /proc/vmstat, /proc/buddyinfo, /proc/slabinfo, /proc/meminfo and memory.stat
+    /// at `now` [ns] (vmstat_show, frag_show, slabinfo_show, meminfo_proc_show,
+    /// memcg_stat_show) into `proc_snapshots`.
     pub fn proc_snapshot(&mut self, name: &str, now: u64) {
         let snap = self.vmstat_snapshot();
         let mm = &self.mm;
@@ -148,6 +151,7 @@ impl crate::kernel::Kernel {
             vmstat: snap.into_iter().collect(),
             buddyinfo: mm.buddyinfo(),
             slabinfo: self.slab.slabinfo(),
+            meminfo: self.meminfo(),
             memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
         };
         self.proc_snapshots.push(s);

@@ -12,6 +12,7 @@ use crate::engine::rng::Stream;
 use crate::engine::{Program, Step, StepOut};
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::gfp::{Gfp, GFP_ATOMIC, GFP_HIGHUSER_MOVABLE, GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
+use crate::mm::hugetlb::Resize;
 use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
 use crate::mm::slab::builtin_cache;
@@ -203,6 +204,7 @@ impl Program<Kernel> for OpProgram {
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
                     Op::Sleep { .. } | Op::Exit | Op::Unlink { .. } | Op::Snapshot { .. } => 1,
+                    Op::NrHugepages { .. } => 1,
                     Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
                     Op::FioRead { .. } => 1,
                     Op::ThpFault { size } => {
@@ -268,8 +270,13 @@ impl Program<Kernel> for OpProgram {
                     self.left = if freed == 0 { 0 } else { self.left - freed };
                     user += 1;
                 }
-                Op::Alloc { order, kind, .. } => {
-                    let r = cx.k.alloc_held(tid, alloc_type_gfp(*kind), *order as usize);
+                Op::Alloc {
+                    order, kind, gfp, ..
+                } => {
+                    // Validated with the scenario: every name is a known modifier.
+                    let extra = crate::mm::gfp::gfp_modifiers(gfp).unwrap_or_default();
+                    let r =
+                        cx.k.alloc_held(tid, alloc_type_gfp(*kind) | extra, *order as usize);
                     if let Some(out) = self.unless_allocated(r, user, false) {
                         return out;
                     }
@@ -373,6 +380,19 @@ impl Program<Kernel> for OpProgram {
                 Op::Unlink { file } => {
                     cx.k.unlink(tid, file);
                     self.left = 0;
+                }
+                Op::NrHugepages { pages, node } => {
+                    let nid = node.map(|n| n as usize);
+                    match cx.k.set_max_huge_pages(*pages, nid, tid, cx.quantum) {
+                        Resize::Done => self.left = 0,
+                        // cond_resched(), or asleep in reclaim: the write goes on after.
+                        Resize::Yield | Resize::Sleep => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Run,
+                            }
+                        }
+                    }
                 }
                 Op::Snapshot { name } => {
                     let now = cx.now + user + cx.k.mm.cur.acc;

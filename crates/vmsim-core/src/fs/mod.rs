@@ -1,0 +1,4 @@
+//! What the kernel's fs/ shows of memory management: the /proc files that are
+//! not mm/vmstat.c's.
+
+pub mod meminfo;
