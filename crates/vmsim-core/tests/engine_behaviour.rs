@@ -877,3 +877,36 @@ program = [
         .unwrap()
         .contains("\"snapshots\""));
 }
+
+/// A read of a file nobody wrote (empty) ends at once; it used to count its pages left
+/// down from 0, wrap around and read past the end for ever (a run that never finished).
+#[test]
+fn reading_an_empty_file_ends_at_once_even_while_others_unlink_it() {
+    let sc = Scenario::from_toml(
+        r#"
+duration = "5s"
+[machine]
+memory = "1GiB"
+cpus = 2
+[[cgroup]]
+path = "g"
+limit_in_bytes = "64MiB"
+[[task]]
+name = "reader"
+cgroup = "g"
+program = [ { op = "read", file = "f" } ]
+[[task]]
+name = "churn"
+count = 25
+program = [ { op = "unlink", file = "f" }, { op = "read", file = "f" } ]
+"#,
+    )
+    .unwrap();
+    let r = vmsim_core::run(&sc, &mut |_, _| {});
+    assert!(r.summary.completed, "{:?}", r.summary);
+    assert!(
+        r.summary.elapsed_seconds < 0.1,
+        "{}",
+        r.summary.elapsed_seconds
+    );
+}

@@ -228,6 +228,13 @@ impl Program<Kernel> for OpProgram {
                         self.read_pages
                     }
                 };
+                if self.left == 0 {
+                    // Nothing to do (a read of an empty file, a size of 0): the operation
+                    // is over before it starts.
+                    self.pc += 1;
+                    self.started = false;
+                    continue;
+                }
             }
             let budget = cx.quantum.saturating_sub(user + cx.k.mm.cur.acc);
             match op {
