@@ -33,6 +33,40 @@ pub const HPAGE_PMD_ORDER: usize = 9;
 /// Base pages in a huge page (HPAGE_PMD_NR).
 pub const HPAGE_PMD_NR: u64 = 1 << HPAGE_PMD_ORDER;
 
+impl super::Mm {
+    /// Raises min_free_kbytes so that THP allocations find free pageblocks, when THP is
+    /// enabled and the administrator did not set it (set_recommended_min_free_kbytes of
+    /// mm/khugepaged.c, run when khugepaged starts at boot): two free pageblocks per zone
+    /// up to ZONE_NORMAL plus MIGRATE_PCPTYPES² to keep fallbacks apart, at most 5 % of
+    /// lowmem; then the watermarks again.
+    pub fn set_recommended_min_free_kbytes(&mut self) {
+        use super::mmzone::{ZoneType, MIGRATE_PCPTYPES, PAGEBLOCK_NR_PAGES};
+        let nr_zones = self
+            .zones
+            .iter()
+            .filter(|z| z.populated() && z.zone_type <= ZoneType::Normal)
+            .count() as u64;
+        let pb = PAGEBLOCK_NR_PAGES;
+        let mut recommended = pb * nr_zones * 2;
+        recommended += pb * nr_zones * (MIGRATE_PCPTYPES * MIGRATE_PCPTYPES) as u64;
+        // nr_free_buffer_pages(): managed pages above the high watermark, up to Normal.
+        let buffer_pages: u64 = self
+            .zones
+            .iter()
+            .filter(|z| z.zone_type <= ZoneType::Normal)
+            .map(|z| {
+                z.managed_pages
+                    .saturating_sub(z.wmark_pages(super::mmzone::Wmark::High))
+            })
+            .sum();
+        recommended = recommended.min(buffer_pages / 20) * 4;
+        if recommended > self.min_free_kbytes {
+            self.min_free_kbytes = recommended;
+        }
+        self.setup_per_zone_wmarks();
+    }
+}
+
 /// Latency figures of one class of anonymous faults [ns].
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct LatStat {

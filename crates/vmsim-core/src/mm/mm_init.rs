@@ -189,6 +189,10 @@ impl Mm {
             mm.calculate_min_free_kbytes()
         };
         mm.setup_per_zone_wmarks();
+        if kcfg.min_free_kbytes == 0 && kcfg.thp_enabled != crate::config::ThpEnabled::Never {
+            // khugepaged starts with THP enabled and raises the reserve for it.
+            mm.set_recommended_min_free_kbytes();
+        }
         mm.setup_per_zone_lowmem_reserve();
         mm.setup_per_cpu_pageset();
         mm

@@ -1786,8 +1786,36 @@ mod tests {
     }
 
     #[test]
+    fn thp_raises_min_free_kbytes_as_khugepaged_does() {
+        // This machine (24 GiB, THP madvise, Linux 6.18): /proc/sys/vm/min_free_kbytes 67584.
+        for mem in ["24GiB", "8GiB"] {
+            assert_eq!(
+                mm_kernel(mem, "thp_enabled = \"madvise\"").min_free_kbytes,
+                67584
+            );
+        }
+        // Two zones below 4 GiB: (2 + 3 * 3) pageblocks per zone.
+        assert_eq!(mm_kernel("1GiB", "").min_free_kbytes, 45056);
+        // Not without THP, nor over the administrator's value.
+        let m = mm_kernel("8GiB", "thp_enabled = \"never\"");
+        assert_eq!(m.min_free_kbytes, m.calculate_min_free_kbytes());
+        assert_eq!(
+            mm_kernel("8GiB", "min_free_kbytes = 20000").min_free_kbytes,
+            20000
+        );
+        // At most 5 % of lowmem.
+        let small = mm_kernel("128MiB", "");
+        let managed: u64 = small.zones.iter().map(|z| z.managed_pages).sum();
+        assert!(
+            small.min_free_kbytes <= managed * 4 / 20,
+            "{}",
+            small.min_free_kbytes
+        );
+    }
+
+    #[test]
     fn watermarks_follow_the_kernel_formula() {
-        let m = mm("8GiB", true);
+        let m = mm_kernel("8GiB", "thp_enabled = \"never\"");
         let managed: u64 = m.zones.iter().map(|z| z.managed_pages).sum();
         assert_eq!(
             m.min_free_kbytes,
