@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from vmsim import api
+from vmsim import api, atomic
 from vmsim._vmsim import ScenarioError
 from vmsim.compare import CompareError, compare_results, load_results
 
@@ -69,26 +67,13 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
 
 
 def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
-    """Writes every file into ``out`` whole or not at all (a temporary directory, then rename)."""
+    """Writes every file into ``out`` whole or not at all (:func:`vmsim.atomic.write_dir`)."""
     out = out.resolve()
-    parent = out.parent
-    if not parent.is_dir():
+    if not out.parent.is_dir():
         raise UserError(f"{out}: parent directory does not exist")
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: exists and is not a directory")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
-        for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        if out.exists():
-            for name in files:
-                os.replace(tmp / name, out / name)
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    atomic.write_dir(out, files)
 
 
 def _check_readable_file(path: str) -> None:
@@ -297,8 +282,9 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
     if not (0 < min_seconds <= 600):
         raise UserError(f"--min-seconds {min_seconds}: must be in (0, 600]")
     from vmsim import _vmsim
+    from vmsim.reproduce.common import template_text
 
-    data = json.loads(_vmsim.bench(min_seconds))
+    data = json.loads(_vmsim.bench(min_seconds, throttle_scenario=template_text("throttle")))
     if as_json:
         click.echo(json.dumps(data))
         return
@@ -412,7 +398,11 @@ def reclaim_report_cmd(
 @main_group.command("reproduce")
 @click.argument("name")
 @click.option(
-    "--runs", type=int, default=3, show_default=True, help="Runs per kernel (seeds 1..N)."
+    "--runs",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Runs per kernel (seeds 1..N); the verdicts' t-tests need at least 2.",
 )
 @click.option(
     "--scale",
@@ -425,16 +415,22 @@ def reclaim_report_cmd(
 @click.option(
     "--output-dir",
     type=click.Path(path_type=Path),
-    help="Keep every run's scenario, trace, result and report, and the summary, in DIR.",
+    help="Keep every run's scenario and result (and trace and report), and the summary, in DIR.",
+)
+@click.option(
+    "--ablation",
+    is_flag=True,
+    help="Take the seed's patched kernel apart instead (fragmentation: V19's three parts).",
 )
 def reproduce_cmd(
-    name: str, runs: int, scale: float, as_json: bool, output_dir: Path | None
+    name: str, runs: int, scale: float, as_json: bool, output_dir: Path | None, ablation: bool
 ) -> None:
-    """Reproduce a seed experiment: NAME is writeback, … or all (see docs/reproduce-*.md).
+    """Reproduce a seed experiment: NAME is throttle, writeback, softlimit, fragmentation,
+    boost or all (see docs/reproduce.md).
 
     Runs every kernel of the seed on the experiment's scenarios and prints the
-    seed's tables with vmsim's figures beside the seed's own, and whether vmsim
-    agrees with each of the seed's claims.
+    seed's tables with vmsim's figures beside the seed's own, and the verdict of
+    each of the seed's claims (agrees, disagrees, not observed, by construction).
     """
     from vmsim import reproduce as rep
 
@@ -443,7 +439,9 @@ def reproduce_cmd(
             raise rep.ReproduceError(
                 f"unknown experiment '{name}': choose one of {', '.join(rep.names())} or all"
             )
-        result = rep.reproduce(name, runs, scale, output_dir=output_dir)
+        if ablation and output_dir is not None:
+            raise rep.ReproduceError("--ablation writes no files: drop --output-dir")
+        result = rep.reproduce(name, runs, scale, output_dir=output_dir, ablation=ablation)
     except rep.ReproduceError as e:
         raise UserError(str(e)) from None
     _echo_result(result, as_json, rep.render_text)
