@@ -36,13 +36,13 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
     if not sys.stderr.isatty():
         return None, lambda: None
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     start = time.monotonic()
-    state: dict[str, object] = {}
+    shown: list[tuple[Progress, TaskID]] = []  # the bar and its task, once shown
 
     def update(now: int, end: int) -> None:
-        if "bar" not in state:
+        if not shown:
             if time.monotonic() - start < 1.0:
                 return
             bar = Progress(
@@ -54,14 +54,13 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
                 console=Console(stderr=True),
             )
             bar.start()
-            state["bar"] = bar
-            state["task"] = bar.add_task("run", total=end / 1e9)
-        bar = state["bar"]
-        bar.update(state["task"], completed=now / 1e9)  # type: ignore[attr-defined]
+            shown.append((bar, bar.add_task("run", total=end / 1e9)))
+        bar, task = shown[0]
+        bar.update(task, completed=now / 1e9)
 
     def close() -> None:
-        if "bar" in state:
-            state["bar"].stop()  # type: ignore[attr-defined]
+        for bar, _ in shown:
+            bar.stop()
 
     return update, close
 
@@ -378,19 +377,30 @@ def reclaim_report_cmd(
         if not p.exists():
             raise UserError(f"{trace}: no such file")
         source = trace
-    kwargs = {
-        "ignore_pid": ignore_pid,
-        "user_seconds": user_seconds,
-        "sys_seconds": sys_seconds,
-        "elapsed_seconds": elapsed_seconds,
-        "memcg_as_direct": not no_memcg,
-        "name": "<stdin>" if trace == "-" else None,
-    }
+    name = "<stdin>" if trace == "-" else None
     try:
         if as_json:
-            click.echo(json.dumps(rr.report_dict(source, **kwargs)))
+            d = rr.report_dict(
+                source,
+                ignore_pid=ignore_pid,
+                user_seconds=user_seconds,
+                sys_seconds=sys_seconds,
+                elapsed_seconds=elapsed_seconds,
+                memcg_as_direct=not no_memcg,
+                name=name,
+            )
+            click.echo(json.dumps(d))
         else:
-            click.echo(rr.report_text(source, **kwargs), nl=False)
+            text = rr.report_text(
+                source,
+                ignore_pid=ignore_pid,
+                user_seconds=user_seconds,
+                sys_seconds=sys_seconds,
+                elapsed_seconds=elapsed_seconds,
+                memcg_as_direct=not no_memcg,
+                name=name,
+            )
+            click.echo(text, nl=False)
     except rr.ReclaimReportError as e:
         raise UserError(str(e)) from None
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vmsim import api, plots
-from vmsim.api import ScenarioError
+from vmsim._vmsim import ScenarioError
 from vmsim.compare import amean, is_significant, pdiff, pndiff
 from vmsim.reproduce.common import (
     Progress,
@@ -277,7 +277,7 @@ def metrics(runs: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict]:
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The skeleton's builder; the pictured run (run 1 of PLOT_CONFIG) samples finely."""
     sampling = "100ms" if case == PLOT_CONFIG and seed == 1 else "1s"
     return build_scenario(case, k.name, seed, scale, sampling=sampling), plan(case, scale)

@@ -155,7 +155,9 @@ def attempts_per_pass(scale: float) -> int:
     return _count(int(wl["attempts"]), scale)
 
 
-def _compile_file(tree: str, obj: str, wl: dict[str, Any], scale: float, rng: random.Random):
+def _compile_file(
+    tree: str, obj: str, wl: dict[str, Any], scale: float, rng: random.Random
+) -> list[dict[str, Any]]:
     """One file compiled by cc1: read headers, fault in memory, kernel objects, compute,
     append the object file, free and unmap."""
     anon = scaled_bytes(rng.uniform(parse_size(wl["anon_min"]), parse_size(wl["anon_max"])), scale)
@@ -403,7 +405,7 @@ def _draw_map(maps: dict[str, dict[str, Any]], plan: dict[str, Any], path: Path)
     pbmap.save_atomic(fig, path)
 
 
-def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict]:
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The skeleton's builder: one of the seed's two kernels."""
     return build_scenario(k.name, seed, scale)
 

@@ -323,7 +323,7 @@ CASES = tuple(case_name(w, size, limit) for w in WORKLOADS for limit in LIMITS f
 WALK_KEYS = ("groups_visited", "soft_limit_reclaim_calls", "soft_fallback_passes")
 
 
-def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict]:
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The skeleton's builder: one case on one kernel."""
     w, size, limit = parse_case(case)
     return build_scenario(w, size, limit, k.name, seed, scale), {"groups": SIZES[size]}

@@ -187,7 +187,7 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def build_scenario(kernel: str, limit: int, scale: float) -> tuple[dict[str, Any], dict]:
+def build_scenario(kernel: str, limit: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The scenario of one run: the template with the kernel's switch and the sizes
     scaled by ``scale``; also returns the plan (sizes actually used)."""
     sc = copy.deepcopy(load_template(TEMPLATE))
@@ -222,7 +222,7 @@ def build_scenario(kernel: str, limit: int, scale: float) -> tuple[dict[str, Any
     return sc, plan
 
 
-def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict]:
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The skeleton's builder: one of the seed's two kernels."""
     return build_scenario(k.name, int(k.knobs["reclaim_limit"]), scale)
 

@@ -58,6 +58,7 @@ VERDICTS: tuple[Verdict, ...] = ("agrees", "disagrees", "not observed", "by cons
 Expect = Literal["lower", "higher", "same", "none"]
 Effect = Literal["ratio", "points"]
 Size = Literal["within", "at_most"]
+Alternative = Literal["less", "greater", "two-sided"]
 
 
 @dataclass(frozen=True)
@@ -145,14 +146,16 @@ def _exact(after: Sequence[float], before: Sequence[float]) -> bool:
     return len(after) >= 2 and len(before) >= 2 and len(set(after)) == len(set(before)) == 1
 
 
-def welch_p(after: Sequence[float], before: Sequence[float], alternative: str) -> float | None:
+def welch_p(
+    after: Sequence[float], before: Sequence[float], alternative: Alternative
+) -> float | None:
     """The p-value of Welch's t-test of ``after`` against ``before`` (scipy), or None
     when it is undefined: fewer than two runs on a side, or no variance on either."""
     if len(after) < 2 or len(before) < 2 or _exact(after, before):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy's precision note on a zero-variance side
-        r = stats.ttest_ind(after, before, equal_var=False, alternative=alternative)
+        r = stats.ttest_ind(list(after), list(before), equal_var=False, alternative=alternative)
     p = float(r.pvalue)
     return p if math.isfinite(p) else None
 
@@ -179,7 +182,7 @@ def _directional(
     c: Claim, before: Sequence[float], after: Sequence[float]
 ) -> tuple[Verdict, float | None, str, str]:
     """Verdict, p-value, test name and detail of a lower/higher claim."""
-    alt = "less" if c.expect == "lower" else "greater"
+    alt: Alternative = "less" if c.expect == "lower" else "greater"
     test = f"Welch's t-test, one-sided ({c.after} {c.expect} than {c.before}), alpha {ALPHA}"
     mb, ma = _mean(before), _mean(after)
     assert mb is not None and ma is not None

@@ -225,7 +225,7 @@ def _stress_tasks(
     count = _highalloc_count(memory, wl)
     delay = parse_duration(wl["delay"])
     nominal = count * delay
-    attempt = [
+    attempt: list[dict[str, Any]] = [
         {"op": "alloc", "order": order, "count": 1, "type": "movable"},
         {"op": "sleep", "time": fmt_ms(delay)},
     ]
@@ -238,7 +238,7 @@ def _stress_tasks(
     tasks.append(
         {"name": "highalloc-2", "start": fmt_ms(start2), "repeat": count, "program": attempt}
     )
-    rest = [
+    rest: list[dict[str, Any]] = [
         {"op": "write", "file": "rest/dd", "size": fmt_bytes(memory)},
         {"op": "read", "file": "rest/dd"},
         {"op": "unlink", "file": "rest/dd"},
@@ -397,7 +397,7 @@ def _highalloc_metrics(result: api.Result, plan: dict[str, Any], notes: list[str
 # ---------------------------------------------------------------------------
 
 
-def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict]:
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The skeleton's builder: workload ``case`` on kernel ``k``."""
     return build_scenario(case, k.name, seed, scale)
 
