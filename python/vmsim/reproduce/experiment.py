@@ -37,12 +37,15 @@ __all__ = [
     "ReproduceResult",
     "Run",
     "Runs",
+    "calibrated_mark",
     "judge_claims",
     "make_result",
     "mean_metrics",
     "render_claims",
     "render_claims_of",
     "run_kernels",
+    "total_runs",
+    "write_outputs",
 ]
 
 #: Runs per kernel by default: enough for Welch's t-test behind every verdict.
