@@ -1,5 +1,5 @@
 # One entry point for what CI runs: `make all` installs the test dependencies,
-# checks formatting and lints, and runs every test (Rust and Python).
+# checks formatting, lints and types (mypy), and runs every test (Rust and Python).
 PYTHON ?= python3
 
 .PHONY: all install lint test test-rust test-python bench docs fmt
@@ -13,6 +13,7 @@ lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(PYTHON) -m ruff check python tests scripts
+	$(PYTHON) -m mypy
 
 test: test-rust test-python
 

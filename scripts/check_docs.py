@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vmsim import atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
 
@@ -98,7 +100,7 @@ def check(path: Path, run_all: bool, update: bool) -> int:
                     else:
                         print("  not updated: the example is not unique in the file")
     if update and new_text != text:
-        path.write_text(new_text, encoding="utf-8")
+        atomic.write_text(path, new_text)
     return bad
 
 

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from vmsim import atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 
@@ -81,9 +83,7 @@ def main(argv: list[str]) -> int:
     for name, args in CASES.items():
         now = run_case(args)
         if approve:
-            tmp = GOLDEN / f".{name}.txt.tmp"
-            tmp.write_text(now, encoding="utf-8")
-            tmp.replace(GOLDEN / f"{name}.txt")
+            atomic.write_text(GOLDEN / f"{name}.txt", now)
             print(f"{name}: written")
             continue
         d = diff(name, now)

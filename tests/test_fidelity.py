@@ -96,7 +96,7 @@ def test_shipped_experiments_are_six_or_more_with_five_metrics_each():
 def test_experiment_errors_are_one_line():
     cases = {
         SMALL.replace('description = "a test"', 'colour = "blue"'): "unknown key 'colour'",
-        SMALL.replace('size = "8MiB"', 'size = "8 parsecs"'): "not a size",
+        SMALL.replace('size = "8MiB"', 'size = "8 parsecs"'): "unknown size unit 'parsecs'",
         SMALL.replace("@read", "@nowhere", 1): "no phase 'nowhere'",
         SMALL.replace('op = "read"', 'op = "teleport"'): "unknown op 'teleport'",
         SMALL.replace('task = "dd", op = "read"', 'task = "cat", op = "read"'): "unknown task",

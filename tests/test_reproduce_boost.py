@@ -7,6 +7,7 @@ import math
 
 import pytest
 from vmsim.reproduce import boost
+from vmsim.reproduce.verdict import VERDICTS
 
 SCALE = 0.02
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -25,8 +26,9 @@ def result(tmp_path_factory) -> dict:
 def test_json_has_every_config_kernel_and_metric(result):
     data = json.loads(json.dumps(result))
     assert data["experiment"] == "boost"
-    assert set(data["configs"]) == CONFIGS
-    for c, kernels in data["configs"].items():
+    assert set(data["cases"]) == CONFIGS
+    assert set(data["extra"]["configs"]) == CONFIGS
+    for c, kernels in data["extra"]["configs"].items():
         assert set(kernels) == {"lowzone", "boost"}
         for k, m in kernels.items():
             for name in boost.METRICS:
@@ -34,6 +36,21 @@ def test_json_has_every_config_kernel_and_metric(result):
                 assert isinstance(v, int | float) and math.isfinite(v), (c, k, name)
             assert 0 <= m["huge_pct"] <= 100
             assert m["fault_base_amean_us"] > 0, "every config faults some base regions"
+    assert [c["id"] for c in data["claims"]] == [c.id for c in boost.CLAIMS]
+    for c in data["claims"]:
+        assert c["verdict"] in VERDICTS
+        assert c["seed"] is not None and c["quote"]
+
+
+def test_claims_are_observed_only_where_fallbacks_happened(result):
+    """The boost is raised by a fragmenting fallback: where lowzone had none, its
+    claims are not observed; where it had some, they are judged."""
+    for c in result["claims"]:
+        events = result["means"][c["case"]]["lowzone"]["extfrag_events_below_pageblock"]
+        if events < 1:
+            assert c["verdict"] == "not observed", c
+        else:
+            assert c["verdict"] != "not observed" or "gave a figure" in c["detail"], c
 
 
 def test_scenarios_follow_the_seed_configs():

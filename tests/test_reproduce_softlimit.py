@@ -13,6 +13,7 @@ import pytest
 import vmsim
 from vmsim.reproduce import ReproduceError, names
 from vmsim.reproduce import softlimit as sl
+from vmsim.reproduce.verdict import VERDICTS
 
 SCALE = 0.0625
 FIGURE_KEYS = {"min", "max", "avg", "std", "runs"}
@@ -23,14 +24,17 @@ LINE = re.compile(
 )
 
 
+CASES = [
+    sl.case_name(w, size, lim)
+    for w in ("dd", "kbuild")
+    for lim in sl.LIMITS
+    for size in ("0", "8k")
+]
+
+
 @pytest.fixture(scope="module")
 def result() -> dict:
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(sl, "SIZES", {"0": 0, "8k": 8190})
-        return sl.reproduce(1, SCALE)
-    finally:
-        mp.undo()
+    return sl.reproduce(1, SCALE, cases=CASES, progress=False)
 
 
 def test_runs_are_deterministic():
@@ -44,10 +48,9 @@ def test_softlimit_is_offered():
 
 def test_json_has_the_issue_shape(result):
     assert result["experiment"] == "softlimit"
-    cases = result["cases"]
-    assert set(cases) == {
-        f"{w}-{s}-{lim}" for w in ("dd", "kbuild") for s in ("0", "8k") for lim in sl.LIMITS
-    }
+    assert result["cases"] == CASES
+    cases = result["extra"]["figures"]
+    assert set(cases) == set(CASES)
     for case, kernels in cases.items():
         assert set(kernels) == set(sl.KERNELS), case
         for k, figs in kernels.items():
@@ -60,11 +63,13 @@ def test_json_has_the_issue_shape(result):
 
 
 def test_the_8k_walk_costs_rework_more_system_time(result):
-    c = result["cases"]["dd-8k-0-limit"]
+    """The mechanism of the seed's claims: the rework walks every group, the patch
+    skips subtrees with no group in excess, base reclaims from its soft-limit tree."""
+    c = result["extra"]["figures"]["dd-8k-0-limit"]
     sys = {k: c[k]["system_seconds"]["avg"] for k in sl.KERNELS}
     assert sys["rework"] > 2 * sys["base"]
     assert sys["reworkoptim"] < sys["rework"] / 2
-    walk = result["walk"]["dd-8k-0-limit"]
+    walk = result["extra"]["walk"]["dd-8k-0-limit"]
     assert walk["rework"]["groups_visited"] > 100 * walk["reworkoptim"]["groups_visited"]
     assert walk["base"]["soft_limit_reclaim_calls"] > 0
     assert walk["rework"]["soft_limit_reclaim_calls"] == 0
@@ -82,11 +87,13 @@ def test_report_uses_the_seed_layout_with_the_seed_lines_beside(result):
         "seed 8k-0-limit/rework: min: 200.86 [504.9%] max: 265.42 [630.6%] "
         "avg: 241.80 [588.5%] std: 29.06 runs: 3"
     ) in text
-    assert "Direction checks" in text
-    assert len(result["agreement"]) == len(sl._CHECKS)
-    for a in result["agreement"]:
-        assert a["seed_ratio"] is not None
-        assert a["agrees"] in (True, False, None)
+    assert "Claims" in text
+    # Only the claims of the cases that ran; each with the seed's figures.
+    ran = [c for c in sl.CLAIMS if c.case in CASES]
+    assert [c["id"] for c in result["claims"]] == [c.id for c in ran]
+    for c in result["claims"]:
+        assert c["seed"] is not None and c["verdict"] in VERDICTS
+        assert c["p_value"] is None  # one run: no test
 
 
 def test_seed_figures_are_parsed_from_every_line():

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from vmsim.reproduce import throttle
+from vmsim.reproduce.verdict import VERDICTS
 
 SCALE = 0.05  # 6 groups (240 workers), 410 MiB of RAM, 102 MiB of swap
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -52,10 +53,11 @@ def cli_json(tmp_path_factory) -> tuple[dict, object]:
 def test_json_has_the_seed_table_for_both_kernels(cli_json):
     data, cwd = cli_json
     assert data["experiment"] == "throttle"
-    assert set(data["kernels"]) >= {"off", "limit"}
+    assert [k["name"] for k in data["kernels"]] == ["off", "limit"]
+    means = data["means"]["hackbench"]
     for k in ("off", "limit"):
         for m in METRICS:
-            v = data["kernels"][k][m]
+            v = means[k][m]
             assert isinstance(v, int | float) and math.isfinite(v), (k, m, v)
     assert data["seed"]["kernels"]["off"]["max_parallel_reclaimers"] == 1298
     assert data["seed"]["kernels"]["limit"]["hackbench_seconds"] == 30.36
@@ -63,17 +65,36 @@ def test_json_has_the_seed_table_for_both_kernels(cli_json):
 
 
 def test_the_limit_holds_and_the_sweep_follows_it(cli_json):
+    """The mechanism every claim rests on: the gate admits at most the limit."""
     data, _ = cli_json
-    k = data["kernels"]
+    k = data["means"]["hackbench"]
     # RECLAIM_LIMIT = 2 x 2 nodes; without it more tasks reclaim at once.
     assert k["limit"]["max_parallel_reclaimers"] <= 4
     assert k["off"]["max_parallel_reclaimers"] > k["limit"]["max_parallel_reclaimers"]
-    assert [int(x) for x in data["sweep"]] == [1, 2, 4, 8, 16, 64, 0]
-    for lim, r in data["sweep"].items():
+    assert k["limit"]["reclaim_throttled"] > 0 and k["off"]["reclaim_throttled"] == 0
+    sweep = data["extra"]["sweep"]
+    assert [int(x) for x in sweep] == [1, 2, 4, 8, 16, 64, 0]
+    for lim, r in sweep.items():
         if lim != "0":
             assert r["max_parallel_reclaimers"] <= int(lim), (lim, r)
-    assert data["sweep"]["4"] == data["per_run"]["limit"][0]
-    assert data["agreement"]["max_parallel_reclaimers"]["verdict"] in ("agrees", "weaker")
+    assert sweep["4"] == data["per_run"]["hackbench"]["limit"][0]
+
+
+def test_claims_carry_the_seeds_words_and_figures(cli_json):
+    data, _ = cli_json
+    claims = {c["id"]: c for c in data["claims"]}
+    assert set(claims) == {c.id for c in throttle.CLAIMS}
+    for c in claims.values():
+        assert c["verdict"] in VERDICTS
+        assert c["quote"] and c["claim"] and "p_value" in c
+    # What holds because of the switch, or of a constant taken from the seed, says so.
+    assert claims["reclaimers_limited"]["verdict"] == "by construction"
+    assert claims["user_unchanged"]["verdict"] == "by construction"
+    assert "user_seconds" in data["calibrated"]
+    assert claims["hackbench_faster"]["seed_values"] == [282.30, 30.36]
+    # One run: no test, so nothing can agree.
+    assert all(c["p_value"] is None for c in claims.values())
+    assert not any(c["verdict"] == "agrees" for c in claims.values())
 
 
 def test_the_report_puts_the_seed_beside_vmsim(tmp_path):
@@ -83,6 +104,8 @@ def test_the_report_puts_the_seed_beside_vmsim(tmp_path):
     assert "hackbench result (s)" in text
     assert "282.30" in text and "30.36" in text  # the seed's figures
     assert "Limit sweep" in text and "unlimited" in text
+    assert "user (s) †" in text and "† user_seconds: from a calibrated constant" in text
+    assert "[by construction] at most RECLAIM_LIMIT = 4" in text
 
 
 def test_scaling_keeps_the_machine_valid():

@@ -35,7 +35,8 @@ def default_scenario() -> str:
 
 def knobs() -> list[dict[str, Any]]:
     """Every documented knob: section, name, unit, doc and default."""
-    return json.loads(_vmsim.knobs())
+    rows: list[dict[str, Any]] = json.loads(_vmsim.knobs())
+    return rows
 
 
 def parse_set_value(text: str) -> Any:
@@ -121,27 +122,32 @@ class Result:
     @property
     def summary(self) -> dict[str, Any]:
         """Totals: elapsed/user/sys seconds, OOM kills, extfrag events, …"""
-        return self.data["summary"]
+        value: dict[str, Any] = self.data["summary"]
+        return value
 
     @property
     def vmstat(self) -> dict[str, int]:
         """/proc/vmstat at the end, in the kernel's order."""
-        return self.data["vmstat"]
+        value: dict[str, int] = self.data["vmstat"]
+        return value
 
     @property
     def proc(self) -> dict[str, str]:
         """The /proc files at the end, as text: vmstat, buddyinfo, pagetypeinfo, slabinfo."""
-        return self.data["proc"]
+        value: dict[str, str] = self.data["proc"]
+        return value
 
     @property
     def timeseries(self) -> dict[str, Any]:
         """Counters sampled over simulated time."""
-        return self.data["timeseries"]
+        value: dict[str, Any] = self.data["timeseries"]
+        return value
 
     @property
     def kernel(self) -> str:
         """The kernel's name."""
-        return self.data["kernel"]
+        value: str = self.data["kernel"]
+        return value
 
 
 def run(

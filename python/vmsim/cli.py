@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from vmsim import api
+from vmsim import api, atomic
 from vmsim._vmsim import ScenarioError
 from vmsim.compare import CompareError, compare_results, load_results
 
@@ -38,13 +36,13 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
     if not sys.stderr.isatty():
         return None, lambda: None
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     start = time.monotonic()
-    state: dict[str, object] = {}
+    shown: list[tuple[Progress, TaskID]] = []  # the bar and its task, once shown
 
     def update(now: int, end: int) -> None:
-        if "bar" not in state:
+        if not shown:
             if time.monotonic() - start < 1.0:
                 return
             bar = Progress(
@@ -56,39 +54,25 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
                 console=Console(stderr=True),
             )
             bar.start()
-            state["bar"] = bar
-            state["task"] = bar.add_task("run", total=end / 1e9)
-        bar = state["bar"]
-        bar.update(state["task"], completed=now / 1e9)  # type: ignore[attr-defined]
+            shown.append((bar, bar.add_task("run", total=end / 1e9)))
+        bar, task = shown[0]
+        bar.update(task, completed=now / 1e9)
 
     def close() -> None:
-        if "bar" in state:
-            state["bar"].stop()  # type: ignore[attr-defined]
+        for bar, _ in shown:
+            bar.stop()
 
     return update, close
 
 
 def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
-    """Writes every file into ``out`` whole or not at all (a temporary directory, then rename)."""
+    """Writes every file into ``out`` whole or not at all (:func:`vmsim.atomic.write_dir`)."""
     out = out.resolve()
-    parent = out.parent
-    if not parent.is_dir():
+    if not out.parent.is_dir():
         raise UserError(f"{out}: parent directory does not exist")
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: exists and is not a directory")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
-        for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        if out.exists():
-            for name in files:
-                os.replace(tmp / name, out / name)
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    atomic.write_dir(out, files)
 
 
 def _check_readable_file(path: str) -> None:
@@ -302,8 +286,9 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
     if not (0 < min_seconds <= 600):
         raise UserError(f"--min-seconds {min_seconds}: must be in (0, 600]")
     from vmsim import _vmsim
+    from vmsim.reproduce.common import template_text
 
-    data = json.loads(_vmsim.bench(min_seconds))
+    data = json.loads(_vmsim.bench(min_seconds, throttle_scenario=template_text("throttle")))
     if as_json:
         click.echo(json.dumps(data))
         return
@@ -397,19 +382,30 @@ def reclaim_report_cmd(
         if not p.exists():
             raise UserError(f"{trace}: no such file")
         source = trace
-    kwargs = {
-        "ignore_pid": ignore_pid,
-        "user_seconds": user_seconds,
-        "sys_seconds": sys_seconds,
-        "elapsed_seconds": elapsed_seconds,
-        "memcg_as_direct": not no_memcg,
-        "name": "<stdin>" if trace == "-" else None,
-    }
+    name = "<stdin>" if trace == "-" else None
     try:
         if as_json:
-            click.echo(json.dumps(rr.report_dict(source, **kwargs)))
+            d = rr.report_dict(
+                source,
+                ignore_pid=ignore_pid,
+                user_seconds=user_seconds,
+                sys_seconds=sys_seconds,
+                elapsed_seconds=elapsed_seconds,
+                memcg_as_direct=not no_memcg,
+                name=name,
+            )
+            click.echo(json.dumps(d))
         else:
-            click.echo(rr.report_text(source, **kwargs), nl=False)
+            text = rr.report_text(
+                source,
+                ignore_pid=ignore_pid,
+                user_seconds=user_seconds,
+                sys_seconds=sys_seconds,
+                elapsed_seconds=elapsed_seconds,
+                memcg_as_direct=not no_memcg,
+                name=name,
+            )
+            click.echo(text, nl=False)
     except rr.ReclaimReportError as e:
         raise UserError(str(e)) from None
 
@@ -417,7 +413,11 @@ def reclaim_report_cmd(
 @main_group.command("reproduce")
 @click.argument("name")
 @click.option(
-    "--runs", type=int, default=3, show_default=True, help="Runs per kernel (seeds 1..N)."
+    "--runs",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Runs per kernel (seeds 1..N); the verdicts' t-tests need at least 2.",
 )
 @click.option(
     "--scale",
@@ -430,16 +430,22 @@ def reclaim_report_cmd(
 @click.option(
     "--output-dir",
     type=click.Path(path_type=Path),
-    help="Keep every run's scenario, trace, result and report, and the summary, in DIR.",
+    help="Keep every run's scenario and result (and trace and report), and the summary, in DIR.",
+)
+@click.option(
+    "--ablation",
+    is_flag=True,
+    help="Take the seed's patched kernel apart instead (fragmentation: V19's three parts).",
 )
 def reproduce_cmd(
-    name: str, runs: int, scale: float, as_json: bool, output_dir: Path | None
+    name: str, runs: int, scale: float, as_json: bool, output_dir: Path | None, ablation: bool
 ) -> None:
-    """Reproduce a seed experiment: NAME is writeback, … or all (see docs/reproduce-*.md).
+    """Reproduce a seed experiment: NAME is throttle, writeback, softlimit, fragmentation,
+    boost or all (see docs/reproduce.md).
 
     Runs every kernel of the seed on the experiment's scenarios and prints the
-    seed's tables with vmsim's figures beside the seed's own, and whether vmsim
-    agrees with each of the seed's claims.
+    seed's tables with vmsim's figures beside the seed's own, and the verdict of
+    each of the seed's claims (agrees, disagrees, not observed, by construction).
     """
     from vmsim import reproduce as rep
 
@@ -448,7 +454,9 @@ def reproduce_cmd(
             raise rep.ReproduceError(
                 f"unknown experiment '{name}': choose one of {', '.join(rep.names())} or all"
             )
-        result = rep.reproduce(name, runs, scale, output_dir=output_dir)
+        if ablation and output_dir is not None:
+            raise rep.ReproduceError("--ablation writes no files: drop --output-dir")
+        result = rep.reproduce(name, runs, scale, output_dir=output_dir, ablation=ablation)
     except rep.ReproduceError as e:
         raise UserError(str(e)) from None
     _echo_result(result, as_json, rep.render_text)

@@ -773,7 +773,7 @@ def compare_results(results: Sequence[tuple[str, Sequence[Mapping]]]) -> str:
             values = []
             for run in runs:
                 value = (run.get(section) or {}).get(key)
-                if _is_number(value):
+                if isinstance(value, int | float) and _is_number(value):
                     values.append(float(value))
             out.append(values)
         return out

@@ -188,6 +188,7 @@ def pageblock_map_figure(results: list[dict[str, Any]], titles: Sequence[str] | 
     if titles is not None and len(titles) != len(results):
         raise ValueError("pageblock_map_figure: one title per result")
     plt = _pyplot()
+    from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -225,13 +226,13 @@ def pageblock_map_figure(results: list[dict[str, Any]], titles: Sequence[str] | 
             ax.set_xticks([])
             for side in ("top", "right", "bottom", "left"):
                 ax.spines[side].set_visible(False)
-            z = by_key.get(key)
+            zone = by_key.get(key)
             rows = rows_of[key]
-            if z is None:
+            if zone is None:
                 ax.set_yticks([])
                 ax.text(0.5, 0.5, "not populated", ha="center", va="center", transform=ax.transAxes)
                 continue
-            img, zrows = _zone_image(z, per_row)
+            img, zrows = _zone_image(zone, per_row)
             ax.imshow(
                 img,
                 interpolation="nearest",
@@ -245,14 +246,14 @@ def pageblock_map_figure(results: list[dict[str, Any]], titles: Sequence[str] | 
             ticks = list(range(0, zrows, step))
             ax.set_yticks([(t + 0.45) * CELL for t in ticks])
             ax.set_yticklabels(
-                [_mib(z["start_pfn"] + t * per_row * PAGES_PER_BLOCK) for t in ticks], fontsize=7
+                [_mib(zone["start_pfn"] + t * per_row * PAGES_PER_BLOCK) for t in ticks], fontsize=7
             )
             ax.tick_params(axis="y", length=0, pad=2)
-            n = len(z["migratetype"])
+            n = len(zone["migratetype"])
             counts = " ".join(
-                f"{letter}:{z['migratetype'].count(letter)}"
+                f"{letter}:{zone['migratetype'].count(letter)}"
                 for letter in TYPE_NAMES
-                if letter in z["migratetype"]
+                if letter in zone["migratetype"]
             )
             ax.set_title(
                 f"Node {key[0]}, zone {key[1]}: {n} pageblocks ({counts})",
@@ -278,7 +279,7 @@ def pageblock_map_figure(results: list[dict[str, Any]], titles: Sequence[str] | 
             f"{st['free_blocks']} entirely free",
             fontsize=8,
         )
-    handles = [
+    handles: list[Artist] = [
         Patch(facecolor=_hex(_tint(TYPE_RGB[k])), edgecolor="none", label=f"{v} block")
         for k, v in TYPE_NAMES.items()
     ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vmsim import atomic
+
 MIGRATETYPES = ["Unmovable", "Movable", "Reclaimable", "HighAtomic", "Isolate"]
 COLOURS = ["#d62728", "#2ca02c", "#1f77b4", "#9467bd", "#7f7f7f"]
 
@@ -19,11 +21,8 @@ def _pyplot():
 
 
 def save_atomic(fig: Any, path: str | Path) -> None:
-    """Writes a figure whole or not at all (temporary file, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=110)
-    tmp.replace(path)
+    """Writes a figure whole or not at all (:func:`vmsim.atomic.save_figure`)."""
+    atomic.save_figure(fig, path, dpi=110)
 
 
 def timeseries_figure(results: list[dict[str, Any]]):

@@ -291,7 +291,7 @@ class ReclaimReport:
     def totals(self, ignore_pid: bool = False) -> dict[str, int | float]:
         """The Summary figures: totals over the rows of the two tables."""
         rows = self._rows(ignore_pid)
-        t: dict[str, int | float] = Counter()
+        t: Counter[str] = Counter()
         direct_ms = 0.0
         kswapd_ms = 0.0
         for name in sorted(rows, key=_task_sort_key):
@@ -421,7 +421,9 @@ class ReclaimReport:
         d["unmatched_reclaim_ends"] = self.unmatched_ends
         d["kswapd_sleeps_without_wake"] = self.sleeps_without_wake
         d["trace_span_seconds"] = (
-            (self.last_ts - self.first_ts) / 1000 if self.first_ts is not None else None
+            (self.last_ts - self.first_ts) / 1000
+            if self.first_ts is not None and self.last_ts is not None
+            else None
         )
         d["source"] = self.source
         return d
@@ -539,7 +541,7 @@ class ReclaimReport:
             f"Time kswapd awake:\t\t\t{t['time_kswapd_awake_seconds']:.2f} seconds",
         ]
 
-        d = dict(t)
+        d: dict[str, int | float | None] = dict(t)
         d.update(self.derived(t, user_seconds, sys_seconds, elapsed_seconds))
         out += [
             "",
@@ -560,7 +562,11 @@ class ReclaimReport:
             )
             or "none"
         )
-        span = f"{(self.last_ts - self.first_ts) / 1000:.6f}" if self.first_ts is not None else "0"
+        span = (
+            f"{(self.last_ts - self.first_ts) / 1000:.6f}"
+            if self.first_ts is not None and self.last_ts is not None
+            else "0"
+        )
         notes = [
             f"Input: {self.source}: {self.lines} lines, {self.events} events over {span} s; "
             f"{self.vmscan_events_read} reclaim events read (formats: {fmts}); "

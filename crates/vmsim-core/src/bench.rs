@@ -28,20 +28,17 @@ pub struct BenchResult {
     /// Order-0 alloc+free throughput with mobility grouping ÷ without, measured side by side.
     pub grouping_cost_ratio: f64,
     /// Wall seconds of seed 000's full-size reproduction: hackbench 120 process 1000,
-    /// reclaim_throttle off and limit, 3 runs each, one after another on one core.
-    pub throttle_repro_wall_seconds: f64,
+    /// reclaim_throttle off and limit, 3 runs each, one after another on one core
+    /// (None when no throttle scenario was given).
+    pub throttle_repro_wall_seconds: Option<f64>,
     /// Memory cgroups visited per wall second by global reclaim's hierarchy walk
     /// (shrink_node_memcgs over 100,000 empty groups in a binary tree), one core.
     pub memcg_iter_groups_per_sec: f64,
 }
 
-/// The scenario of `vmsim reproduce throttle` at full size (its template).
-pub const THROTTLE_SCENARIO: &str =
-    include_str!("../../../python/vmsim/reproduce/scenarios/throttle.toml");
-
-/// Wall seconds to run [`THROTTLE_SCENARIO`] with both kernels of seed 000, seeds 1..=3.
-pub fn throttle_repro_wall_seconds() -> f64 {
-    let base = Scenario::from_toml(THROTTLE_SCENARIO).expect("the throttle template parses");
+/// Wall seconds to run `base` (the full-size template of `vmsim reproduce throttle`, which
+/// the Python package owns and passes in) with both kernels of seed 000, seeds 1..=3.
+pub fn throttle_repro_wall_seconds(base: &Scenario) -> f64 {
     let t0 = Instant::now();
     for mode in [
         crate::config::ReclaimThrottle::Off,
@@ -285,8 +282,13 @@ pub fn memcg_iter_groups_per_sec(min_seconds: f64) -> f64 {
     }
 }
 
-/// Runs every benchmark.
-pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> BenchResult {
+/// Runs every benchmark; `throttle_scenario` is seed 000's reproduction template
+/// (its benchmark is skipped when None).
+pub fn run_all(
+    min_seconds: f64,
+    heap_bytes: Option<&dyn Fn() -> usize>,
+    throttle_scenario: Option<&Scenario>,
+) -> BenchResult {
     BenchResult {
         order0_ops_per_sec: order0_ops_per_sec(min_seconds),
         mixed_ops_per_sec: mixed_ops_per_sec(min_seconds),
@@ -294,7 +296,7 @@ pub fn run_all(min_seconds: f64, heap_bytes: Option<&dyn Fn() -> usize>) -> Benc
         sim_seconds_per_wall_second: sim_speed(),
         reclaim_pages_scanned_per_sec: reclaim_speed(min_seconds),
         grouping_cost_ratio: grouping_cost_ratio(min_seconds),
-        throttle_repro_wall_seconds: throttle_repro_wall_seconds(),
+        throttle_repro_wall_seconds: throttle_scenario.map(throttle_repro_wall_seconds),
         memcg_iter_groups_per_sec: memcg_iter_groups_per_sec(min_seconds),
     }
 }

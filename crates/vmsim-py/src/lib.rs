@@ -168,13 +168,32 @@ fn knobs() -> PyResult<String> {
     serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Runs the engine benchmarks; returns JSON.
+/// Runs the engine benchmarks; returns JSON. `throttle_scenario` is the TOML of seed
+/// 000's reproduction template (the Python package's), timed at full size when given.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (min_seconds=1.0))]
-fn run_bench(min_seconds: f64) -> PyResult<String> {
+#[pyo3(name = "bench", signature = (min_seconds=1.0, throttle_scenario=None))]
+fn run_bench(min_seconds: f64, throttle_scenario: Option<&str>) -> PyResult<String> {
     let heap = || LIVE_BYTES.load(Ordering::Relaxed);
-    let r = vmsim_core::bench::run_all(min_seconds, Some(&heap));
+    let throttle = throttle_scenario
+        .map(vmsim_core::Scenario::from_toml)
+        .transpose()
+        .map_err(to_py)?;
+    let r = vmsim_core::bench::run_all(min_seconds, Some(&heap), throttle.as_ref());
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Bytes of a size written as in scenarios (`"8GiB"`, `"1.5MiB"`, `"4096"`, `"1GB"`);
+/// ValueError names the problem (the units of scenarios, `vmsim_core::units`).
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    vmsim_core::units::parse_size(text).map_err(PyValueError::new_err)
+}
+
+/// Nanoseconds of a duration written as in scenarios (`"100ms"`, `"2s"`, `"5min"`; a bare
+/// number is seconds); ValueError names the problem.
+#[pyfunction]
+fn parse_duration(text: &str) -> PyResult<u64> {
+    vmsim_core::units::parse_duration(text).map_err(PyValueError::new_err)
 }
 
 /// The engine version.
@@ -192,6 +211,8 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     Ok(())
 }

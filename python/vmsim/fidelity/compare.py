@@ -23,7 +23,7 @@ from vmsim import api
 from vmsim.fidelity import host
 from vmsim.fidelity.experiment import Experiment, FidelityError, Metric
 from vmsim.fidelity.record import load_recording
-from vmsim.reproduce.common import fmt_bytes
+from vmsim.units import fmt_bytes
 
 TOLERANCE = 0.25
 CGROUP = "fidelity"
@@ -168,7 +168,7 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
     if step.op == "unlink":
         return [{"op": "unlink", "file": a["file"]}]
     if step.op == "anon":
-        out = []
+        out: list[dict[str, Any]] = []
         if a.get("hugepage") and not advised[who]:
             advised[who] = True
             out.append({"op": "madvise", "advice": "hugepage"})

@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from vmsim.reproduce.common import parse_size
+from vmsim import units
 
 __all__ = [
     "OPS",
@@ -82,26 +82,23 @@ _METRIC_RE = re.compile(
     r"(?:@(?P<phase>[A-Za-z0-9_-]+))?$"
 )
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
-_DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)(ms|s)$")
 
 
 def parse_duration(text: Any, where: str) -> float:
-    """Seconds of a duration written ``"10s"`` or ``"500ms"``."""
-    m = _DURATION_RE.match(str(text).strip())
-    if not m:
+    """Seconds of a duration written as in scenarios (``"10s"``, ``"500ms"``, ``"2min"``)."""
+    if not isinstance(text, str):
         raise FidelityError(f'{where}: \'{text}\' is not a duration like "10s" or "500ms"')
-    v = float(m.group(1))
-    return v / 1000 if m.group(2) == "ms" else v
+    try:
+        return units.parse_duration(text)
+    except units.UnitError as e:
+        raise FidelityError(f"{where}: {e}") from None
 
 
 def _size(value: Any, where: str) -> int:
     try:
-        b = parse_size(value)
-    except (TypeError, ValueError):
-        raise FidelityError(f"{where}: '{value}' is not a size like \"1GiB\"") from None
-    if b < 0:
-        raise FidelityError(f"{where}: size {value} is negative")
-    return b
+        return units.parse_size(value)
+    except (TypeError, units.UnitError) as e:
+        raise FidelityError(f"{where}: {e}") from None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vmsim import atomic
 from vmsim.fidelity import host
 from vmsim.fidelity.experiment import Experiment, FidelityError
 
@@ -178,16 +179,7 @@ def record(
 def write_recording(path: Path, rec: dict[str, Any]) -> None:
     """Writes a recording whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(rec, f, indent=1, sort_keys=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    atomic.write_text(path, json.dumps(rec, indent=1, sort_keys=False) + "\n")
 
 
 def load_recording(path: Path) -> dict[str, Any]:

@@ -1,15 +1,18 @@
 """Reproductions of the seed experiments: ``vmsim reproduce NAME``.
 
-Each experiment is a module of this package with:
+Every experiment runs on one skeleton (:mod:`vmsim.reproduce.experiment`): a
+module of this package declares its kernels, its scenario template, the seed's
+tables and the seed's claims, and has
 
 - ``TITLE`` — one line naming the seed posting;
-- ``reproduce(runs, scale, *, output_dir=None, progress=None) -> dict`` — runs
-  every kernel of the seed on the experiment's scenarios and returns one
-  JSON-ready object (``{"experiment": NAME, "workloads": …, "seed": …,
-  "agreement": …}``);
+- ``EXPERIMENT`` — the :class:`~vmsim.reproduce.experiment.Experiment` (data);
+- ``reproduce(runs, scale, *, output_dir=None, progress=None)`` — runs it and
+  returns a :class:`~vmsim.reproduce.experiment.ReproduceResult` (the
+  ``--json`` object, with one verdict per seed claim under ``claims``);
 - ``render_text(result) -> str`` — the seed's tables with vmsim's figures and
-  the seed's own, and the direction checks.
+  the seed's own, then the verdicts.
 
+One verdict function judges every claim (:mod:`vmsim.reproduce.verdict`).
 Register a new experiment with one line in ``EXPERIMENTS``; an experiment
 whose module is not there (yet) is not offered.
 """
@@ -23,8 +26,16 @@ from types import ModuleType
 from typing import Any
 
 from vmsim.reproduce.common import ReproduceError, check_args, check_output_dir
+from vmsim.reproduce.experiment import DEFAULT_RUNS
 
-__all__ = ["EXPERIMENTS", "ReproduceError", "names", "render_text", "reproduce"]
+__all__ = [
+    "DEFAULT_RUNS",
+    "EXPERIMENTS",
+    "ReproduceError",
+    "names",
+    "render_text",
+    "reproduce",
+]
 
 # Experiment name → module (imported when used), one per seed posting.
 EXPERIMENTS: dict[str, str] = {
@@ -33,6 +44,12 @@ EXPERIMENTS: dict[str, str] = {
     "softlimit": "vmsim.reproduce.softlimit",  # seed 002
     "fragmentation": "vmsim.reproduce.fragmentation",  # seed 003
     "boost": "vmsim.reproduce.boost",  # seed 004
+}
+
+# Experiments with an ablation (``--ablation``): a function of (runs, scale, progress=)
+# and its renderer, in the experiment's module.
+ABLATIONS: dict[str, tuple[str, str]] = {
+    "fragmentation": ("ablation", "render_ablation"),
 }
 
 
@@ -51,19 +68,28 @@ def _module(name: str) -> ModuleType:
 
 def reproduce(
     name: str,
-    runs: int = 3,
+    runs: int = DEFAULT_RUNS,
     scale: float = 1.0,
     *,
     output_dir: Path | None = None,
     progress: bool | None = None,
+    ablation: bool = False,
 ) -> dict[str, Any]:
-    """Runs experiment ``name`` (or ``all``) and returns its JSON-ready result.
+    """Runs experiment ``name`` (or ``all``) and returns its JSON-ready result; with
+    ``ablation`` its ablation instead (fragmentation only).
 
     ``progress``: True/False forces the progress bar on stderr on or off; None
     shows it only when stderr is a terminal.
     """
     check_args(runs, scale)
     check_output_dir(output_dir)
+    if ablation:
+        if name not in ABLATIONS:
+            raise ReproduceError(
+                f"--ablation: only {', '.join(sorted(ABLATIONS))} has one, not '{name}'"
+            )
+        run_ablation = getattr(_module(name), ABLATIONS[name][0])
+        return dict(run_ablation(runs, scale, progress=progress))
     if name == "all":
         out: dict[str, Any] = {"experiment": "all", "experiments": {}}
         for n in names():
@@ -72,7 +98,7 @@ def reproduce(
                 runs, scale, output_dir=sub, progress=progress
             )
         return out
-    return _module(name).reproduce(runs, scale, output_dir=output_dir, progress=progress)
+    return dict(_module(name).reproduce(runs, scale, output_dir=output_dir, progress=progress))
 
 
 def render_text(result: dict[str, Any]) -> str:
@@ -81,4 +107,8 @@ def render_text(result: dict[str, Any]) -> str:
         return "\n".join(
             _module(n).render_text(r) for n, r in sorted(result["experiments"].items())
         )
-    return _module(result["experiment"]).render_text(result)
+    if result.get("ablation"):
+        name = result["experiment"]
+        render: Any = getattr(_module(name), ABLATIONS[name][1])
+        return str(render(result))
+    return str(_module(result["experiment"]).render_text(result))

@@ -14,28 +14,42 @@ vmsim runs today's kernel with the boost off (``lowzone``) and on
 (``boost``); THP ``enabled = always``, ``defrag = madvise`` as in the seed's
 kernels. The machines' memory sizes are not in the posting: the 1-socket
 machine is modelled with 8 CPUs and 8 GiB, the 2-socket one with 48 CPUs and
-2 × 8 GiB (``--scale`` shrinks memory and the workload together).
+2 × 8 GiB (``--scale`` shrinks memory and the workload together). The
+experiment (:data:`EXPERIMENT`) runs on the shared skeleton
+(:mod:`vmsim.reproduce.experiment`); the tables pool every region of every run
+as mmtests does, the verdicts (:data:`CLAIMS`) compare the runs.
 """
 
 from __future__ import annotations
 
-import json
-import sys
+import math
 from pathlib import Path
 from typing import Any
 
-from vmsim import api
-from vmsim.api import ScenarioError
+from vmsim import api, plots
+from vmsim._vmsim import ScenarioError
 from vmsim.compare import amean, is_significant, pdiff, pndiff
 from vmsim.reproduce.common import (
     Progress,
     ReproduceError,
     check_args,
     check_output_dir,
-    fmt_bytes,
-    human_bytes,
-    write_output_dir,
 )
+from vmsim.reproduce.experiment import (
+    DEFAULT_RUNS,
+    Experiment,
+    Kernel,
+    Metrics,
+    ReproduceResult,
+    Run,
+    make_result,
+    render_claims,
+    run_kernels,
+    total_runs,
+    write_outputs,
+)
+from vmsim.reproduce.verdict import Claim, Exercised
+from vmsim.units import fmt_bytes, human_bytes
 
 NAME = "boost"
 TITLE = (
@@ -270,117 +284,175 @@ def metrics(runs: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The skeleton's builder; the pictured run (run 1 of PLOT_CONFIG) samples finely."""
+    sampling = "100ms" if case == PLOT_CONFIG and seed == 1 else "1s"
+    return build_scenario(case, k.name, seed, scale, sampling=sampling), plan(case, scale)
+
+
+def _measure(run: Run) -> Metrics:
+    """One run's extfrag events and its regions: how many were huge, their mean latency."""
+    s = run_samples(run.result)
+    if not s["completed"]:
+        run.notes.append("did not finish in 3600 s")
+    base, huge = s["base_us"], s["huge_us"]
+    n = len(base) + len(huge)
+    return {
+        "extfrag_events_below_pageblock": float(s["extfrag_events_below_pageblock"]),
+        "huge_pct": 100.0 * len(huge) / n if n else math.nan,
+        "fault_base_amean_us": amean(base) if base else math.nan,
+        "fault_huge_amean_us": amean(huge) if huge else math.nan,
+        "regions_base": float(len(base)),
+        "regions_huge": float(len(huge)),
+    }
+
+
+def _keep(run: Run) -> dict[str, Any]:
+    """Every region latency of a run (the tables pool them) and the pictured run's data."""
+    s = run_samples(run.result)
+    pictured = run.case == PLOT_CONFIG and run.seed == 1
+    return {**s, "data": run.result.data if pictured else None}
+
+
+def _extfrag_claim(c: str) -> Claim:
+    ex = SEED[c]["extfrag"]
+    return Claim(
+        f"{c}_extfrag_fewer",
+        c,
+        f"{c}: the boost cuts external fragmentation events (below pageblock order)",
+        f"4.20-rc3 extfrag events < order 9: {ex['vanilla']}; 4.20-rc3+patch: {ex['patch']} "
+        f"({round(100 * (1 - ex['patch'] / ex['vanilla']))}% reduction)",
+        "extfrag_events_below_pageblock",
+        "lowzone",
+        "boost",
+        expect="lower",
+        seed_before=float(ex["vanilla"]),
+        seed_after=float(ex["patch"]),
+        exercised=_FALLBACKS,
+    )
+
+
+def _huge_claim(c: str, quote: str) -> Claim:
+    low, high = SEED[c]["lowzone"]["huge_pct"], SEED[c]["boost"]["huge_pct"]
+    return Claim(
+        f"{c}_huge_more",
+        c,
+        f"{c}: the boost raises the share of huge regions",
+        quote,
+        "huge_pct",
+        "lowzone",
+        "boost",
+        expect="higher",
+        effect="points",
+        seed_before=low,
+        seed_after=high,
+        exercised=_FALLBACKS,
+    )
+
+
+# The boost is raised by a fragmenting fallback (boost_watermark from the fallback path);
+# without one it never acts.
+_FALLBACKS = Exercised(
+    "extfrag_events_below_pageblock",
+    "lowzone",
+    "fragmenting fallbacks (what raises the boost) happened",
+)
+
+CLAIMS: tuple[Claim, ...] = (
+    *(_extfrag_claim(c) for c in CONFIGS),
+    _huge_claim(
+        "1socket-default",
+        "The fault latency for huge pages appears to be increased but that is only because "
+        "THP allocations were successful with the patch applied.",
+    ),
+    _huge_claim(
+        "1socket-madvhugepage",
+        "As before, massive reduction in external fragmentation events, some jitter on "
+        "latencies and an increase in THP allocation success rates.",
+    ),
+    _huge_claim(
+        "2socket-default",
+        "There is a 93% reduction in fragmentation causing events, there is a big reduction "
+        "in the huge page fault latency and allocation success rate is higher.",
+    ),
+    Claim(
+        "2socket-default_huge_latency_lower",
+        "2socket-default",
+        "2socket-default: the boost cuts the huge regions' fault latency",
+        "There is a 93% reduction in fragmentation causing events, there is a big reduction "
+        "in the huge page fault latency and allocation success rate is higher.",
+        "fault_huge_amean_us",
+        "lowzone",
+        "boost",
+        expect="lower",
+        seed_before=SEED["2socket-default"]["lowzone"]["fault_huge_amean_us"],
+        seed_after=SEED["2socket-default"]["boost"]["fault_huge_amean_us"],
+        exercised=_FALLBACKS,
+    ),
+)
+
+EXPERIMENT = Experiment(
+    name=NAME,
+    title=TITLE,
+    kernels=tuple(
+        Kernel(k, SEED_LABELS[k], {"watermark_boost_factor": BOOST_FACTOR[k]}) for k in KERNELS
+    ),
+    cases=tuple(CONFIGS),
+    seed={c: {k: v for k, v in SEED[c].items() if k != "significant"} for c in CONFIGS},
+    claims=CLAIMS,
+    build=_build,
+    measure=_measure,
+    keep=_keep,
+)
+
+
 def reproduce(
-    runs: int = 3,
+    runs: int = DEFAULT_RUNS,
     scale: float = 1.0,
     *,
     output_dir: Path | None = None,
     progress: bool | None = None,
-) -> dict[str, Any]:
-    """Runs both kernels on the four configurations ``runs`` times each."""
+) -> ReproduceResult:
+    """Runs both kernels on the four configurations ``runs`` times each; draws the
+    pictured run into ``output_dir`` (default: the current directory)."""
     check_args(runs, scale)
     check_output_dir(output_dir)
-    seeds = list(range(1, runs + 1))
-    samples: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    configs: dict[str, dict[str, dict[str, float]]] = {}
-    plans: dict[str, dict[str, Any]] = {}
-    notes: list[str] = []
-    pictured: list[dict[str, Any]] = []
-    total = len(CONFIGS) * len(KERNELS) * runs
-    with Progress(total, "reproduce boost", enabled=progress) as bar:
-        for config in CONFIGS:
-            plans[config] = plan(config, scale)
-            samples[config] = {}
-            configs[config] = {}
-            for k in KERNELS:
-                per_run = []
-                for seed in seeds:
-                    bar.describe(f"{config} {k} run {seed}/{runs}")
-                    pictured_run = config == PLOT_CONFIG and seed == seeds[0]
-                    sc = build_scenario(
-                        config, k, seed, scale, sampling="100ms" if pictured_run else "1s"
-                    )
-                    r = _run(sc, f"{config} {k}", scale)
-                    s = run_samples(r)
-                    if pictured_run:
-                        pictured.append(r.data)
-                    if not s["completed"]:
-                        notes.append(f"{config} {k} run {seed}: did not finish in 3600 s")
-                    per_run.append(s)
-                    bar.advance()
-                samples[config][k] = per_run
-                configs[config][k] = metrics(per_run)
-    result: dict[str, Any] = {
-        "experiment": NAME,
-        "title": TITLE,
-        "runs": runs,
-        "scale": scale,
-        "seeds": seeds,
-        "plans": plans,
-        "configs": configs,
-        "significant": {
+    with Progress(total_runs(EXPERIMENT, runs), "reproduce boost", enabled=progress) as bar:
+        r = run_kernels(EXPERIMENT, runs, scale, bar, output_dir=output_dir)
+    samples = r.kept
+    pictured = [x["data"] for k in KERNELS for x in samples[PLOT_CONFIG][k] if x["data"]]
+    out_dir = output_dir if output_dir is not None else Path(".")
+    result = make_result(
+        EXPERIMENT,
+        r,
+        configs={c: {k: metrics(samples[c][k]) for k in KERNELS} for c in CONFIGS},
+        significant={
             c: {
                 m: _significant(samples[c], m)
                 for m in ("fault_base_amean_us", "fault_huge_amean_us")
             }
             for c in CONFIGS
         },
-        "seed": {c: {k: v for k, v in SEED[c].items() if k != "significant"} for c in CONFIGS},
-        "agreement": agreement(configs),
-        "notes": notes,
-        "plot": str((output_dir if output_dir is not None else Path(".")) / PLOT_FILE),
-    }
+        plot=str(out_dir / PLOT_FILE),
+    )
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
-    from vmsim import plots
-
-    plots.save_atomic(plots.boost_figure(pictured), result["plot"])
-    if output_dir is not None:
-        write_output_dir(
-            output_dir,
-            {
-                "result.json": json.dumps(result, indent=1) + "\n",
-                "report.txt": render_text(result),
-            },
-        )
+    plots.save_atomic(plots.boost_figure(pictured), result["extra"]["plot"])
+    write_outputs(output_dir, result, render_text(result))
     return result
 
 
 def _significant(per_kernel: dict[str, list[dict[str, Any]]], metric: str) -> bool:
+    """mmtests' mark of a significant difference of the pooled means (the '*' of its
+    tables), as the seed's tables print it."""
     key = "base_us" if metric == "fault_base_amean_us" else "huge_us"
     base = [x for r in per_kernel["lowzone"] for x in r[key]] or [0.0]
     new = [x for r in per_kernel["boost"] for x in r[key]] or [0.0]
     return is_significant(new, base, "lower")
 
 
-# ---------------------------------------------------------------------------
-# Direction
-# ---------------------------------------------------------------------------
-
-
 def _reduction(low: float, boost: float) -> float:
     return 100.0 * (low - boost) / low if low > 0 else 0.0
-
-
-def agreement(configs: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
-    """Per configuration: does boosting cut extfrag events (the seed: by roughly half or
-    more with patches 1-4), and does the huge-page share move as in the seed?"""
-    out: dict[str, Any] = {}
-    for c, kern in configs.items():
-        low, boost = kern["lowzone"], kern["boost"]
-        red = _reduction(
-            low["extfrag_events_below_pageblock"], boost["extfrag_events_below_pageblock"]
-        )
-        seed_dir = SEED[c]["boost"]["huge_pct"] - SEED[c]["lowzone"]["huge_pct"]
-        ours = boost["huge_pct"] - low["huge_pct"]
-        out[c] = {
-            "extfrag_reduction_pct": red,
-            "extfrag_direction": red > 0,
-            "extfrag_size": red >= 40.0,
-            "huge_pct_change": ours,
-            "huge_pct_direction": (ours > 0) == (seed_dir > 0) if ours != 0 else False,
-        }
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -403,14 +475,16 @@ def _change(reduction: float) -> str:
     return f"({-reduction:.0f}% more)"
 
 
-def _config_block(result: dict[str, Any], c: str) -> list[str]:
-    kern = result["configs"][c]
+def _config_block(result: ReproduceResult, c: str) -> list[str]:
+    kern = result["extra"]["configs"][c]
     low, boost = kern["lowzone"], kern["boost"]
     seed = SEED[c]
     n = CONFIGS[c]["thp_threads"]
-    sig = result["significant"][c]
+    sig = result["extra"]["significant"][c]
     p = result["plans"][c]
-    a = result["agreement"][c]
+    reduction = _reduction(
+        low["extfrag_events_below_pageblock"], boost["extfrag_events_below_pageblock"]
+    )
     out = [
         "",
         CONFIGS[c]["title"],
@@ -423,7 +497,7 @@ def _config_block(result: dict[str, Any], c: str) -> list[str]:
         f"  lowzone     {low['extfrag_events_below_pageblock']:>10.1f}"
         f"{'':<26}4.20-rc3     {seed['extfrag']['vanilla']:>8d}",
         f"  boost       {boost['extfrag_events_below_pageblock']:>10.1f} "
-        f"{_change(a['extfrag_reduction_pct']):<25}"
+        f"{_change(reduction):<25}"
         f"+patch       {seed['extfrag']['patch']:>8d} "
         f"{_change(_reduction(seed['extfrag']['vanilla'], seed['extfrag']['patch']))}",
         f"  {'':<48}+patch1-4    {seed['extfrag']['patch1-4']:>8d} "
@@ -469,21 +543,12 @@ def _config_block(result: dict[str, Any], c: str) -> list[str]:
             False,
         )
     )
-    yes = {True: "agrees", False: "disagrees"}
-    out += [
-        "",
-        f"direction: extfrag events {yes[a['extfrag_direction']]} "
-        f"(vmsim {_change(a['extfrag_reduction_pct'])[1:-1]} with boost; the seed: roughly "
-        f"half or more{', matched' if a['extfrag_size'] else ', not matched'});",
-        f"           huge share {yes[a['huge_pct_direction']]} "
-        f"(vmsim {a['huge_pct_change']:+.2f} points, seed "
-        f"{seed['boost']['huge_pct'] - seed['lowzone']['huge_pct']:+.2f})",
-    ]
     return out
 
 
-def render_text(result: dict[str, Any]) -> str:
-    """The seed's tables, vmsim's figures first and the seed's beside them."""
+def render_text(result: ReproduceResult) -> str:
+    """The seed's tables, vmsim's figures first and the seed's beside them, then the
+    verdict of every claim."""
     out = [
         TITLE,
         f"vmsim: lowzone (watermark_boost_factor = 0) against boost (15000); "
@@ -493,37 +558,16 @@ def render_text(result: dict[str, Any]) -> str:
     ]
     for c in CONFIGS:
         out += _config_block(result, c)
+    out += ["", *render_claims(result)]
     if result["notes"]:
         out += ["", "Notes"] + [f"  {n}" for n in result["notes"]]
     out += [
         "",
         f"Free pages, watermarks with the boost, kswapd and kcompactd over the "
-        f"{PLOT_CONFIG} run: {result['plot']}",
+        f"{PLOT_CONFIG} run: {result['extra']['plot']}",
         "See docs/reproduce-boost.md.",
     ]
     return "\n".join(out) + "\n"
 
 
-def main(runs: int = 3, scale: float = 1.0, as_json: bool = False) -> int:
-    """Runs the reproduction and prints the report (or JSON); returns the exit code."""
-    try:
-        result = reproduce(runs, scale)
-    except ReproduceError as e:
-        print(f"vmsim: error: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(result) if as_json else render_text(result), end="" if not as_json else "\n")
-    return 0
-
-
 __all__ = ["CONFIGS", "KERNELS", "METRICS", "build_scenario", "reproduce", "render_text"]
-
-
-if __name__ == "__main__":
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m vmsim.reproduce.boost")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--json", action="store_true")
-    a = p.parse_args()
-    sys.exit(main(a.runs, a.scale, a.json))

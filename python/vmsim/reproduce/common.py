@@ -1,45 +1,38 @@
-"""What every seed reproduction shares: argument checks, scenario templates,
-traced runs, means over runs, progress, tables and the output directory.
+"""What every seed reproduction shares besides the skeleton (:mod:`.experiment`):
+argument checks, scenario templates, scaled sizes, progress and table cells.
 
-A reproduction (one module per seed experiment, e.g. ``writeback``) builds
-its scenarios from TOML templates kept beside this file in ``scenarios/``,
-runs every kernel of the seed on them a few times, and prints the seed's table
-with vmsim's figures and the seed's own. Everything here is deterministic: the
-same arguments give the same bytes.
+A reproduction builds its scenarios from TOML templates kept beside this file
+in ``scenarios/``. Everything here is deterministic: the same arguments give
+the same bytes. Sizes and times are read by :mod:`vmsim.units` (the engine's
+own parser).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import shutil
 import sys
-import tempfile
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from vmsim import api
-from vmsim.reclaim_report import report_dict
+from vmsim.units import PAGE_SIZE, parse_size
 
 __all__ = [
-    "ReproduceError",
+    "MAX_RUNS",
     "Progress",
+    "ReproduceError",
     "check_args",
-    "fmt_bytes",
-    "human_bytes",
+    "check_output_dir",
+    "finite_or_none",
+    "fmt_value",
     "load_template",
-    "mean_metrics",
-    "parse_size",
-    "run_traced",
     "scaled_bytes",
-    "write_output_dir",
+    "side_by_side",
+    "template_text",
 ]
 
-PAGE_SIZE = 4096
 MAX_RUNS = 100
 
 
@@ -57,137 +50,6 @@ def check_args(runs: int, scale: float) -> None:
         )
 
 
-# ---------------------------------------------------------------------------
-# Sizes
-# ---------------------------------------------------------------------------
-
-_UNITS = {
-    "": 1,
-    "B": 1,
-    "KiB": 1 << 10,
-    "MiB": 1 << 20,
-    "GiB": 1 << 30,
-    "TiB": 1 << 40,
-}
-
-
-def parse_size(text: str | float) -> int:
-    """Bytes of a size written as in scenarios: ``"3GiB"``, ``"1.5MiB"``, ``"4096"``."""
-    if isinstance(text, int | float):
-        return int(text)
-    s = str(text).strip()
-    for unit in sorted(_UNITS, key=len, reverse=True):
-        if unit and s.endswith(unit):
-            return int(float(s[: -len(unit)]) * _UNITS[unit])
-    return int(float(s))
-
-
-def scaled_bytes(size: str | float, scale: float, *, minimum: int = PAGE_SIZE) -> int:
-    """``size`` times ``scale``, rounded down to whole pages, at least ``minimum``."""
-    b = int(parse_size(size) * scale) // PAGE_SIZE * PAGE_SIZE
-    return max(b, minimum)
-
-
-def fmt_bytes(b: int) -> str:
-    """A size as scenario text, exact: ``"3GiB"``, ``"300KiB"``, or plain bytes."""
-    for unit in ("GiB", "MiB", "KiB"):
-        if b and b % _UNITS[unit] == 0:
-            return f"{b // _UNITS[unit]}{unit}"
-    return str(b)
-
-
-def human_bytes(b: int) -> str:
-    """A size for people: ``"3 GiB"``, ``"307.2 MiB"``."""
-    for unit in ("TiB", "GiB", "MiB", "KiB"):
-        if b >= _UNITS[unit]:
-            return f"{b / _UNITS[unit]:.4g} {unit}"
-    return f"{b} B"
-
-
-def fmt_ms(seconds: float) -> str:
-    """A duration as scenario text in whole milliseconds (at least 1 ms)."""
-    return f"{max(1, round(seconds * 1000))}ms"
-
-
-# ---------------------------------------------------------------------------
-# Scenario templates
-# ---------------------------------------------------------------------------
-
-
-def load_template(name: str) -> dict[str, Any]:
-    """The scenario template ``scenarios/NAME.toml`` of this package, parsed."""
-    path = resources.files("vmsim.reproduce").joinpath("scenarios", f"{name}.toml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReproduceError(f"scenario template {name}.toml is missing") from None
-    return tomllib.loads(text)
-
-
-# ---------------------------------------------------------------------------
-# Runs
-# ---------------------------------------------------------------------------
-
-
-def run_traced(
-    scenario: Mapping[str, Any], seed: int, keep_dir: Path | None = None
-) -> tuple[api.Result, dict[str, Any]]:
-    """Runs ``scenario`` with a legacy (2.6.35-format) trace and returns the result
-    and the reclaim report of that trace (``reclaim_report.report_dict`` with the
-    run's user, sys and elapsed seconds).
-
-    With ``keep_dir`` the scenario (TOML), the trace, the result and the report are
-    written there; otherwise the trace lives in a temporary directory only.
-    """
-    with tempfile.TemporaryDirectory(prefix="vmsim-reproduce-") as tmp:
-        trace = Path(tmp) / "trace.txt"
-        result = api.run(dict(scenario), seed=seed, trace=trace, trace_format="legacy")
-        s = result.summary
-        report = report_dict(
-            trace,
-            user_seconds=s["user_seconds"],
-            sys_seconds=s["sys_seconds"],
-            elapsed_seconds=s["elapsed_seconds"],
-        )
-        if keep_dir is not None:
-            keep_dir.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(trace, keep_dir / "trace.txt")
-            (keep_dir / "scenario.toml").write_text(
-                api.load_scenario(dict(scenario)), encoding="utf-8"
-            )
-            (keep_dir / "result.json").write_text(result.json_text, encoding="utf-8")
-            (keep_dir / "report.json").write_text(
-                json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-            )
-    return result, report
-
-
-def mean_metrics(samples: Sequence[Mapping[str, float | int]]) -> dict[str, float]:
-    """The arithmetic mean of every metric over runs (keys of the first sample)."""
-    if not samples:
-        return {}
-    return {k: sum(float(s[k]) for s in samples) / len(samples) for k in samples[0]}
-
-
-def write_output_dir(out: Path, files: Mapping[str, str]) -> None:
-    """Writes ``files`` (name → text) into ``out``, creating it; the runs' own
-    subdirectories were written while they ran."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out / name)
-
-
-def save_result(out: Path | None, result: Mapping[str, Any], report: str) -> None:
-    """With an output directory, writes ``result.json`` and ``report.txt`` into it (whole or
-    not at all, as :func:`write_output_dir`)."""
-    if out is not None:
-        write_output_dir(
-            out, {"result.json": json.dumps(result, indent=1) + "\n", "report.txt": report}
-        )
-
-
 def check_output_dir(out: Path | None) -> None:
     """Raises ReproduceError if ``out`` cannot be used as the output directory."""
     if out is None:
@@ -196,6 +58,31 @@ def check_output_dir(out: Path | None) -> None:
         raise ReproduceError(f"--output-dir {out}: exists and is not a directory")
     if not out.resolve().parent.is_dir():
         raise ReproduceError(f"--output-dir {out}: directory {out.parent} does not exist")
+
+
+def scaled_bytes(size: str | float, scale: float, *, minimum: int = PAGE_SIZE) -> int:
+    """``size`` times ``scale``, rounded down to whole pages, at least ``minimum``."""
+    b = int(parse_size(size) * scale) // PAGE_SIZE * PAGE_SIZE
+    return max(b, minimum)
+
+
+# ---------------------------------------------------------------------------
+# Scenario templates
+# ---------------------------------------------------------------------------
+
+
+def template_text(name: str) -> str:
+    """The text of the scenario template ``scenarios/NAME.toml`` of this package."""
+    path = resources.files("vmsim.reproduce").joinpath("scenarios", f"{name}.toml")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReproduceError(f"scenario template {name}.toml is missing") from None
+
+
+def load_template(name: str) -> dict[str, Any]:
+    """The scenario template ``scenarios/NAME.toml`` of this package, parsed."""
+    return tomllib.loads(template_text(name))
 
 
 # ---------------------------------------------------------------------------
@@ -296,6 +183,3 @@ def finite_or_none(x: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
-
-
-ProgressFactory = Callable[[int, str], Progress]

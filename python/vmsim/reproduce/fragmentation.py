@@ -18,12 +18,15 @@ then the same "at rest". Two kernels:
 
 :data:`KERNEL_KNOBS` holds each kernel's ``[kernel]`` settings.
 
-The scenario is built from ``scenarios/fragmentation.toml``; each kernel runs
-it ``runs`` times (seeds 1..runs: the seed draws each compile job's memory and
-CPU time and updatedb's batches). Attempts are known by design (the passes'
-``repeat``), failures are the tasks' ``alloc_failed``. The report puts the
-seed's figures (transcribed in :data:`SEED`) beside vmsim's means and states
-from the numbers whether vmsim agrees in direction and rough size. A
+The scenario is built from ``scenarios/fragmentation.toml``; the experiment
+(:data:`EXPERIMENT`) runs on the shared skeleton
+(:mod:`vmsim.reproduce.experiment`): each kernel runs it ``runs`` times (seeds
+1..runs: the seed draws each compile job's memory and CPU time and updatedb's
+batches). Attempts are known by design (the passes' ``repeat``), failures are
+the tasks' ``alloc_failed``. The report puts the seed's figures (transcribed in
+:data:`SEED`) beside vmsim's means and gives the verdict of each of the seed's
+claims (:data:`CLAIMS`). :func:`ablation` (``vmsim reproduce fragmentation
+--ablation``) takes the grouping kernel apart. A
 pageblock map (:mod:`vmsim.pbmap`) of run 1 of each kernel, taken just before
 the at-rest pass (the same run cut at that moment), goes to
 ``fragmentation-map.png`` in the output directory (default: the current
@@ -33,12 +36,10 @@ directory).
 from __future__ import annotations
 
 import copy
-import json
 import math
 import random
-import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from vmsim import api
 from vmsim._vmsim import ScenarioError
@@ -47,14 +48,26 @@ from vmsim.reproduce.common import (
     ReproduceError,
     check_args,
     check_output_dir,
-    fmt_bytes,
-    fmt_ms,
     load_template,
-    mean_metrics,
-    parse_size,
-    save_result,
     scaled_bytes,
 )
+from vmsim.reproduce.experiment import (
+    DEFAULT_RUNS,
+    Experiment,
+    Kernel,
+    Metrics,
+    ReproduceResult,
+    Run,
+    judge_claims,
+    make_result,
+    render_claims,
+    render_claims_of,
+    run_kernels,
+    total_runs,
+    write_outputs,
+)
+from vmsim.reproduce.verdict import Claim, ClaimResult, Exercised
+from vmsim.units import fmt_bytes, fmt_ms, parse_duration, parse_size
 
 NAME = "fragmentation"
 TITLE = 'seed 003: Mel Gorman, "[PATCH 0/7] Fragmentation Avoidance V19" (2005-10-30)'
@@ -78,12 +91,8 @@ SEED_LABELS = {"vanilla": "2.6.14-rc5-mm1 Clean", "grouping": "2.6.14-rc5-mm1 MB
 LOAD_COMM = "highalloc"
 REST_COMM = "highalloc-rest"
 
-# Agreement thresholds: a difference below NOISE_POINTS percentage points, or below
-# NOISE_ATTEMPTS attempts' worth when a pass is short (small --scale), is "none";
-# a vmsim difference within a factor SIZE_FACTOR of the seed's is "similar".
-NOISE_POINTS = 5.0
-NOISE_ATTEMPTS = 2
-SIZE_FACTOR = 2.0
+CASE = "highalloc"
+KERNEL_DEFS = tuple(Kernel(k, SEED_LABELS[k], KERNEL_KNOBS[k]) for k in KERNELS)
 
 # ---------------------------------------------------------------------------
 # The seed's figures, transcribed from the posting
@@ -136,16 +145,6 @@ SEED: dict[str, Any] = {
 # ---------------------------------------------------------------------------
 
 
-def _seconds(text: str | float) -> float:
-    if isinstance(text, int | float):
-        return float(text)
-    s = str(text).strip()
-    for unit, mult in (("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("s", 1.0)):
-        if s.endswith(unit):
-            return float(s[: -len(unit)]) * mult
-    return float(s)
-
-
 def _count(n: float, scale: float) -> int:
     return max(1, round(n * scale))
 
@@ -156,11 +155,13 @@ def attempts_per_pass(scale: float) -> int:
     return _count(int(wl["attempts"]), scale)
 
 
-def _compile_file(tree: str, obj: str, wl: dict[str, Any], scale: float, rng: random.Random):
+def _compile_file(
+    tree: str, obj: str, wl: dict[str, Any], scale: float, rng: random.Random
+) -> list[dict[str, Any]]:
     """One file compiled by cc1: read headers, fault in memory, kernel objects, compute,
     append the object file, free and unmap."""
     anon = scaled_bytes(rng.uniform(parse_size(wl["anon_min"]), parse_size(wl["anon_max"])), scale)
-    cpu = _seconds(wl["cpu_time"]) * rng.uniform(0.8, 1.2)
+    cpu = parse_duration(wl["cpu_time"]) * rng.uniform(0.8, 1.2)
     return [
         {"op": "read", "file": tree, "size": fmt_bytes(scaled_bytes(wl["headers"], scale))},
         {"op": "touch", "size": fmt_bytes(anon)},
@@ -197,7 +198,7 @@ def build_scenario(
     tpl["seed"] = seed
 
     tree = scaled_bytes(wl["tree"], scale)
-    gap = _seconds(wl["copy_gap"])
+    gap = parse_duration(wl["copy_gap"])
     jobs = int(wl["jobs"])
     files = _count(int(wl["tree_files"]), scale)
 
@@ -218,7 +219,7 @@ def build_scenario(
         }
     ]
     upd: list[dict[str, Any]] = []
-    upd_cpu = _seconds(wl["updatedb_cpu"])
+    upd_cpu = parse_duration(wl["updatedb_cpu"])
     for _ in range(int(wl["updatedb_seconds"])):
         upd += [
             {
@@ -257,10 +258,10 @@ def build_scenario(
             tasks.append({"name": "cc1", "start": fmt_ms(start), "program": prog})
 
     primary_start = (copies + 1) * gap
-    load_start = primary_start + _seconds(wl["warmup"])
-    rest_start = _seconds(wl["rest_start"])
+    load_start = primary_start + parse_duration(wl["warmup"])
+    rest_start = parse_duration(wl["rest_start"])
     n = _count(int(wl["attempts"]), scale)
-    interval = _seconds(wl["interval"])
+    interval = parse_duration(wl["interval"])
     attempt = [
         {"op": "alloc", "order": int(wl["order"]), "count": 1, "type": "movable"},
         {"op": "sleep", "time": fmt_ms(interval)},
@@ -309,7 +310,7 @@ def _last_time(times: list[float], values: list[int], threshold: float) -> float
     return last
 
 
-def _metrics(r: api.Result, plan: dict[str, Any], notes: list[str]) -> dict[str, float]:
+def _metrics(r: api.Result, plan: dict[str, Any], notes: list[str]) -> Metrics:
     d = r.data
     n = plan["attempts_per_pass"]
     tasks = d["tasks"]
@@ -404,138 +405,101 @@ def _draw_map(maps: dict[str, dict[str, Any]], plan: dict[str, Any], path: Path)
     pbmap.save_atomic(fig, path)
 
 
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The skeleton's builder: one of the seed's two kernels."""
+    return build_scenario(k.name, seed, scale)
+
+
+def _measure(run: Run) -> Metrics:
+    return _metrics(run.result, run.plan, run.notes)
+
+
+# Grouping keeps non-movable pages out of movable pageblocks; what it has to prevent is
+# vanilla mixing them.
+_MIXING = Exercised(
+    "mixed_pageblocks_max", "vanilla", "vanilla mixed movable and non-movable pages in pageblocks"
+)
+_SEEDK = SEED["kernels"]
+CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        "load_success_higher",
+        CASE,
+        "under load, grouping succeeds more often at order 10",
+        "The result of the allocations under load (load averaging 18) were; "
+        "% Success: 18 (Clean), 47 (MBuddy V19)",
+        "load_success_pct",
+        "vanilla",
+        "grouping",
+        expect="higher",
+        effect="points",
+        seed_before=100.0 * _SEEDK["vanilla"]["load_success"] / 160,
+        seed_after=100.0 * _SEEDK["grouping"]["load_success"] / 160,
+        exercised=_MIXING,
+    ),
+    Claim(
+        "rest_success_higher",
+        CASE,
+        "at rest, grouping succeeds more often at order 10",
+        SEED["quotes"]["rest"],
+        "rest_success_pct",
+        "vanilla",
+        "grouping",
+        expect="higher",
+        effect="points",
+        seed_before=100.0 * _SEEDK["vanilla"]["rest_success"] / SEED["rest_attempts_assumed"],
+        seed_after=100.0 * _SEEDK["grouping"]["rest_success"] / SEED["rest_attempts_assumed"],
+        exercised=_MIXING,
+    ),
+)
+
+EXPERIMENT = Experiment(
+    name=NAME,
+    title=TITLE,
+    kernels=KERNEL_DEFS,
+    cases=(CASE,),
+    seed=SEED,
+    claims=CLAIMS,
+    build=_build,
+    measure=_measure,
+)
+
+
 def reproduce(
-    runs: int = 3,
+    runs: int = DEFAULT_RUNS,
     scale: float = 1.0,
     *,
     output_dir: Path | None = None,
     progress: bool | None = None,
-) -> dict[str, Any]:
-    """Runs both kernels ``runs`` times and returns the JSON-ready result; draws the
-    pageblock map into ``output_dir`` (default: the current directory)."""
+) -> ReproduceResult:
+    """Runs both kernels ``runs`` times and returns the result; draws the pageblock map
+    (run 1 of each kernel cut before the at-rest pass) into ``output_dir`` (default: the
+    current directory)."""
     check_args(runs, scale)
     check_output_dir(output_dir)
-    seeds = list(range(1, runs + 1))
-    per_run: dict[str, list[dict[str, float]]] = {k: [] for k in KERNELS}
-    notes: list[str] = []
-    plan: dict[str, Any] = {}
     maps: dict[str, dict[str, Any]] = {}
-    with Progress(len(KERNELS) * (runs + 1), "reproduce fragmentation", enabled=progress) as bar:
+    total = total_runs(EXPERIMENT, runs) + len(KERNELS)
+    with Progress(total, "reproduce fragmentation", enabled=progress) as bar:
+        r = run_kernels(EXPERIMENT, runs, scale, bar, output_dir=output_dir)
+        plan = r.plans[CASE]
         for k in KERNELS:
-            for seed in seeds:
-                bar.describe(f"{k} run {seed}/{runs}")
-                sc, plan = build_scenario(k, seed, scale)
-                r = _run(sc, f"{k} run {seed}", scale)
-                run_notes: list[str] = []
-                per_run[k].append(_metrics(r, plan, run_notes))
-                notes += [f"{k} run {seed}: {x}" for x in run_notes]
-                bar.advance()
             bar.describe(f"{k} pageblock map")
             cut = plan["start_seconds"]["rest_pass"]
-            sc, _ = build_scenario(k, seeds[0], scale, cut_at=cut)
+            sc, _ = build_scenario(k, r.seeds[0], scale, cut_at=cut)
             maps[k] = _run(sc, f"{k} map", scale).data
             bar.advance()
-    means = {k: mean_metrics(per_run[k]) for k in KERNELS}
-    for k in KERNELS:
-        stats = _map_stats(maps[k])
-        for key in ("blocks", "mixed", "with_unmovable", "with_reclaimable", "free_blocks"):
-            means[k][f"rest_start_{key}"] = float(stats[key])
     out_dir = output_dir if output_dir is not None else Path(".")
     map_path = out_dir / MAP_FILE
-    result: dict[str, Any] = {
-        "experiment": NAME,
-        "title": TITLE,
-        "runs": runs,
-        "scale": scale,
-        "seeds": seeds,
-        "plan": plan,
-        "kernels": means,
-        "per_run": per_run,
-        "seed": SEED,
-        "agreement": agreement(means),
-        "notes": notes,
-        "map": str(map_path),
-    }
+    result = make_result(
+        EXPERIMENT,
+        r,
+        rest_start={k: _map_stats(maps[k]) for k in KERNELS},
+        map=str(map_path),
+    )
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     _draw_map(maps, plan, map_path)
-    save_result(output_dir, result, render_text(result))
+    write_outputs(output_dir, result, render_text(result))
     return result
-
-
-# ---------------------------------------------------------------------------
-# Direction
-# ---------------------------------------------------------------------------
-
-
-def _compare(
-    seed_v: float, seed_g: float, seed_n: float, vm_v: float, vm_g: float, vm_n: float
-) -> dict[str, Any]:
-    """Seed and vmsim success (counts of ``*_n`` attempts) → direction and size verdicts."""
-    seed_pct = (100.0 * seed_v / seed_n, 100.0 * seed_g / seed_n)
-    if vm_n > 0 and math.isfinite(vm_v) and math.isfinite(vm_g):
-        vm_pct = (100.0 * vm_v / vm_n, 100.0 * vm_g / vm_n)
-    else:
-        vm_pct = (float("nan"), float("nan"))
-    seed_diff = seed_pct[1] - seed_pct[0]
-    vm_diff = vm_pct[1] - vm_pct[0]
-    noise = max(NOISE_POINTS, 100.0 * NOISE_ATTEMPTS / vm_n) if vm_n > 0 else NOISE_POINTS
-    if not math.isfinite(vm_diff):
-        direction, size = "unknown", "unknown"
-    elif abs(vm_diff) < noise:
-        direction, size = "none", "n/a"
-    elif (vm_diff > 0) == (seed_diff > 0):
-        direction = "same"
-        ratio = vm_diff / seed_diff
-        size = (
-            "similar"
-            if 1 / SIZE_FACTOR <= ratio <= SIZE_FACTOR
-            else ("smaller" if ratio < 1 else "larger")
-        )
-    else:
-        direction, size = "opposite", "n/a"
-    return {
-        "seed_pct": {"vanilla": seed_pct[0], "grouping": seed_pct[1]},
-        "vmsim_pct": {"vanilla": vm_pct[0], "grouping": vm_pct[1]},
-        "seed_diff_points": seed_diff,
-        "vmsim_diff_points": vm_diff,
-        "seed_ratio": seed_pct[1] / seed_pct[0] if seed_pct[0] else float("inf"),
-        "vmsim_ratio": vm_pct[1] / vm_pct[0] if vm_pct[0] else float("nan"),
-        "noise_points": noise,
-        "direction": direction,
-        "size": size,
-        "agrees": direction == "same" and size == "similar",
-    }
-
-
-def agreement(means: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """Per pass: the seed's and vmsim's success rates, and whether vmsim goes the
-    seed's way (grouping above vanilla by NOISE_POINTS or more) and by about as
-    much (the difference within a factor SIZE_FACTOR of the seed's)."""
-    sv, sg = SEED["kernels"]["vanilla"], SEED["kernels"]["grouping"]
-    v, g = means["vanilla"], means["grouping"]
-    rest_n = SEED["rest_attempts_assumed"]
-    return {
-        "noise_points": NOISE_POINTS,
-        "noise_attempts": NOISE_ATTEMPTS,
-        "size_factor": SIZE_FACTOR,
-        "load": _compare(
-            sv["load_success"],
-            sg["load_success"],
-            sv["load_attempts"],
-            v["load_success"],
-            g["load_success"],
-            v["load_attempts"],
-        ),
-        "rest": _compare(
-            sv["rest_success"],
-            sg["rest_success"],
-            rest_n,
-            v["rest_success"],
-            g["rest_success"],
-            v["rest_attempts"],
-        ),
-    }
 
 
 # ---------------------------------------------------------------------------
@@ -565,9 +529,9 @@ def _machine_text(plan: dict[str, Any], scale: float) -> str:
     )
 
 
-def _report_block(result: dict[str, Any], pass_: str) -> list[str]:
-    means = result["kernels"]
-    per_run = result["per_run"]
+def _report_block(result: ReproduceResult, pass_: str) -> list[str]:
+    means = result["means"][CASE]
+    per_run = result["per_run"][CASE]
     seedk = result["seed"]["kernels"]
     w = 19
     head = f"{'':<26s}" + "".join(
@@ -575,17 +539,17 @@ def _report_block(result: dict[str, Any], pass_: str) -> list[str]:
     )
     out = [head]
 
-    def row(label: str, key: str | None, seed_vals: tuple[str, str], fmt=_num) -> None:
+    def row(label: str, key: str | None, seed_vals: tuple[str, ...]) -> None:
         cells = []
         for k, sv in zip(KERNELS, seed_vals, strict=True):
             if key is None:
                 cells += ["n/a", sv]
             else:
-                vals = [r[key] for r in per_run[k]]
-                cells += [fmt(means[k][key]) + _range(vals), sv]
+                vals = [v for r in per_run[k] if (v := r[key]) is not None]
+                cells += [_num(means[k][key]) + (_range(vals) if vals else ""), sv]
         out.append(f"{label:<26s}" + "".join(f"{c:>{w}s}" for c in cells))
 
-    order = str(result["plan"]["order"])
+    order = str(result["plans"][CASE]["order"])
     out.append(f"{'Order:':<26s}" + "".join(f"{c:>{w}s}" for c in (order, "10") * 2))
     out.append(
         f"{'Allocation type:':<26s}" + "".join(f"{c:>{w}s}" for c in ("Movable", "HighMem") * 2)
@@ -597,12 +561,7 @@ def _report_block(result: dict[str, Any], pass_: str) -> list[str]:
         row("Failed allocs:", "load_failed", tuple(str(s["load_failed"]) for s in sv))
         for z in ("DMA", "Normal", "HighMem"):
             row(f"{z} zone allocs:", None, tuple(str(s["load_zone_allocs"][z]) for s in sv))
-        row(
-            "% Success:",
-            "load_success_pct",
-            tuple(str(s["load_success_pct"]) for s in sv),
-            fmt=lambda x: _num(x, 1),
-        )
+        row("% Success:", "load_success_pct", tuple(str(s["load_success_pct"]) for s in sv))
         row("Pass duration (s):", "load_pass_seconds", ("-", "-"))
         row("Allocation stalls (s):", "load_stall_seconds", ("-", "-"))
     else:
@@ -615,48 +574,22 @@ def _report_block(result: dict[str, Any], pass_: str) -> list[str]:
             "% Success:",
             "rest_success_pct",
             tuple(_num(100.0 * s["rest_success"] / n, 1) for s in sv),
-            fmt=lambda x: _num(x, 1),
         )
         row("Pass duration (s):", "rest_pass_seconds", ("-", "-"))
         row("Allocation stalls (s):", "rest_stall_seconds", ("-", "-"))
     return out
 
 
-def _direction_line(name: str, a: dict[str, Any], unit: str) -> list[str]:
-    sp, vp = a["seed_pct"], a["vmsim_pct"]
-    seed = (
-        f"seed {_num(sp['vanilla'])}% -> {_num(sp['grouping'])}% "
-        f"({a['seed_diff_points']:+.1f} points, x{a['seed_ratio']:.2f})"
-    )
-    vm = (
-        f"vmsim {_num(vp['vanilla'])}% -> {_num(vp['grouping'])}% "
-        f"({a['vmsim_diff_points']:+.1f} points, x{_num(a['vmsim_ratio'], 2)})"
-    )
-    if a["direction"] == "same":
-        verdict = f"same direction, {a['size']} size" + (
-            "" if a["size"] == "similar" else " of the difference"
-        )
-    elif a["direction"] == "none":
-        verdict = (
-            f"no difference in vmsim (within {_num(a['noise_points'])} points): seed's "
-            "direction not reproduced"
-        )
-    elif a["direction"] == "opposite":
-        verdict = "OPPOSITE direction: vmsim's grouping kernel does worse"
-    else:
-        verdict = "no figures"
-    tag = "agrees" if a["agrees"] else "disagrees"
-    return [f"  [{tag}] {name} ({unit}): {verdict}", f"      {seed}", f"      {vm}"]
-
-
-def render_text(result: dict[str, Any]) -> str:
-    """The seed's report layout with vmsim's means beside the seed's figures."""
-    plan = result["plan"]
+def render_text(result: ReproduceResult) -> str:
+    """The seed's report layout with vmsim's means beside the seed's figures, and the
+    verdict of every claim."""
+    plan = result["plans"][CASE]
     seeds = result["seeds"]
     runs = result["runs"]
     seeds_txt = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
     st = plan["start_seconds"]
-    means = result["kernels"]
+    means = result["means"][CASE]
+    rest_start = result["extra"]["rest_start"]
     out = [
         f"vmsim reproduce fragmentation: {result['title']}",
         _machine_text(plan, result["scale"]),
@@ -687,28 +620,21 @@ def render_text(result: dict[str, Any]) -> str:
         ("extfrag events", "extfrag_events"),
         ("mixed pageblocks, most at a sample", "mixed_pageblocks_max"),
         ("mixed pageblocks at the end", "mixed_pageblocks"),
-        ("blocks holding unmovable pages *", "rest_start_with_unmovable"),
-        ("blocks holding reclaimable pages *", "rest_start_with_reclaimable"),
-        ("entirely free blocks *", "rest_start_free_blocks"),
+        ("blocks holding unmovable pages *", "with_unmovable"),
+        ("blocks holding reclaimable pages *", "with_reclaimable"),
+        ("entirely free blocks *", "free_blocks"),
         ("pages scanned by reclaim", "pgscan"),
         ("pages swapped out", "pswpout"),
         ("compiles ended (s)", "compile_end_seconds"),
         ("updatedb ended (s)", "updatedb_end_seconds"),
     ):
-        out.append(f"{label:<36s}" + "".join(f"{_num(means[k][key]):>{w}s}" for k in KERNELS))
+        src: dict[str, Any] = rest_start if key in rest_start[KERNELS[0]] else means
+        out.append(f"{label:<36s}" + "".join(f"{_num(src[k][key]):>{w}s}" for k in KERNELS))
     out.append(
         f"  * run 1 just before the at-rest pass ({st['rest_pass']:g} s); "
-        f"pageblock map: {result['map']}"
+        f"pageblock map: {result['extra']['map']}"
     )
-    out += ["", "Direction (computed from the figures above)"]
-    ag = result["agreement"]
-    out += _direction_line("under load, order-10 success", ag["load"], "% of attempts")
-    out += _direction_line("at rest, order-10 success", ag["rest"], "% of attempts")
-    out.append(
-        f"  (direction: grouping minus vanilla of at least {NOISE_POINTS:g} points, and of at "
-        f"least {NOISE_ATTEMPTS} attempts, the seed's way;\n"
-        f"   size: vmsim's difference within x{SIZE_FACTOR:g} of the seed's)"
-    )
+    out += ["", *render_claims(result)]
     if result["notes"]:
         out += ["", "Notes"]
         out += [f"  {n}" for n in result["notes"]]
@@ -719,24 +645,10 @@ def render_text(result: dict[str, Any]) -> str:
         "reclaim) frees every page of an aligned 4 MiB block, and no page of it is parked on",
         "a per-CPU list (2.6.14 never drained them for a failing allocation). 'grouping' is",
         "grouping by mobility plus V19's per-CPU lists and its three direct-reclaim passes;",
-        "`python -m vmsim.reproduce.fragmentation --ablation` shows what each part contributes.",
+        "`vmsim reproduce fragmentation --ablation` shows what each part contributes.",
         "See docs/reproduce-fragmentation.md.",
     ]
     return "\n".join(out) + "\n"
-
-
-def json_summary(result: dict[str, Any]) -> dict[str, Any]:
-    """The ``--json`` object: the means per kernel, the seed's figures and the agreement."""
-    return {
-        "experiment": NAME,
-        "kernels": result["kernels"],
-        "seed": result["seed"],
-        "agreement": result["agreement"],
-        "runs": result["runs"],
-        "scale": result["scale"],
-        "notes": result["notes"],
-        "map": result["map"],
-    }
 
 
 # The ablation: "grouping" taken apart, each variant's [kernel] settings on top of vanilla's.
@@ -755,86 +667,86 @@ ABLATION: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def ablation(runs: int, scale: float, *, progress: bool | None = None) -> list[dict[str, Any]]:
-    """Runs each :data:`ABLATION` variant ``runs`` times; returns per variant its label, its
-    settings and each run's load-pass success % and at-rest successes."""
+class AblationRow(TypedDict):
+    """One variant of the ablation: its settings and each run's figures."""
+
+    variant: str
+    kernel: dict[str, Any]
+    load_success_pct: list[float | None]
+    rest_success: list[float]
+    rest_attempts: int
+
+
+class AblationResult(TypedDict):
+    """``vmsim reproduce fragmentation --ablation --json``."""
+
+    experiment: str
+    ablation: bool
+    runs: int
+    scale: float
+    seeds: list[int]
+    rows: list[AblationRow]
+    claims: list[ClaimResult]
+
+
+def ablation(runs: int, scale: float, *, progress: bool | None = None) -> AblationResult:
+    """Runs each :data:`ABLATION` variant ``runs`` times. The claims are judged on the
+    first variant (vanilla) against the last (all of V19, the grouping kernel)."""
     check_args(runs, scale)
-    rows = []
+    rows: list[AblationRow] = []
+    per_variant: list[list[Metrics]] = []
     with Progress(len(ABLATION) * runs, "fragmentation ablation", enabled=progress) as bar:
         for label, knobs in ABLATION:
-            load, rest = [], []
+            metrics: list[Metrics] = []
+            plan: dict[str, Any] = {}
             for seed in range(1, runs + 1):
                 bar.describe(f"{label} run {seed}/{runs}")
                 sc, plan = build_scenario("vanilla", seed, scale)
                 sc["kernel"].update(knobs)
-                m = _metrics(_run(sc, f"{label} run {seed}", scale), plan, [])
-                load.append(m["load_success_pct"])
-                rest.append(m["rest_success"])
+                metrics.append(_metrics(_run(sc, f"{label} run {seed}", scale), plan, []))
                 bar.advance()
+            per_variant.append(metrics)
             rows.append(
                 {
                     "variant": label,
-                    "kernel": knobs,
-                    "load_success_pct": load,
-                    "rest_success": rest,
+                    "kernel": dict(knobs),
+                    "load_success_pct": [
+                        m["load_success_pct"] if math.isfinite(m["load_success_pct"]) else None
+                        for m in metrics
+                    ],
+                    "rest_success": [m["rest_success"] for m in metrics],
                     "rest_attempts": plan["attempts_per_pass"],
                 }
             )
-    return rows
+    claims = judge_claims(
+        EXPERIMENT, {CASE: {"vanilla": per_variant[0], "grouping": per_variant[-1]}}
+    )
+    return {
+        "experiment": NAME,
+        "ablation": True,
+        "runs": runs,
+        "scale": scale,
+        "seeds": list(range(1, runs + 1)),
+        "rows": rows,
+        "claims": claims,
+    }
 
 
-def render_ablation(rows: list[dict[str, Any]], runs: int, scale: float) -> str:
-    """The ablation as a table: means (min-max over runs)."""
+def render_ablation(result: AblationResult) -> str:
+    """The ablation as a table: means (min-max over runs), then the claims."""
+    runs, scale = result["runs"], result["scale"]
     out = [
         f"seed 003 ablation: {runs} run{'s' if runs != 1 else ''} per variant, scale {scale:g}; "
         "means (min-max over runs)",
         f"{'variant':<30}{'under load, % success':>24}{'at rest, successes':>26}",
     ]
-    for r in rows:
-        load, rest = r["load_success_pct"], r["rest_success"]
-        load_txt = f"{_num(sum(load) / len(load))}{_range(load)}"
+    for r in result["rows"]:
+        load = [x for x in r["load_success_pct"] if x is not None]
+        rest = r["rest_success"]
+        load_txt = f"{_num(sum(load) / len(load))}{_range(load)}" if load else "-"
         rest_txt = f"{_num(sum(rest) / len(rest))}{_range(rest)} of {r['rest_attempts']}"
         out.append(f"{r['variant']:<30}{load_txt:>24}{rest_txt:>26}")
     out.append("seed: Clean 18 % and 45 of 160; MBuddy V19 47 % and 159 of 160")
+    out += ["", "(claims judged on the first variant against the last)"]
+    out += render_claims_of(result["claims"], runs)
     return "\n".join(out) + "\n"
-
-
-def main(
-    runs: int = 3, scale: float = 1.0, as_json: bool = False, output_dir: Path | None = None
-) -> int:
-    """Runs the reproduction and prints the report (or JSON); returns the exit code."""
-    try:
-        result = reproduce(runs, scale, output_dir=output_dir)
-    except ReproduceError as e:
-        print(f"vmsim: error: {e}", file=sys.stderr)
-        return 2
-    if as_json:
-        print(json.dumps(json_summary(result)))
-    else:
-        print(render_text(result), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m vmsim.reproduce.fragmentation")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--output-dir", type=Path)
-    p.add_argument(
-        "--ablation",
-        action="store_true",
-        help="run vanilla, grouping and the parts of V19 in between instead",
-    )
-    a = p.parse_args()
-    if a.ablation:
-        try:
-            rows = ablation(a.runs, a.scale)
-        except ReproduceError as e:
-            print(f"vmsim: error: {e}", file=sys.stderr)
-            sys.exit(2)
-        print(json.dumps(rows) if a.json else render_ablation(rows, a.runs, a.scale), end="")
-        sys.exit(0)
-    sys.exit(main(a.runs, a.scale, a.json, a.output_dir))

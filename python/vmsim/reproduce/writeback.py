@@ -11,13 +11,14 @@ The seed compares three kernels, each a setting of ``kernel.reclaim_writeback``:
 
 on the X86-64 machine (AMD Phenom 4-core, 3 GB, one disk, dirty_ratio 20) with
 two workloads (scenario templates in ``scenarios/writeback-*.toml``):
-kernbench and stress-highalloc. Each kernel runs each workload ``runs`` times
-(seeds 1..runs) with a trace in the 2.6.35 formats; the seed's report rows
-come from that trace through ``vmsim.reclaim_report.report_dict`` (Mel's
-post-processing script), with user, sys and elapsed seconds from the run, and
-are averaged over the runs. The text report puts the seed's own X86-64
-figures beside vmsim's and checks the direction of each of the seed's claims
-from the numbers.
+kernbench and stress-highalloc. The experiment (:data:`EXPERIMENT`) runs on the
+shared skeleton (:mod:`vmsim.reproduce.experiment`): each kernel runs each
+workload ``runs`` times (seeds 1..runs) with a trace in the 2.6.35 formats; the
+seed's report rows come from that trace through
+``vmsim.reclaim_report.report_dict`` (Mel's post-processing script), with user,
+sys and elapsed seconds from the run, and are averaged over the runs. The text
+report puts the seed's own X86-64 figures beside vmsim's and gives the verdict
+of each of the seed's claims (:data:`CLAIMS`).
 
 The run's seed also draws each compile job's anonymous size and CPU time, so
 runs differ as repeated real runs do; the same arguments give the same bytes.
@@ -31,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from vmsim import api
-from vmsim._vmsim import ScenarioError
 from vmsim.reclaim_report import SEED_ROWS
 from vmsim.reproduce.common import (
     Progress,
@@ -39,31 +39,42 @@ from vmsim.reproduce.common import (
     check_args,
     check_output_dir,
     finite_or_none,
-    fmt_bytes,
-    fmt_ms,
     fmt_value,
-    human_bytes,
     load_template,
-    mean_metrics,
-    parse_size,
-    run_traced,
-    save_result,
     scaled_bytes,
     side_by_side,
 )
+from vmsim.reproduce.experiment import (
+    DEFAULT_RUNS,
+    Experiment,
+    Kernel,
+    Metrics,
+    ReproduceResult,
+    Run,
+    make_result,
+    mean_metrics,
+    render_claims,
+    run_kernels,
+    total_runs,
+    write_outputs,
+)
+from vmsim.reproduce.kernbench import Jobs, compile_job, kernbench_tasks, untar
+from vmsim.reproduce.verdict import Claim, Exercised
+from vmsim.units import fmt_bytes, fmt_ms, human_bytes, parse_duration, parse_size
 
 NAME = "writeback"
 TITLE = 'seed 001: Mel Gorman, "Reduce writeback from page reclaim context V6" (2010-07-30)'
 
 KERNELS = ("traceonly", "nodirect", "flushforward")
 LABELS = {k: f"{k}-v6" for k in KERNELS}
+# Each kernel is a setting of kernel.reclaim_writeback.
+KERNEL_DEFS = tuple(Kernel(k, LABELS[k], {"reclaim_writeback": k}) for k in KERNELS)
 WORKLOADS = ("kernbench", "stress-highalloc")
 TEMPLATES = {w: f"writeback-{w}" for w in WORKLOADS}
 
-# Verdict thresholds: "far sooner" is at least FAR_SOONER shorter (the seed's are 64 %
-# and 73 %); success rates "little" changed stay within SUCCESS_SPREAD_POINTS.
-FAR_SOONER = 0.25
-SUCCESS_SPREAD_POINTS = 10.0
+# "Little impact on the success rates": the seed gives no rates, so how little is our
+# reading, stated with the claim.
+SUCCESS_TOLERANCE_POINTS = 10.0
 
 # The comm names of the three high-order passes and of the builds' tasks.
 PASSES = (("pass1", "highalloc-1"), ("pass2", "highalloc-2"), ("rest", "highalloc-rest"))
@@ -180,79 +191,6 @@ def _knob_default(key: str) -> Any:
     return _KNOB_DEFAULTS[key]
 
 
-def _seconds(text: str) -> float:
-    """Seconds of a duration written ``"5s"``, ``"125ms"``, ``"50us"``."""
-    s = str(text).strip()
-    for unit, mult in (("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("s", 1.0)):
-        if s.endswith(unit):
-            return float(s[: -len(unit)]) * mult
-    return float(s)
-
-
-class _Jobs:
-    """Draws compile jobs (anonymous size [bytes], CPU time [s]) from a run's seed."""
-
-    def __init__(self, wl: dict[str, Any], scale: float, rng: random.Random) -> None:
-        self.amin = parse_size(wl["anon_min"])
-        self.amax = parse_size(wl["anon_max"])
-        self.cpu = _seconds(wl["cpu_time"])
-        self.scale = scale
-        self.rng = rng
-
-    def draw(self) -> tuple[int, float]:
-        anon = scaled_bytes(self.rng.uniform(self.amin, self.amax), self.scale)
-        cpu = self.cpu * self.scale * self.rng.uniform(0.8, 1.2)
-        return anon, cpu
-
-
-def _untar(prefix: str, jobs: int, file_size: int, inodes: int) -> list[dict[str, Any]]:
-    """tar: the tree's files (one per job), and the inodes and dentries they create."""
-    ops: list[dict[str, Any]] = []
-    per, extra = divmod(inodes, jobs)
-    for j in range(jobs):
-        n = per + (1 if j < extra else 0)
-        ops.append({"op": "write", "file": f"{prefix}src{j}", "size": fmt_bytes(file_size)})
-        if n:
-            ops.append({"op": "slab", "cache": "xfs_inode", "objects": n})
-            ops.append({"op": "slab", "cache": "dentry", "objects": n})
-    return ops
-
-
-def _compile(prefix: str, j: int, anon: int, cpu: float, obj: int) -> list[dict[str, Any]]:
-    """One compile job: read sources, fault in anon memory, compute, write the object, exit."""
-    return [
-        {"op": "read", "file": f"{prefix}src{j}"},
-        {"op": "touch", "size": fmt_bytes(anon)},
-        {"op": "compute", "time": fmt_ms(cpu)},
-        {"op": "unlink", "file": f"{prefix}obj{j}"},
-        {"op": "write", "file": f"{prefix}obj{j}", "size": fmt_bytes(obj)},
-        {"op": "unmap", "size": fmt_bytes(anon)},
-    ]
-
-
-def _kernbench_tasks(
-    wl: dict[str, Any], scale: float, rng: random.Random
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    jobs = int(wl["jobs"])
-    par = int(wl["parallel"])
-    tree = scaled_bytes(parse_size(wl["tree"]) / jobs, scale)
-    obj = scaled_bytes(wl["object"], scale)
-    inodes = max(0, round(int(wl["inodes"]) * scale))
-    draw = _Jobs(wl, scale, rng)
-    job_list = [draw.draw() for _ in range(jobs)]
-    tasks: list[dict[str, Any]] = [{"name": "tar", "program": _untar("", jobs, tree, inodes)}]
-    start = fmt_ms(_seconds(wl["start"]) * scale)
-    for i in range(par):
-        prog: list[dict[str, Any]] = []
-        for j in range(i, jobs, par):
-            anon, cpu = job_list[j]
-            prog += _compile("", j, anon, cpu, obj)
-        tasks.append(
-            {"name": "cc1", "start": start, "repeat": int(wl["iterations"]), "program": prog}
-        )
-    return tasks, {}
-
-
 def _highalloc_count(memory: int, wl: dict[str, Any]) -> int:
     """Attempts per pass: HIGHALLOC_PERCENTAGE of MemTotal in huge pages."""
     huge = 4096 << int(wl["order"])
@@ -266,14 +204,14 @@ def _stress_tasks(
     tree = scaled_bytes(parse_size(wl["tree"]) / jobs, scale)
     obj = scaled_bytes(wl["object"], scale)
     inodes = max(0, round(int(wl["inodes"]) * scale))
-    draw = _Jobs(wl, scale, rng)
+    draw = Jobs(wl, scale, rng)
     tasks: list[dict[str, Any]] = []
     for b in range(int(wl["builds"])):
         prefix = f"b{b}/"
-        prog = _untar(prefix, jobs, tree, inodes)
+        prog = untar(prefix, jobs, tree, inodes)
         for j in range(jobs):
             anon, cpu = draw.draw()
-            prog += _compile(prefix, j, anon, cpu, obj)
+            prog += compile_job(prefix, j, anon, cpu, obj)
         # The tree is deleted (mmtests deletes it after killing the build).
         for j in range(jobs):
             prog.append({"op": "unlink", "file": f"{prefix}src{j}"})
@@ -285,22 +223,22 @@ def _stress_tasks(
 
     order = int(wl["order"])
     count = _highalloc_count(memory, wl)
-    delay = _seconds(wl["delay"])
+    delay = parse_duration(wl["delay"])
     nominal = count * delay
-    attempt = [
+    attempt: list[dict[str, Any]] = [
         {"op": "alloc", "order": order, "count": 1, "type": "movable"},
         {"op": "sleep", "time": fmt_ms(delay)},
     ]
-    start1 = _seconds(wl["warmup"]) * scale
+    start1 = parse_duration(wl["warmup"]) * scale
     start2 = start1 + float(wl["pass_gap"]) * nominal
-    start3 = start2 + float(wl["pass_gap"]) * nominal + _seconds(wl["settle"]) * scale
+    start3 = start2 + float(wl["pass_gap"]) * nominal + parse_duration(wl["settle"]) * scale
     tasks.append(
         {"name": "highalloc-1", "start": fmt_ms(start1), "repeat": count, "program": attempt}
     )
     tasks.append(
         {"name": "highalloc-2", "start": fmt_ms(start2), "repeat": count, "program": attempt}
     )
-    rest = [
+    rest: list[dict[str, Any]] = [
         {"op": "write", "file": "rest/dd", "size": fmt_bytes(memory)},
         {"op": "read", "file": "rest/dd"},
         {"op": "unlink", "file": "rest/dd"},
@@ -317,7 +255,7 @@ def _stress_tasks(
             "rest": round(start3, 3),
         },
         "builds": int(wl["builds"]),
-        "settle_seconds": _seconds(wl["settle"]) * scale,
+        "settle_seconds": parse_duration(wl["settle"]) * scale,
     }
     return tasks, plan
 
@@ -345,13 +283,13 @@ def build_scenario(
         disk["latency"] = max(1, round(int(disk["latency"]) * scale))
     smp = tpl.get("sampling", {})
     if "interval" in smp:
-        smp["interval"] = fmt_ms(_seconds(smp["interval"]) * scale)
-    tpl["duration"] = fmt_ms(_seconds(tpl.get("duration", "3600s")) * scale)
+        smp["interval"] = fmt_ms(parse_duration(smp["interval"]) * scale)
+    tpl["duration"] = fmt_ms(parse_duration(tpl.get("duration", "3600s")) * scale)
     tpl["name"] = f"{tpl.get('name', TEMPLATES[workload])}-{kernel}"
     tpl["seed"] = seed
     rng = random.Random(f"{workload}:{seed}")
     if wl["kind"] == "kernbench":
-        tasks, plan = _kernbench_tasks(wl, scale, rng)
+        tasks, plan = kernbench_tasks(wl, scale, rng)
     elif wl["kind"] == "stress-highalloc":
         tasks, plan = _stress_tasks(wl, scale, rng, memory)
     else:
@@ -387,22 +325,24 @@ HIGHALLOC_KEYS = (
 )
 
 
-def _report_metrics(report: dict[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _report_metrics(report: dict[str, Any]) -> Metrics:
+    """The seed's report rows of one run's trace, and the sums the claims compare."""
+    out: Metrics = {}
     for key in REPORT_KEYS:
         v = finite_or_none(report.get(key))
         # A percentage of nothing (no page scanned, no CPU time) is 0 %.
         out[key] = 0.0 if v is None else v
+    out["direct_write_file"] = out["direct_write_file_async"] + out["direct_write_file_sync"]
+    out["kswapd_write_file"] = out["kswapd_write_file_async"] + out["kswapd_write_file_sync"]
+    out["reclaim_writes"] = sum(out[key] for key in REPORT_KEYS if "_write_" in key)
     return out
 
 
-def _highalloc_metrics(
-    result: api.Result, plan: dict[str, Any], notes: list[str]
-) -> dict[str, float]:
+def _highalloc_metrics(result: api.Result, plan: dict[str, Any], notes: list[str]) -> Metrics:
     tasks = result.data["tasks"]
     count = plan["attempts_per_pass"]
     starts = plan["start_seconds"]
-    out: dict[str, float] = {}
+    out: Metrics = {"highalloc_attempts": float(3 * count)}
     ends: dict[str, float] = {}
     successes = 0
     for name, comm in PASSES:
@@ -457,75 +397,172 @@ def _highalloc_metrics(
 # ---------------------------------------------------------------------------
 
 
+def _build(case: str, k: Kernel, seed: int, scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The skeleton's builder: workload ``case`` on kernel ``k``."""
+    return build_scenario(case, k.name, seed, scale)
+
+
+def _measure(run: Run) -> Metrics:
+    """One run's report rows (from its trace) and, for stress-highalloc, the passes."""
+    assert run.report is not None, "writeback runs are traced"
+    metrics = _report_metrics(run.report)
+    summary = run.result.summary
+    if not summary["completed"]:
+        run.notes.append("the run hit its time limit before every task exited")
+    if summary["oom_kills"]:
+        run.notes.append(f"{summary['oom_kills']} tasks were OOM-killed")
+    if run.case == "stress-highalloc":
+        metrics.update(_highalloc_metrics(run.result, run.plan, run.notes))
+    return metrics
+
+
+def _sh(metric: str, text: str, quote: str, **kw: Any) -> Claim:
+    """A stress-highalloc claim, traceonly -> flushforward unless said otherwise, with
+    the seed's X86-64 figures of ``metric`` (where the table has it)."""
+    before, after = kw.pop("kernels", ("traceonly", "flushforward"))
+    table = SEED["stress-highalloc"]
+    seed_metric = kw.pop("seed_metric", metric)
+    figures: dict[str, Any] = {}
+    if seed_metric is not None:
+        figures = {
+            "seed_before": sum(float(table[before][m]) for m in seed_metric.split("+")),
+            "seed_after": sum(float(table[after][m]) for m in seed_metric.split("+")),
+        }
+    kw.setdefault("expect", "lower")
+    kw.setdefault("exercised", Exercised("direct_reclaims", "traceonly", "direct reclaim ran"))
+    return Claim(
+        kw.pop("id"), "stress-highalloc", text, quote, metric, before, after, **figures, **kw
+    )
+
+
+_LITTLE = (
+    f"{SUCCESS_TOLERANCE_POINTS:g} points: vmsim's reading of 'little' (the seed gives no rates)"
+)
+_ATTEMPTS = Exercised("highalloc_attempts", "traceonly", "order-9 allocations were attempted")
+_RECLAIM = Exercised("total_pages_scanned", "traceonly", "reclaim scanned pages")
+
+CLAIMS: tuple[Claim, ...] = (
+    _sh(
+        "direct_write_file",
+        "direct reclaim writes no file pages under nodirect",
+        "Direct reclaim of filesystem pages is eliminated as expected",
+        id="direct_file_writes_zero",
+        kernels=("traceonly", "nodirect"),
+        seed_metric="direct_write_file_async+direct_write_file_sync",
+        exercised=Exercised(
+            "direct_write_file", "traceonly", "traceonly's direct reclaim wrote file pages"
+        ),
+        by_construction="reclaim_writeback = nodirect (and flushforward) never lets direct "
+        "reclaim write a file page; traceonly's writes show the dirty pages were there",
+    ),
+    _sh(
+        "kswapd_write_file",
+        "flushforward cuts kswapd's file writes to negligible levels",
+        "File writebacks from kswapd are reduced to negligible levels.",
+        id="kswapd_file_writes_cut",
+        seed_metric="kswapd_write_file_async+kswapd_write_file_sync",
+        size="at_most",
+        exercised=Exercised("kswapd_write_file", "traceonly", "kswapd wrote file pages"),
+    ),
+    _sh(
+        "pct_scanned_written",
+        "flushforward cuts the share of scanned pages that reclaim writes",
+        "Again, the test completes far faster with the full series and fewer dirty pages "
+        "are encountered.",
+        id="pct_scanned_written_cut",
+        exercised=Exercised("reclaim_writes", "traceonly", "reclaim wrote pages"),
+    ),
+    _sh(
+        "chained_elapsed_seconds",
+        "stress-highalloc finishes far sooner under flushforward (passes back to back)",
+        "Again, the test completes far faster with the full series",
+        id="highalloc_elapsed_shorter",
+        seed_metric="elapsed_seconds",
+    ),
+    _sh(
+        "time_stalled_direct_reclaim_seconds",
+        "direct reclaim stalls far less under flushforward",
+        "Time stalled direct reclaim (seconds) 7906.48 1355.70 428.86",
+        id="direct_stall_shorter",
+    ),
+    *(
+        _sh(
+            f"highalloc_{p}_pct",
+            f"the patches have little impact on huge page success ({label})",
+            "The patches have little impact on the success rates.",
+            id=f"highalloc_{p}_unchanged",
+            seed_metric=None,
+            expect="same",
+            effect="points",
+            tolerance=SUCCESS_TOLERANCE_POINTS,
+            tolerance_source=_LITTLE,
+            exercised=_ATTEMPTS,
+        )
+        for p, label in (("pass1", "pass 1"), ("pass2", "pass 2"), ("rest", "at rest"))
+    ),
+    Claim(
+        "kernbench_no_reclaim_writeback",
+        "kernbench",
+        "kernbench: no writeback from reclaim (direct or kswapd, file or anon)",
+        "No writeback from reclaim initiated and no performance change of significance.",
+        "reclaim_writes",
+        "traceonly",
+        "flushforward",
+        expect="none",
+        exercised=_RECLAIM,
+    ),
+    Claim(
+        "kernbench_elapsed_unchanged",
+        "kernbench",
+        "kernbench: no performance change",
+        "No writeback from reclaim initiated and no performance change of significance.",
+        "elapsed_seconds",
+        "traceonly",
+        "flushforward",
+        expect="same",
+        tolerance=0.05,
+        tolerance_source="5 %: vmsim's reading of 'no performance change of significance'",
+        exercised=_RECLAIM,
+    ),
+)
+
+EXPERIMENT = Experiment(
+    name=NAME,
+    title=TITLE,
+    kernels=KERNEL_DEFS,
+    cases=WORKLOADS,
+    seed=SEED,
+    claims=CLAIMS,
+    build=_build,
+    measure=_measure,
+    traced=True,
+)
+
+
 def reproduce(
-    runs: int = 3,
+    runs: int = DEFAULT_RUNS,
     scale: float = 1.0,
     *,
     output_dir: Path | None = None,
     progress: bool | None = None,
-) -> dict[str, Any]:
-    """Runs every workload on every kernel ``runs`` times and returns the JSON-ready result."""
+) -> ReproduceResult:
+    """Runs every workload on every kernel ``runs`` times; with ``output_dir`` every
+    run's scenario, trace, result and report are kept there."""
     check_args(runs, scale)
     check_output_dir(output_dir)
-    seeds = list(range(1, runs + 1))
-    per_run: dict[str, dict[str, list[dict[str, float]]]] = {}
-    means: dict[str, dict[str, dict[str, float]]] = {}
-    notes: list[str] = []
-    plans: dict[str, dict[str, Any]] = {}
-    total = len(WORKLOADS) * len(KERNELS) * runs
-    with Progress(total, "reproduce writeback", enabled=progress) as bar:
-        for w in WORKLOADS:
-            per_run[w] = {}
-            for k in KERNELS:
-                per_run[w][k] = []
-                for seed in seeds:
-                    bar.describe(f"{w} {LABELS[k]} run {seed}/{runs}")
-                    sc, plan = build_scenario(w, k, seed, scale)
-                    plans[w] = plan
-                    keep = output_dir / w / k / f"run-{seed}" if output_dir is not None else None
-                    try:
-                        result, report = run_traced(sc, seed, keep)
-                    except ScenarioError as e:
-                        raise ReproduceError(f"--scale {scale:g}: {w}: {e}") from None
-                    metrics = _report_metrics(report)
-                    run_notes: list[str] = []
-                    if not result.summary["completed"]:
-                        run_notes.append("the run hit its time limit before every task exited")
-                    if result.summary["oom_kills"]:
-                        run_notes.append(f"{result.summary['oom_kills']} tasks were OOM-killed")
-                    if w == "stress-highalloc":
-                        metrics.update(_highalloc_metrics(result, plan, run_notes))
-                    notes += [f"{w} {LABELS[k]} run {seed}: {n}" for n in run_notes]
-                    per_run[w][k].append(metrics)
-                    bar.advance()
-            means[w] = {k: mean_metrics(per_run[w][k]) for k in KERNELS}
-    for w in WORKLOADS:
-        if w == "stress-highalloc":
-            for k in KERNELS:
-                m = means[w][k]
-                for key, what in (
-                    ("pass1_overrun_seconds", "pass 1 ran into pass 2"),
-                    ("pass2_overrun_seconds", "pass 2 ran into the rest pass"),
-                    ("builds_overrun_seconds", "the builds ran into the rest pass"),
-                ):
-                    if m[key] > 0:
-                        notes.append(f"{w} {LABELS[k]}: {what} by {m[key]:.1f} s (mean)")
-    result = {
-        "experiment": NAME,
-        "title": TITLE,
-        "runs": runs,
-        "scale": scale,
-        "seeds": seeds,
-        "kernels": {k: LABELS[k] for k in KERNELS},
-        "machine": _machine_text(scale),
-        "workloads": means,
-        "per_run": per_run,
-        "highalloc_plan": plans.get("stress-highalloc", {}),
-        "seed": SEED,
-        "agreement": agreement(means),
-        "notes": notes,
-    }
-    save_result(output_dir, result, render_text(result))
+    with Progress(total_runs(EXPERIMENT, runs), "reproduce writeback", progress) as bar:
+        r = run_kernels(EXPERIMENT, runs, scale, bar, output_dir=output_dir)
+    for k in KERNELS:
+        m = mean_metrics(r.per_run["stress-highalloc"][k])
+        for key, what in (
+            ("pass1_overrun_seconds", "pass 1 ran into pass 2"),
+            ("pass2_overrun_seconds", "pass 2 ran into the rest pass"),
+            ("builds_overrun_seconds", "the builds ran into the rest pass"),
+        ):
+            if m[key] > 0:
+                r.notes.append(f"stress-highalloc {LABELS[k]}: {what} by {m[key]:.1f} s (mean)")
+    result = make_result(EXPERIMENT, r, machine=_machine_text(scale))
+    write_outputs(output_dir, result, render_text(result))
     return result
 
 
@@ -538,264 +575,6 @@ def _machine_text(scale: float) -> str:
         f"{mem} RAM, {m['cpus']} CPUs, {swap} swap (assumed), "
         f"dirty_ratio {tpl['kernel']['dirty_ratio']}"
     )
-
-
-# ---------------------------------------------------------------------------
-# Direction checks
-# ---------------------------------------------------------------------------
-
-
-def _pct_change(new: float, old: float) -> str:
-    if old == 0:
-        return "n/a" if new == 0 else "+inf"
-    return f"{100.0 * (new - old) / old:+.0f}%"
-
-
-def _triple(values: dict[str, float], kind: str = "int") -> str:
-    return " / ".join(fmt_value(values[k], kind) for k in KERNELS)
-
-
-def _check(
-    cid: str,
-    workload: str,
-    claim: str,
-    seed_text: str,
-    vmsim: dict[str, float],
-    verdict: str,
-    detail: str,
-    kind: str = "int",
-) -> dict[str, Any]:
-    return {
-        "id": cid,
-        "workload": workload,
-        "claim": claim,
-        "seed": seed_text,
-        "vmsim": {k: vmsim[k] for k in KERNELS},
-        "vmsim_text": _triple(vmsim, kind),
-        "verdict": verdict,
-        "detail": detail,
-    }
-
-
-def agreement(means: dict[str, dict[str, dict[str, float]]]) -> list[dict[str, Any]]:
-    """The seed's claims, each checked against vmsim's means (never hard-coded)."""
-    out: list[dict[str, Any]] = []
-    sh = means["stress-highalloc"]
-    seed_sh = SEED["stress-highalloc"]
-
-    def col(m: dict[str, dict[str, float]], *keys: str) -> dict[str, float]:
-        return {k: sum(float(m[k][key]) for key in keys) for k in KERNELS}
-
-    # 1. nodirect: direct reclaim writes no file pages.
-    fw_keys = ("direct_write_file_async", "direct_write_file_sync")
-    v = col(sh, *fw_keys)
-    s = col(seed_sh, *fw_keys)
-    if v["nodirect"] == 0 and v["flushforward"] == 0:
-        if v["traceonly"] > 0:
-            verdict = "agrees"
-            detail = "traceonly's direct reclaim writes file pages; the others none"
-        else:
-            verdict = "not observed"
-            detail = (
-                "nodirect and flushforward write none, but traceonly's direct reclaim wrote "
-                "no file pages either, so there was no drop to see"
-            )
-    else:
-        verdict, detail = "disagrees", "nodirect or flushforward direct reclaim wrote file pages"
-    out.append(
-        _check(
-            "direct_file_writes_zero",
-            "stress-highalloc",
-            "Direct reclaim file writes (async + sync) drop to 0 under nodirect and flushforward",
-            f"{_triple(s)} (X86-64)",
-            v,
-            verdict,
-            detail,
-        )
-    )
-
-    # 2. flushforward: kswapd writes far fewer file pages.
-    kf_keys = ("kswapd_write_file_async", "kswapd_write_file_sync")
-    v = col(sh, *kf_keys)
-    s = col(seed_sh, *kf_keys)
-    if v["traceonly"] == 0 and v["nodirect"] == 0 and v["flushforward"] == 0:
-        verdict, detail = "not observed", "kswapd wrote no file pages under any kernel"
-    elif v["flushforward"] < v["traceonly"] and v["flushforward"] <= v["nodirect"]:
-        verdict = "agrees"
-        detail = (
-            f"flushforward {_pct_change(v['flushforward'], v['traceonly'])} against traceonly "
-            f"(seed {_pct_change(s['flushforward'], s['traceonly'])})"
-        )
-    elif v["flushforward"] < v["traceonly"]:
-        verdict = "partly"
-        detail = "fewer than traceonly but not fewer than nodirect"
-    else:
-        verdict = "disagrees"
-        detail = (
-            f"flushforward {_pct_change(v['flushforward'], v['traceonly'])} against traceonly "
-            f"(seed {_pct_change(s['flushforward'], s['traceonly'])})"
-        )
-    out.append(
-        _check(
-            "kswapd_file_writes_cut",
-            "stress-highalloc",
-            "flushforward cuts kswapd's file writes",
-            f"{_triple(s)} (X86-64)",
-            v,
-            verdict,
-            detail,
-        )
-    )
-
-    # 3. flushforward: a smaller share of the scanned pages is written.
-    v = {k: float(sh[k]["pct_scanned_written"]) for k in KERNELS}
-    s = {k: float(seed_sh[k]["pct_scanned_written"]) for k in KERNELS}
-    scanned = {k: float(sh[k]["total_pages_scanned"]) for k in KERNELS}
-    if scanned["traceonly"] == 0 or scanned["flushforward"] == 0:
-        verdict, detail = "not observed", "reclaim scanned no pages"
-    elif v["traceonly"] == 0 and v["flushforward"] == 0:
-        verdict, detail = "not observed", "reclaim wrote none of the pages it scanned"
-    elif v["flushforward"] < v["traceonly"]:
-        verdict = "agrees"
-        detail = f"{v['traceonly']:.2f}% -> {v['flushforward']:.2f}%"
-    else:
-        verdict = "disagrees"
-        detail = f"{v['traceonly']:.2f}% -> {v['flushforward']:.2f}%"
-    out.append(
-        _check(
-            "pct_scanned_written_cut",
-            "stress-highalloc",
-            "flushforward cuts the percentage of scanned pages that reclaim writes",
-            f"{_triple(s, 'pct')} (X86-64)",
-            v,
-            verdict,
-            detail,
-            "pct",
-        )
-    )
-
-    # 4. stress-highalloc completes far sooner than under traceonly. mmtests runs the
-    # passes back to back, so its elapsed time is compared with vmsim's passes chained
-    # (the run itself starts them at fixed times; its elapsed time is in the table).
-    v = {k: float(sh[k]["chained_elapsed_seconds"]) for k in KERNELS}
-    run_elapsed = {k: float(sh[k]["elapsed_seconds"]) for k in KERNELS}
-    s = {k: float(seed_sh[k]["elapsed_seconds"]) for k in KERNELS}
-    ratios = [v[k] / v["traceonly"] for k in ("nodirect", "flushforward") if v["traceonly"]]
-    change = ", ".join(
-        f"{LABELS[k]} {_pct_change(v[k], v['traceonly'])}" for k in ("nodirect", "flushforward")
-    )
-    seed_change = ", ".join(
-        f"{_pct_change(s[k], s['traceonly'])}" for k in ("nodirect", "flushforward")
-    )
-    if ratios and all(r <= 1 - FAR_SOONER for r in ratios):
-        verdict = "agrees"
-    elif ratios and all(r < 1 for r in ratios):
-        verdict = "partly"
-    else:
-        verdict = "disagrees"
-    out.append(
-        _check(
-            "highalloc_elapsed_shorter",
-            "stress-highalloc",
-            "stress-highalloc finishes far sooner than under traceonly "
-            f"(agrees: both at least {FAR_SOONER:.0%} sooner; partly: sooner by less)",
-            f"{_triple(s, 'sec')} s (X86-64; {seed_change})",
-            v,
-            verdict,
-            f"elapsed with the passes back to back: {change} against traceonly; "
-            "the run's own elapsed time: "
-            + ", ".join(
-                f"{LABELS[k]} {_pct_change(run_elapsed[k], run_elapsed['traceonly'])}"
-                for k in ("nodirect", "flushforward")
-            ),
-            "sec",
-        )
-    )
-
-    # 5. ... because direct reclaim stalls far less.
-    v = {k: float(sh[k]["time_stalled_direct_reclaim_seconds"]) for k in KERNELS}
-    s = {k: float(seed_sh[k]["time_stalled_direct_reclaim_seconds"]) for k in KERNELS}
-    if all(v[k] == 0 for k in KERNELS):
-        verdict, detail = "not observed", "no direct reclaim stall under any kernel"
-    else:
-        ratios = [
-            v[k] / v["traceonly"] if v["traceonly"] else 1.0 for k in ("nodirect", "flushforward")
-        ]
-        if all(r <= 1 - FAR_SOONER for r in ratios):
-            verdict = "agrees"
-        elif all(r < 1 for r in ratios):
-            verdict = "partly"
-        else:
-            verdict = "disagrees"
-        elapsed = float(sh["traceonly"]["elapsed_seconds"])
-        share = 100.0 * v["traceonly"] / elapsed if elapsed else 0.0
-        detail = (
-            ", ".join(
-                f"{LABELS[k]} {_pct_change(v[k], v['traceonly'])}"
-                for k in ("nodirect", "flushforward")
-            )
-            + f"; traceonly's stall is {share:.3f}% of its elapsed time "
-            f"(seed {100.0 * s['traceonly'] / seed_sh['traceonly']['elapsed_seconds']:.0f}%)"
-        )
-    out.append(
-        _check(
-            "direct_stall_shorter",
-            "stress-highalloc",
-            "direct reclaim stalls far less under nodirect and flushforward "
-            f"(agrees: both at least {FAR_SOONER:.0%} less; partly: less, but by less than that)",
-            f"{_triple(s, 'sec')} s (X86-64)",
-            v,
-            verdict,
-            detail,
-            "sec",
-        )
-    )
-
-    # 6. The patches have little impact on the high-order success rates.
-    spreads = {}
-    for p in ("pass1", "pass2", "rest"):
-        vals = [float(sh[k][f"highalloc_{p}_pct"]) for k in KERNELS]
-        spreads[p] = max(vals) - min(vals)
-    worst = max(spreads.values())
-    v = {k: float(sh[k]["highalloc_pass1_pct"]) for k in KERNELS}
-    c = _check(
-        "highalloc_success_unchanged",
-        "stress-highalloc",
-        "the patches have little impact on huge page success rates "
-        f"(agrees: every pass within {SUCCESS_SPREAD_POINTS:g} points across kernels)",
-        f'no figures; "{SEED_QUOTES["stress-highalloc"]}"',
-        v,
-        "agrees" if worst <= SUCCESS_SPREAD_POINTS else "disagrees",
-        "largest spread across kernels: "
-        + ", ".join(f"{p} {spreads[p]:.1f} points" for p in spreads),
-        "pct",
-    )
-    c["vmsim"] = {
-        k: {p: float(sh[k][f"highalloc_{p}_pct"]) for p in ("pass1", "pass2", "rest")}
-        for k in KERNELS
-    }
-    c["vmsim_text"] = "pass 1 / pass 2 / rest: " + "; ".join(
-        f"{k} " + "/".join(f"{sh[k][f'highalloc_{p}_pct']:.1f}" for p in ("pass1", "pass2", "rest"))
-        for k in KERNELS
-    )
-    out.append(c)
-
-    # 7. kernbench: no writeback from reclaim at all.
-    kb = means["kernbench"]
-    wkeys = [key for key in REPORT_KEYS if "_write_" in key]
-    v = col(kb, *wkeys)
-    out.append(
-        _check(
-            "kernbench_no_reclaim_writeback",
-            "kernbench",
-            "kernbench: no writeback from reclaim (direct or kswapd, file or anon)",
-            f'no table; "{SEED_QUOTES["kernbench"]}"',
-            v,
-            "agrees" if all(v[k] == 0 for k in KERNELS) else "disagrees",
-            "pages written by reclaim: " + _triple(v),
-        )
-    )
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -814,8 +593,8 @@ _HIGHALLOC_ROWS = (
 )
 
 
-def _table(result: dict[str, Any], w: str) -> list[str]:
-    means = result["workloads"][w]
+def _table(result: ReproduceResult, w: str) -> list[str]:
+    means = result["means"][w]
     seed_tab = result["seed"].get(w)
     cols = [LABELS[k] for k in KERNELS]
     rows = []
@@ -833,13 +612,14 @@ def _table(result: dict[str, Any], w: str) -> list[str]:
     return side_by_side(rows, left_title, right_title, cols)
 
 
-def render_text(result: dict[str, Any]) -> str:
-    """The seed's tables with vmsim's means and the seed's X86-64 figures, then the checks."""
+def render_text(result: ReproduceResult) -> str:
+    """The seed's tables with vmsim's means and the seed's X86-64 figures, then the
+    verdict of every claim."""
     seeds = result["seeds"]
     runs = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
     out = [
         f"vmsim reproduce writeback: {result['title']}",
-        f"X86-64 machine at scale {result['scale']:g}: {result['machine']}; "
+        f"X86-64 machine at scale {result['scale']:g}: {result['extra']['machine']}; "
         f"{result['runs']} run{'s' if result['runs'] != 1 else ''} per kernel ({runs})",
         "",
         "kernbench",
@@ -849,7 +629,7 @@ def render_text(result: dict[str, Any]) -> str:
         "stress-highalloc",
         *_table(result, "stress-highalloc"),
     ]
-    plan = result.get("highalloc_plan") or {}
+    plan = result["plans"].get("stress-highalloc") or {}
     if plan:
         st = plan["start_seconds"]
         out.append(
@@ -862,11 +642,7 @@ def render_text(result: dict[str, Any]) -> str:
         "The seed-era kernels here use lumpy reclaim; vmsim has no compaction yet: "
         "see docs/reproduce-writeback.md."
     )
-    out += ["", "Direction (computed from the figures above)"]
-    for c in result["agreement"]:
-        out.append(f"  [{c['verdict']}] {c['claim']}")
-        out.append(f"      seed:  {c['seed']}")
-        out.append(f"      vmsim: {c['vmsim_text']} ({c['detail']})")
+    out += ["", *render_claims(result)]
     if result["notes"]:
         out += ["", "Notes"]
         out += [f"  {n}" for n in result["notes"]]

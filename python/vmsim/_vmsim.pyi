@@ -1,0 +1,40 @@
+"""Type stub of the extension module ``vmsim._vmsim`` (crates/vmsim-py/src/lib.rs).
+
+Results cross the boundary as JSON text, which :mod:`vmsim.api` parses once.
+"""
+
+from collections.abc import Callable
+from os import PathLike
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; the message is one line."""
+
+def run(
+    scenario: str,
+    seed: int | None = None,
+    progress: Callable[[int, int], object] | None = None,
+    trace_path: str | PathLike[str] | None = None,
+    trace_format: str = "modern",
+) -> str:
+    """Runs a scenario given as TOML text; returns the result as JSON text."""
+
+def validate(scenario: str) -> None:
+    """Checks a scenario without running it; raises ScenarioError if it is wrong."""
+
+def default_scenario() -> str:
+    """The built-in default scenario (TOML)."""
+
+def knobs() -> str:
+    """Every documented knob as JSON: section, name, unit, doc and default."""
+
+def bench(min_seconds: float = 1.0, throttle_scenario: str | None = None) -> str:
+    """Runs the engine benchmarks; returns JSON."""
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``"8GiB"``; ValueError names the problem."""
+
+def parse_duration(text: str) -> int:
+    """Nanoseconds of a duration such as ``"100ms"``; ValueError names the problem."""
+
+def version() -> str:
+    """The engine version."""
