@@ -69,7 +69,13 @@ enum Op {
 }
 
 fn boot(memory: &str, cpus: u32, grouping: bool) -> Mm {
-    boot_kernel(memory, cpus, &format!("mobility_grouping={grouping}"))
+    // No THP, so the watermarks come from calculate_min_free_kbytes alone (THP would
+    // raise min_free_kbytes to 5 % of these small machines).
+    boot_kernel(
+        memory,
+        cpus,
+        &format!("mobility_grouping={grouping}\nthp_enabled=\"never\""),
+    )
 }
 
 /// A machine booted with the `[kernel]` lines `kernel`.

@@ -617,6 +617,8 @@ fn without_oom_killer_the_fault_fails() {
 /// Watermark boosting is off: a boost raises the min mark that should_reclaim_retry()
 /// checks against free + LRU pages (slab is not counted), so on this small machine the
 /// OOM killer would be reached before the dentries are gone; this test is about slab.
+/// THP is off so that min_free_kbytes is calculate_min_free_kbytes()'s (THP would raise it
+/// to 5 % of this small machine, and how much slab is left depends on the watermarks).
 const SHRINK: &str = r#"
 duration = "30s"
 [machine]
@@ -624,6 +626,7 @@ memory = "512MiB"
 cpus = 2
 [kernel]
 watermark_boost_factor = 0
+thp_enabled = "never"
 [[task]]
 name = "walker"
 program = [ { op = "slab", cache = "dentry", objects = 1400000 } ]
