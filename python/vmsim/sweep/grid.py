@@ -79,7 +79,11 @@ def parse_values(key: str, text: str) -> list[Any]:
     """The values of one ``--set KEY=…``: comma-separated TOML values and ``range(a,b,step)``."""
     where = f"--set {key}={text}"
     out: list[Any] = []
-    for item in split_values(text):
+    try:
+        items = split_values(text)
+    except SweepError as e:
+        raise SweepError(f"{where}: {e}") from None
+    for item in items:
         if not item:
             raise SweepError(f"{where}: empty value (write V1,V2,… with no empty item)")
         m = _RANGE_RE.match(item)

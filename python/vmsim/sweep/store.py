@@ -110,7 +110,7 @@ class ResultStore:
         self.parts.mkdir(exist_ok=True)
         for stale in [*self.parts.glob(".*.tmp"), *parent.glob(f".{self.path.name}.*.tmp")]:
             stale.unlink(missing_ok=True)
-        self.read_file()  # a file that is not a sweep's is refused before anything runs
+        self.read_file(["run_key"])  # a file not a sweep's is refused before anything runs
         return self
 
     def close(self) -> None:
@@ -126,18 +126,21 @@ class ResultStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def read_file(self) -> pl.DataFrame | None:
-        """The rows already in the Parquet file, or None when there is none."""
+    def read_file(self, columns: Sequence[str] | None = None) -> pl.DataFrame | None:
+        """The rows already in the Parquet file (only ``columns`` if given), or None."""
         if not self.path.exists():
             return None
         try:
-            df = pl.read_parquet(self.path)
+            schema = pl.read_parquet_schema(self.path)
+            if "run_key" not in schema:
+                raise SweepError(f"{self.path}: not a vmsim sweep (no run_key column)")
+            cols = None if columns is None else [c for c in columns if c in schema]
+            return pl.read_parquet(self.path, columns=cols)
+        except SweepError:
+            raise
         except Exception as e:  # noqa: BLE001 - polars raises several kinds for a bad file
             first = (str(e).strip().splitlines() or [""])[0]
             raise SweepError(f"{self.path}: not a Parquet file: {first}") from None
-        if "run_key" not in df.columns:
-            raise SweepError(f"{self.path}: not a vmsim sweep (no run_key column)")
-        return df
 
     def _part_files(self) -> list[Path]:
         return sorted(p for p in self.parts.glob("*.json") if not p.name.startswith("."))
@@ -155,7 +158,7 @@ class ResultStore:
     def done(self) -> dict[str, str | None]:
         """Every finished run: key → its error (None for a run that succeeded)."""
         out: dict[str, str | None] = {}
-        df = self.read_file()
+        df = self.read_file(["run_key", "error"])
         if df is not None:
             errors = df["error"] if "error" in df.columns else [None] * df.height
             out.update(zip(df["run_key"], errors, strict=True))
