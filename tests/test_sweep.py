@@ -484,3 +484,10 @@ def test_compare_of_parquet_groups_equals_compare_of_json(cli, local_sweep, sing
         "4096/256MiB", "4096/512MiB", "8192/256MiB", "8192/512MiB",
     ]  # fmt: skip
     assert_one_line_error(cli("compare", f"{out}:machine.memory=1GiB"), "no row has that value")
+
+
+def test_bench_parallel_efficiency_is_a_ratio():
+    from vmsim.sweep import bench
+
+    eff = bench.sweep_parallel_efficiency(runs=2, scenario=bench.TINY)
+    assert 0 < eff < 1.5  # tiny runs: start-up dominates, the figure is still a ratio

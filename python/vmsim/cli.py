@@ -525,12 +525,17 @@ def sweep_plot_cmd(
     "--min-seconds", type=float, default=1.0, show_default=True, help="Time per micro-benchmark."
 )
 def bench_cmd(as_json: bool, min_seconds: float) -> None:
-    """Measure the engine: allocator throughput, bytes per frame, simulation speed."""
+    """Measure the engine: allocator throughput, bytes per frame, simulation speed; and
+    sweeps: parallel efficiency on two workers, Ray's overhead per task."""
     if not (0 < min_seconds <= 600):
         raise UserError(f"--min-seconds {min_seconds}: must be in (0, 600]")
     from vmsim import _vmsim
 
     data = json.loads(_vmsim.bench(min_seconds))
+    from vmsim.sweep import bench as sweep_bench
+
+    data["sweep_parallel_efficiency"] = sweep_bench.sweep_parallel_efficiency()
+    data["ray_overhead_ms_per_task"] = sweep_bench.ray_overhead_ms_per_task()
     if as_json:
         click.echo(json.dumps(data))
         return
@@ -543,11 +548,14 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         "grouping_cost_ratio": ("", None),
         "throttle_repro_wall_seconds": ("<=", 60),
         "memcg_iter_groups_per_sec": (">=", 20e6),
+        "sweep_parallel_efficiency": (">=", 0.8),
+        "ray_overhead_ms_per_task": ("<=", 50),
     }
     for k, v in data.items():
         op, target = targets.get(k, ("", None))
-        t = f"   (target {op} {target:,.0f})" if target is not None else ""
-        click.echo(f"{k:32s} {v:>16,.2f}{t}")
+        t = f"   (target {op} {target:,g})" if target is not None else ""
+        shown = f"{v:>16,.2f}" if v is not None else f"{'n/a (no Ray)':>16s}"
+        click.echo(f"{k:32s} {shown}{t}")
 
 
 @main_group.command("knobs")
