@@ -348,7 +348,8 @@ def _sweep_seeds(seeds: int | None, seed_list: str | None, runs: int | None) -> 
 def _sweep_summary(report, output: Path, points: int) -> str:
     """What a sweep did, for people: counts, failures by error, wall time."""
     lines = [
-        f"sweep: {report.total} runs ({points} points) in {output}: {report.ran} ran, "
+        f"sweep: {report.total} runs ({points} point{'s' if points != 1 else ''}) in {output}: "
+        f"{report.ran} ran, "
         f"{report.already} were there, {report.failed} failed"
         + (f", {report.retried} retried after their worker died" if report.retried else "")
     ]

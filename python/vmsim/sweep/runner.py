@@ -118,6 +118,8 @@ def sweep(
             if note:
                 note(f"run {run.key[:12]} again: its worker was {how}")
 
+        if progress and todo:
+            progress(0, len(todo), 0)
         try:
             _execute(todo, on_row, on_retry, jobs=jobs, ray=ray, need=need)
         except KeyboardInterrupt:
