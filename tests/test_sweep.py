@@ -209,13 +209,23 @@ def test_run_grid_api_with_points_that_move_together():
     assert df["summary.elapsed_seconds"].null_count() == 0
 
 
+def test_run_grid_from_a_script_without_a_main_guard():
+    # Workers are fresh interpreters: the caller's script is not run again in them.
+    code = (
+        "from vmsim.sweep import run_grid; "
+        f"print(run_grid({str(SMALL)!r}, {{}}, seeds=[1, 2]).height)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "2\n"), p.stderr
+
+
 def _workers(pid: int) -> list[int]:
-    """The worker processes of the sweep driver ``pid`` (Linux): its spawned children."""
+    """The worker processes of the sweep driver ``pid`` (Linux)."""
     out = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"spawn_main" in cmdline:  # not multiprocessing's resource tracker
+            if b"vmsim.sweep.local" in cmdline:
                 out.append(int(child))
     return out
 
@@ -295,15 +305,13 @@ def test_run_that_kills_every_worker_is_recorded_as_failed(monkeypatch):
     rows, retried = [], []
     pool = local.LocalPool(1)
     # A worker that dies at once, whatever it is sent.
-    monkeypatch.setattr(local, "_worker_main", _die)
+    monkeypatch.setattr(local, "worker_argv", lambda fd: [sys.executable, "-c", DIE])
     pool.run(runs, rows.append, lambda run, how: retried.append(how))
     assert len(retried) == local.MAX_RETRIES
     assert rows[0]["error"] == (f"worker process exited with code 3, {local.MAX_RETRIES + 1} times")
 
 
-def _die(conn) -> None:
-    conn.recv()
-    os._exit(3)
+DIE = "import os, time; time.sleep(0.2); os._exit(3)"
 
 
 # ---------------------------------------------------------------------------
