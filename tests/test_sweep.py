@@ -497,5 +497,6 @@ def test_compare_of_parquet_groups_equals_compare_of_json(cli, local_sweep, sing
 def test_bench_parallel_efficiency_is_a_ratio():
     from vmsim.sweep import bench
 
-    eff = bench.sweep_parallel_efficiency(runs=2, scenario=bench.TINY)
+    eff, busy = bench.sweep_parallel_efficiency(runs=2, scenario=bench.TINY)
     assert 0 < eff < 1.5  # tiny runs: start-up dominates, the figure is still a ratio
+    assert 0 < busy < 1

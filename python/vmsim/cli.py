@@ -535,7 +535,9 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
     data = json.loads(_vmsim.bench(min_seconds))
     from vmsim.sweep import bench as sweep_bench
 
-    data["sweep_parallel_efficiency"] = sweep_bench.sweep_parallel_efficiency()
+    eff, busy = sweep_bench.sweep_parallel_efficiency()
+    data["sweep_parallel_efficiency"] = eff
+    data["sweep_worker_busy_fraction"] = busy
     data["ray_overhead_ms_per_task"] = sweep_bench.ray_overhead_ms_per_task()
     if as_json:
         click.echo(json.dumps(data))
@@ -554,7 +556,8 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
     }
     for k, v in data.items():
         op, target = targets.get(k, ("", None))
-        t = f"   (target {op} {target:,g})" if target is not None else ""
+        shown_target = f"{target:,.0f}" if target is not None and target >= 1 else f"{target}"
+        t = f"   (target {op} {shown_target})" if target is not None else ""
         shown = f"{v:>16,.2f}" if v is not None else f"{'n/a (no Ray)':>16s}"
         click.echo(f"{k:32s} {shown}{t}")
 

@@ -27,15 +27,19 @@ def _default_with(overrides: dict[str, Any]) -> str:
     return api.load_scenario(None, overrides)
 
 
-def sweep_parallel_efficiency(runs: int = 4, scenario: Any = None) -> float:
-    """Runs per wall second of a sweep with 2 workers ÷ with 1, halved (1.0: perfect).
+def sweep_parallel_efficiency(runs: int = 4, scenario: Any = None) -> tuple[float, float]:
+    """Runs per wall second of a sweep with 2 workers ÷ with 1, halved (1.0: perfect),
+    and the share of the 2-worker sweep's wall time its workers spent in runs.
 
     ``runs`` runs of about a second each (the default scenario, seeds 1..runs,
     unless ``scenario`` is given), rows written to a Parquet file as in
-    ``vmsim sweep``; the wall time is the whole sweep's, worker start-up included.
+    ``vmsim sweep``; the wall time is the whole sweep's, worker start-up
+    included. The second figure tells the sweep's own cost (1 - busy) from the
+    host's: on a host busy with other work, runs slow down with -j 2 while
+    the workers stay busy.
     """
     scenario = scenario if scenario is not None else _default_with(SECOND_RUN)
-    rate = {}
+    rate, busy = {}, 0.0
     for jobs in (1, 2):
         with tempfile.TemporaryDirectory() as d:
             t0 = time.perf_counter()
@@ -44,7 +48,8 @@ def sweep_parallel_efficiency(runs: int = 4, scenario: Any = None) -> float:
         if report.failed:
             raise RuntimeError(f"bench sweep failed: {report.failures}")
         rate[jobs] = runs / wall
-    return rate[2] / rate[1] / 2
+        busy = float(report.table["wall_seconds"].sum()) / (jobs * wall)
+    return rate[2] / rate[1] / 2, busy
 
 
 def ray_overhead_ms_per_task(tasks: int = 60) -> float | None:
