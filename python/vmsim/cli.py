@@ -505,7 +505,8 @@ def sweep_plot_cmd(
     filters: tuple[str, ...],
     output: Path,
 ) -> None:
-    """Draw METRIC against a knob from a sweep's RESULTS (Parquet): mean and spread over seeds.
+    """Draw a figure (--y) against a knob (--x) from a sweep's RESULTS (Parquet): mean and
+    spread over the seeds.
 
     Prints the table drawn: mean, standard deviation, min, max and runs per point.
     """

@@ -6,8 +6,8 @@ even if the driver is killed the next moment. ``merge()`` folds the part files
 into ``OUT`` (the Parquet file, rewritten whole: a temporary file, then
 rename) and only then deletes them, so at every instant each finished row is
 in ``OUT`` or in a part file, and one key is never two rows: where a key is in
-both, the part file wins (it is newer). A lock file (``flock``) keeps a second
-sweep from writing the same ``OUT`` at once.
+both, the part file wins (it is newer). A lock (``flock`` on ``.OUT.lock``
+beside it) keeps a second sweep from writing the same ``OUT`` at once.
 """
 
 from __future__ import annotations
@@ -114,11 +114,11 @@ class ResultStore:
         return self
 
     def close(self) -> None:
-        """Releases the lock (the part files stay until merged)."""
+        """Releases the lock (the part files stay until merged). The lock file stays:
+        removing it would let two later sweeps lock two different files."""
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-            self._lock_path.unlink(missing_ok=True)
 
     def __enter__(self) -> ResultStore:
         return self.open()
