@@ -18,6 +18,7 @@ import click
 from vmsim import api, atomic
 from vmsim._vmsim import ScenarioError
 from vmsim.compare import CompareError, compare_results, load_results
+from vmsim.sweep.grid import SweepError
 
 EXIT_USAGE = 2
 
@@ -271,9 +272,242 @@ def compare_cmd(results: tuple[str, ...]) -> None:
     """Compare run results as an mmtests table.
 
     Each RESULT is a JSON file written by `vmsim run --json` (or a JSON list of
-    several runs), optionally named: NAME=run1.json,run2.json.
+    several runs), optionally named: NAME=run1.json,run2.json; or a sweep's
+    Parquet file: every point a column, or [NAME=]FILE.parquet:KEY=VALUE[:KEY=VALUE]
+    for the runs of one point.
     """
     click.echo(compare_results(load_results(list(results))).rstrip("\n"))
+
+
+def _sweep_progress() -> tuple[Callable[[int, int, int], None] | None, Callable[[], None]]:
+    """A rich progress bar over the sweep's runs with its ETA on a terminal; nothing when piped."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(
+        TextColumn("sweep"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("runs, {task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        transient=True,
+        console=Console(stderr=True),
+    )
+    state: dict[str, object] = {}
+
+    def update(done: int, total: int, failed: int) -> None:
+        if "task" not in state:
+            bar.start()
+            state["task"] = bar.add_task("sweep", total=total, failed=0)
+        bar.update(state["task"], completed=done, failed=failed)  # type: ignore[arg-type]
+
+    def close() -> None:
+        if "task" in state:
+            bar.stop()
+
+    return update, close
+
+
+def _sweep_seeds(seeds: int | None, seed_list: str | None, runs: int | None) -> list[int] | None:
+    """The seeds of --seeds N, --runs N (the same, as vmsim reproduce names it) or --seed-list."""
+    from vmsim.sweep import parse_seed_list
+
+    given = [o for o, v in (("--seeds", seeds), ("--runs", runs), ("--seed-list", seed_list)) if v]
+    if len(given) > 1:
+        raise UserError(f"{' and '.join(given)}: give one of them")
+    n = seeds if seeds is not None else runs
+    if n is not None:
+        if n < 1:
+            raise UserError(f"{given[0] if given else '--seeds'} {n}: at least 1")
+        return list(range(1, n + 1))
+    return parse_seed_list(seed_list) if seed_list is not None else None
+
+
+def _sweep_summary(report, output: Path, points: int) -> str:
+    """What a sweep did, for people: counts, failures by error, wall time."""
+    lines = [
+        f"sweep: {report.total} runs ({points} point{'s' if points != 1 else ''}) in {output}: "
+        f"{report.ran} ran, "
+        f"{report.already} were there, {report.failed} failed"
+        + (f", {report.retried} retried after their worker died" if report.retried else "")
+    ]
+    for error, n in report.failures.items():
+        lines.append(f"  {n} failed: {error}")
+    rate = report.ran / report.wall_seconds if report.wall_seconds else 0.0
+    lines.append(
+        f"wall {report.wall_seconds:.1f} s, {report.jobs} workers, {rate:.2f} runs per second"
+    )
+    return "\n".join(lines)
+
+
+@main_group.command("sweep")
+@click.argument("scenario", required=False)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=V1,V2,…",
+    help="Values of one key, e.g. --set machine.memory=4GiB,8GiB or "
+    "--set kernel.watermark_boost_factor=range(0,30001,15000) (repeatable; every "
+    "combination is run).",
+)
+@click.option("--seeds", type=int, help="Run every point with seeds 1..N.")
+@click.option("--seed-list", help="Run every point with these seeds: 1,5,9 or range(1,11).")
+@click.option("--runs", type=int, help="The same as --seeds N (the name vmsim reproduce uses).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=int,
+    help="Worker processes (default: one per core); with --ray and no address, the CPUs "
+    "of the local Ray instance.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("sweep.parquet"),
+    show_default=True,
+    help="The Parquet file of the results; runs already in it are not run again.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[ADDRESS]",
+    help="Run as Ray tasks on the cluster at ADDRESS (ray start --head prints it), or on a "
+    "local Ray instance started for the sweep when no address is given.",
+)
+@click.option("--retry-failed", is_flag=True, help="Run again the runs recorded as failed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def sweep_cmd(
+    scenario: str | None,
+    sets: tuple[str, ...],
+    seeds: int | None,
+    seed_list: str | None,
+    runs: int | None,
+    jobs: int | None,
+    output: Path,
+    ray_address: str | None,
+    retry_failed: bool,
+    as_json: bool,
+) -> None:
+    """Run SCENARIO over a grid of knob values and seeds; one Parquet row per run.
+
+    Every combination of the --set values is run with every seed, in parallel
+    (worker processes, or Ray with --ray). Each finished run is saved at once,
+    so the same command after an interruption runs only what is missing. A run
+    that fails is recorded with its error and the sweep goes on.
+    """
+    from vmsim import sweep as sw
+
+    if ray_address is not None and ray_address.endswith(".toml") and scenario is None:
+        scenario, ray_address = ray_address, ""  # `--ray SCENARIO`: a local Ray instance
+    if scenario is not None:
+        _check_readable_file(scenario)
+    grid = sw.parse_sets(sets)
+    seed_values = _sweep_seeds(seeds, seed_list, runs)
+    notes = (lambda m: click.echo(f"vmsim sweep: {m}", err=True)) if not as_json else None
+    update, close = _sweep_progress()
+    try:
+        report = sw.sweep(
+            Path(scenario) if scenario else None,
+            grid,
+            seeds=seed_values,
+            jobs=jobs,
+            ray=ray_address if ray_address else ray_address == "",
+            output=output,
+            retry_failed=retry_failed,
+            progress=update,
+            note=notes,
+        )
+    finally:
+        close()
+    points = report.table["scenario_sha256"].n_unique() if report.table.height else 0
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "output": str(output),
+                    "runs": report.total,
+                    "points": points,
+                    "ran": report.ran,
+                    "already": report.already,
+                    "failed": report.failed,
+                    "failures": report.failures,
+                    "retried": report.retried,
+                    "jobs": report.jobs,
+                    "wall_seconds": report.wall_seconds,
+                    "interrupted": report.interrupted,
+                }
+            )
+        )
+    else:
+        click.echo(_sweep_summary(report, output, points))
+    if report.interrupted:
+        have = report.table.height
+        click.echo(
+            f"vmsim sweep: interrupted: {have} of {report.total} runs are in {output}; "
+            f"the same command runs the other {report.total - have}",
+            err=True,
+        )
+        sys.exit(130)
+
+
+@main_group.command("sweep-plot")
+@click.argument("results", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--x", "x", required=True, help="The knob along the x axis.")
+@click.option("--y", "y", required=True, help="The figure to plot, e.g. summary.extfrag_events.")
+@click.option("--hue", help="A knob drawn as one line per value.")
+@click.option(
+    "--where",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only the runs with this knob value (repeatable).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("sweep.png"),
+    show_default=True,
+    help="The PNG to draw.",
+)
+def sweep_plot_cmd(
+    results: Path,
+    x: str,
+    y: str,
+    hue: str | None,
+    filters: tuple[str, ...],
+    output: Path,
+) -> None:
+    """Draw a figure (--y) against a knob (--x) from a sweep's RESULTS (Parquet): mean and
+    spread over the seeds.
+
+    Prints the table drawn: mean, standard deviation, min, max and runs per point.
+    """
+    from vmsim.sweep.plot import sweep_plot
+    from vmsim.sweep.table import parse_filter
+
+    if output.suffix.lower() != ".png":
+        raise UserError(f"-o {output}: the picture is written as PNG; name it *.png")
+    if not output.resolve().parent.is_dir():
+        raise UserError(f"-o {output}: directory {output.parent} does not exist")
+    parsed = [parse_filter(f, "--where") for f in filters]
+    click.echo(sweep_plot(results, x, y, hue, parsed, output), nl=False)
 
 
 @main_group.command("bench")
@@ -282,13 +516,20 @@ def compare_cmd(results: tuple[str, ...]) -> None:
     "--min-seconds", type=float, default=1.0, show_default=True, help="Time per micro-benchmark."
 )
 def bench_cmd(as_json: bool, min_seconds: float) -> None:
-    """Measure the engine: allocator throughput, bytes per frame, simulation speed."""
+    """Measure the engine: allocator throughput, bytes per frame, simulation speed; and
+    sweeps: parallel efficiency on two workers, Ray's overhead per task."""
     if not (0 < min_seconds <= 600):
         raise UserError(f"--min-seconds {min_seconds}: must be in (0, 600]")
     from vmsim import _vmsim
     from vmsim.reproduce.common import template_text
 
     data = json.loads(_vmsim.bench(min_seconds, throttle_scenario=template_text("throttle")))
+    from vmsim.sweep import bench as sweep_bench
+
+    eff, busy = sweep_bench.sweep_parallel_efficiency()
+    data["sweep_parallel_efficiency"] = eff
+    data["sweep_worker_busy_fraction"] = busy
+    data["ray_overhead_ms_per_task"] = sweep_bench.ray_overhead_ms_per_task()
     if as_json:
         click.echo(json.dumps(data))
         return
@@ -301,11 +542,15 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         "grouping_cost_ratio": ("", None),
         "throttle_repro_wall_seconds": ("<=", 60),
         "memcg_iter_groups_per_sec": (">=", 20e6),
+        "sweep_parallel_efficiency": (">=", 0.8),
+        "ray_overhead_ms_per_task": ("<=", 50),
     }
     for k, v in data.items():
         op, target = targets.get(k, ("", None))
-        t = f"   (target {op} {target:,.0f})" if target is not None else ""
-        click.echo(f"{k:32s} {v:>16,.2f}{t}")
+        shown_target = f"{target:,.0f}" if target is not None and target >= 1 else f"{target}"
+        t = f"   (target {op} {shown_target})" if target is not None else ""
+        shown = f"{v:>16,.2f}" if v is not None else f"{'n/a (no Ray)':>16s}"
+        click.echo(f"{k:32s} {shown}{t}")
 
 
 @main_group.command("knobs")
@@ -575,7 +820,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except click.ClickException as e:
         _fail(e.format_message().replace("\n", " "))
-    except (ScenarioError, CompareError, UserError) as e:
+    except (ScenarioError, CompareError, UserError, SweepError) as e:
         _fail(str(e).replace("\n", " "))
     except KeyboardInterrupt:
         click.echo("vmsim: interrupted", err=True)

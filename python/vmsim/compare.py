@@ -1,4 +1,5 @@
-"""mmtests-style comparison tables for vmsim results (pure Python, stdlib only).
+"""mmtests-style comparison tables for vmsim results (pure Python, stdlib only; a
+sweep's Parquet file is read through :mod:`vmsim.sweep.table`).
 
 This module reproduces the text tables that gormanm/mmtests prints with
 ``bin/compare-mmtests.pl`` (``MMTests::Compare``, ``MMTests::Stat``,
@@ -704,7 +705,9 @@ def load_results(paths: list[str]) -> list[tuple[str, list[dict]]]:
     """Load vmsim run-result JSON files, one column per argument.
 
     Each argument is ``NAME=path1,path2,...`` or ``path1,path2,...`` (an
-    existing path is always taken literally).  Every file holds one run
+    existing path is always taken literally), or a sweep's Parquet file:
+    ``[NAME=]FILE.parquet[:KEY=VALUE...]`` (see
+    :func:`vmsim.sweep.table.compare_columns`; needs polars).  Every file holds one run
     object or a JSON list of run objects; all runs of one argument form one
     column.  The column name is ``NAME``, else the ``"kernel"`` field of the
     first run, else the stem of the first file.
@@ -721,6 +724,9 @@ def load_results(paths: list[str]) -> list[tuple[str, list[dict]]]:
         raise CompareError("no result files given")
     results: list[tuple[str, list[dict]]] = []
     for spec in paths:
+        if isinstance(spec, str) and ".parquet" in spec:
+            results.extend(_parquet_columns(spec))
+            continue
         name, files = _parse_spec(spec)
         runs: list[dict] = []
         for path in files:
@@ -733,6 +739,21 @@ def load_results(paths: list[str]) -> list[tuple[str, list[dict]]]:
                 name = os.path.splitext(os.path.basename(files[0]))[0]
         results.append((name, runs))
     return results
+
+
+def _parquet_columns(spec: str) -> list[tuple[str, list[dict]]]:
+    """Columns from a sweep's Parquet file (``vmsim.sweep.table.compare_columns``)."""
+    from vmsim.sweep import SweepError
+    from vmsim.sweep.table import compare_columns
+
+    try:
+        columns = compare_columns(spec)
+    except SweepError as e:
+        raise CompareError(str(e)) from None
+    for name, runs in columns:
+        if not runs:
+            raise CompareError(f"{spec}: column {name} has no run that succeeded")
+    return columns
 
 
 def _ordered_keys(dicts: Iterable[Mapping]) -> list[str]:
