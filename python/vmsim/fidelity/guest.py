@@ -10,7 +10,7 @@ and a status file into the share:
 
 ```
 job.json     {"experiment": NAME, "experiments": DIR, "runs": N, "trace": BOOL,
-              "mglru": BOOL, "disk_probe": BOOL}
+              "mglru": BOOL, "disk_probe": BOOL (optional, default true)}
 status.json  {"ok": true, "recording": PATH} | {"ok": false, "error": ONE LINE}
 out/         the recording (<machine>/NAME.json)
 ```
@@ -43,7 +43,6 @@ def load_job(path: Path) -> dict[str, Any]:
     for k, t in JOB_KEYS.items():
         if not isinstance(job.get(k), t) or (t is int and isinstance(job[k], bool)):
             raise FidelityError(f"{path}: '{k}' is missing or not a {t.__name__}")
-    job.setdefault("disk_probe", True)
     return job
 
 
@@ -76,7 +75,7 @@ def run_job(
         work,
         trace=job["trace"],
         log=lambda m: print(m, flush=True),
-        disk_probe=job["disk_probe"],
+        disk_probe=job.get("disk_probe", True),
     )
 
 

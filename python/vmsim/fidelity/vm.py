@@ -352,7 +352,14 @@ def run_guest(
         stack.callback(shutil.rmtree, tmp, True)
         share = tmp / "share"
         share.mkdir()
-        write_json(share / "job.json", job)
+        # The guest sees the host's root, less what it mounts over (/tmp, /run, …): the
+        # experiment travels in the share.
+        exps = share / "experiments"
+        exps.mkdir()
+        src = Path(job["experiments"]) / f"{job['experiment']}.toml"
+        if src.exists():
+            shutil.copyfile(src, exps / src.name)
+        write_json(share / "job.json", job | {"experiments": initramfs.SHARE_DIR + "/experiments"})
         (share / "python").write_text(sys.executable + "\n")
         disk = tmp / "disk.img"
         make_disk(disk, disk_bytes)
