@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import os
 import shutil
 import stat
@@ -145,6 +146,50 @@ def test_initramfs_holds_busybox_the_modules_in_order_and_init(tmp_path):
         initramfs.build(tmp_path / "root", "6.1.0-0-test", bb)
 
 
+def test_compressed_and_builtin_modules(tmp_path):
+    mdir = fake_kernel(tmp_path / "root")
+    # virtio_pci built into the kernel image, ext4 shipped xz-compressed (as Debian's 6.12 does).
+    dep = (mdir / "modules.dep").read_text()
+    dep = "\n".join(
+        ln for ln in dep.splitlines() if not ln.startswith("kernel/drivers/virtio/virtio_pci.ko")
+    )
+    (mdir / "modules.dep").write_text(dep.replace("ext4/ext4.ko:", "ext4/ext4.ko.xz:") + "\n")
+    (mdir / "modules.builtin").write_text("kernel/drivers/virtio/virtio_pci.ko\n")
+    ext4 = mdir / "kernel/fs/ext4/ext4.ko"
+    ext4.with_name("ext4.ko.xz").write_bytes(lzma.compress(b"module ext4"))
+    ext4.unlink()
+    bb = tmp_path / "busybox"
+    bb.write_bytes(STATIC_ELF)
+    entries = initramfs.read_newc(
+        gzip.decompress(initramfs.build(tmp_path / "root", "6.1.0-0-test", bb))
+    )
+    files = {e.path: e for e in entries}
+    assert files["/modules/ext4.ko"].data == b"module ext4"  # unpacked on the host
+    assert "/modules/virtio_pci.ko" not in files
+    assert " virtio_pci " not in files["/init"].data.decode()
+    (mdir / "kernel/fs/ext4/ext4.ko.xz").rename(mdir / "kernel/fs/ext4/ext4.ko.zst")
+    (mdir / "modules.dep").write_text(dep.replace("ext4/ext4.ko:", "ext4/ext4.ko.zst:") + "\n")
+    with pytest.raises(FidelityError, match="compressed in a way not supported"):
+        initramfs.build(tmp_path / "root", "6.1.0-0-test", bb)
+
+
+def test_a_kernel_unpacked_by_hand_is_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    k = vm.GuestKernel("fedora-6.9", None, "6.9.0", "6.9.0-test", "a kernel unpacked by hand")
+    with pytest.raises(vm.VmUnavailable, match="unpack the kernel by hand first"):
+        vm.install_kernel(k)
+    d = vm.kernel_dir(k)
+    fake_kernel(d / "root", k.release)
+    (d / "vmlinuz").write_bytes(b"kernel")
+    monkeypatch.setattr(vm, "BUSYBOX", tmp_path / "busybox")
+    (tmp_path / "busybox").write_bytes(STATIC_ELF)
+    monkeypatch.setattr(
+        vm, "_run", lambda argv, cwd=None: subprocess.CompletedProcess(argv, 0, "", "")
+    )
+    assert vm.install_kernel(k) == d
+    assert json.loads((d / "kernel.json").read_text())["release"] == "6.9.0-test"
+
+
 def test_static_elf_check():
     assert initramfs.is_static_elf(STATIC_ELF)
     assert not initramfs.is_static_elf(DYNAMIC_ELF)
@@ -222,13 +267,16 @@ K = vm.KERNELS["debian-6.1"]
 
 
 def test_qemu_command_line(tmp_path):
-    argv = vm.qemu_argv(tmp_path, tmp_path / "a,b", tmp_path / "d.img", tmp_path / "c", 2 << 30, 2)
+    argv = vm.qemu_argv(
+        tmp_path, tmp_path / "i", tmp_path / "a,b", tmp_path / "d.img", tmp_path / "c", 2 << 30, 2
+    )
     text = " ".join(argv)
     assert "-accel tcg,thread=multi" in text and "-m 2048M -smp 2" in text
     assert f"local,path=/,mount_tag={initramfs.ROOT_TAG},security_model=none,readonly=on" in text
     assert f"path={tmp_path}/a,,b,mount_tag={initramfs.SHARE_TAG}" in text  # commas doubled
     assert "-nodefaults" in argv and "-no-reboot" in argv
     assert "-virtfs" in argv and argv[argv.index("-append") + 1] == vm.KERNEL_CMDLINE
+    assert argv[argv.index("-initrd") + 1] == str(tmp_path / "i")
 
 
 def test_guest_sizes_follow_the_experiment():
@@ -268,6 +316,10 @@ def test_console_passes_whole_lines(tmp_path):
         f.write(b" s\n\n")
     c.poll()
     assert said == ["vmsim-guest: up", "  write: 1.0 s"] and c.last() == "write: 1.0 s"
+    with open(tmp_path / "console", "ab") as f:
+        f.write(b"vmsim-guest: error: no disk\n[    6.4] reboot: Power down\n")
+    c.poll()
+    assert c.last() == "no disk"  # the guest's error, not the kernel's last word
 
 
 def fake_qemu(monkeypatch, tmp_path, script: str) -> Path:
@@ -275,6 +327,7 @@ def fake_qemu(monkeypatch, tmp_path, script: str) -> Path:
     pidfile = tmp_path / "qemu.pid"
     monkeypatch.setattr(vm, "qemu_argv", lambda *a: ["sh", "-c", f"echo $$ > {pidfile}; {script}"])
     monkeypatch.setattr(vm, "kernel_dir", lambda k: tmp_path)
+    monkeypatch.setattr(vm.initramfs, "build", lambda *a: b"initrd")
     return pidfile
 
 

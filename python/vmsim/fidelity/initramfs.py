@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import lzma
 import re
 import stat
 from dataclasses import dataclass
@@ -110,12 +111,25 @@ def _module_name(path: str) -> str:
     return re.sub(r"\.ko(\.(xz|zst|gz))?$", "", base).replace("-", "_")
 
 
-def load_order(deps: dict[str, tuple[str, list[str]]], wanted: tuple[str, ...]) -> list[str]:
+def builtin_modules(modules_dir: Path) -> frozenset[str]:
+    """The modules built into the kernel image (modules.builtin): nothing to load."""
+    try:
+        text = (modules_dir / "modules.builtin").read_text(encoding="utf-8")
+    except OSError:
+        return frozenset()
+    return frozenset(_module_name(line) for line in text.split())
+
+
+def load_order(
+    deps: dict[str, tuple[str, list[str]]],
+    wanted: tuple[str, ...],
+    builtin: frozenset[str] = frozenset(),
+) -> list[str]:
     """The modules to insmod, each after its dependencies (as modprobe would load them)."""
     order: list[str] = []
 
     def visit(name: str, chain: tuple[str, ...]) -> None:
-        if name in order:
+        if name in order or (name in builtin and name not in deps):
             return
         if name in chain:
             raise FidelityError(f"modules.dep: a dependency loop through {name}")
@@ -156,8 +170,11 @@ mount -t tmpfs tmpfs $R/run
 mkdir -p $R{SHARE_DIR}
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 {SHARE_TAG} $R{SHARE_DIR} \\
   || fail "cannot mount the share"
-mount -t tmpfs cgroup $R/sys/fs/cgroup && mkdir $R/sys/fs/cgroup/memory \\
-  && mount -t cgroup -o memory memory $R/sys/fs/cgroup/memory || fail "no memory cgroup"
+# The cgroup-v1 memory controller where the kernel has it (CONFIG_MEMCG_V1 since
+# 6.11); an experiment that needs it is refused by the recorder otherwise.
+mount -t tmpfs cgroup $R/sys/fs/cgroup && mkdir $R/sys/fs/cgroup/memory
+mount -t cgroup -o memory memory $R/sys/fs/cgroup/memory 2>/dev/null \\
+  || echo "vmsim-guest: this kernel has no cgroup-v1 memory controller"
 for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 0.5; done
 mount -t ext4 /dev/vda $R/var/tmp || fail "cannot mount the experiment's disk"
 PY=$(cat $R{SHARE_DIR}/python)
@@ -175,7 +192,7 @@ def build(kernel_root: Path, release: str, busybox: Path) -> bytes:
     """The gzipped initramfs of an unpacked kernel package (modules in ``lib/modules/RELEASE``)."""
     mdir = kernel_root / "lib" / "modules" / release
     deps = module_paths(mdir)
-    order = load_order(deps, MODULES)
+    order = load_order(deps, MODULES, builtin_modules(mdir))
     bb = busybox.read_bytes()
     if not is_static_elf(bb):
         raise FidelityError(f"{busybox} is not a static executable (install busybox-static)")
@@ -186,11 +203,21 @@ def build(kernel_root: Path, release: str, busybox: Path) -> bytes:
     entries.append(Entry("/init", stat.S_IFREG | 0o755, init_script(order).encode()))
     entries.append(Entry("/modules", stat.S_IFDIR | 0o755))
     for m in order:
-        path = mdir / deps[m][0]
-        if path.suffix != ".ko":
-            raise FidelityError(f"{path}: compressed modules are not supported (busybox insmod)")
-        entries.append(Entry(f"/modules/{m}.ko", stat.S_IFREG | 0o644, path.read_bytes()))
+        data = module_bytes(mdir / deps[m][0])
+        entries.append(Entry(f"/modules/{m}.ko", stat.S_IFREG | 0o644, data))
     return gzip.compress(newc(entries), compresslevel=6, mtime=0)
+
+
+def module_bytes(path: Path) -> bytes:
+    """A module file's ELF bytes, unpacked here if it is xz- or gzip-compressed."""
+    data = path.read_bytes()
+    if path.name.endswith(".ko.xz"):
+        return lzma.decompress(data)
+    if path.name.endswith(".ko.gz"):
+        return gzip.decompress(data)
+    if not path.name.endswith(".ko"):
+        raise FidelityError(f"{path}: a module compressed in a way not supported here (xz, gz)")
+    return data
 
 
 def is_static_elf(data: bytes) -> bool:

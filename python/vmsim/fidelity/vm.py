@@ -65,10 +65,15 @@ class VmUnavailable(FidelityError):
 
 @dataclass(frozen=True)
 class GuestKernel:
-    """A kernel package that boots as a guest: the package, its exact version, its release."""
+    """A kernel that boots as a guest: its Debian package and exact version, its release.
+
+    Without a package, the kernel is one unpacked by hand into
+    :func:`kernel_dir` (``vmlinuz`` and ``root/lib/modules/RELEASE``), for
+    kernels of other distributions (docs/fidelity.md).
+    """
 
     name: str
-    package: str
+    package: str | None
     version: str
     release: str
     description: str
@@ -104,8 +109,8 @@ def cache_dir() -> Path:
 
 
 def kernel_dir(k: GuestKernel) -> Path:
-    """The unpacked kernel package: ``vmlinuz``, ``initrd.img``, ``kernel.json``, ``root/``."""
-    return cache_dir() / k.name / f"{k.package}_{k.version}"
+    """The unpacked kernel package: ``vmlinuz``, ``kernel.json``, ``root/`` (its modules)."""
+    return cache_dir() / k.name / f"{k.package or 'unpacked'}_{k.version}"
 
 
 def _which(tool: str) -> str | None:
@@ -164,6 +169,8 @@ def install_kernel(k: GuestKernel, log: Log = _quiet) -> Path:
     d = kernel_dir(k)
     if (d / "kernel.json").exists():
         return d
+    if k.package is None:
+        return prepare_unpacked(k, d, log)
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d.parent / f".{d.name}.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -183,23 +190,38 @@ def install_kernel(k: GuestKernel, log: Log = _quiet) -> Path:
         if r.returncode != 0:
             raise VmUnavailable(f"dpkg-deb -x {debs[0].name} failed: {_last_line(r)}")
         debs[0].unlink()
-        depmod = _which("depmod") or "depmod"
-        r = _run([depmod, "-b", str(root), k.release])
-        if r.returncode != 0:
-            raise FidelityError(f"depmod -b for {k.release} failed: {_last_line(r)}")
         vmlinuz = root / "boot" / f"vmlinuz-{k.release}"
         if not vmlinuz.exists():
             raise FidelityError(f"{k.package} has no boot/vmlinuz-{k.release}")
         os.replace(vmlinuz, tmp / "vmlinuz")
-        log("building the initramfs")
-        (tmp / "initrd.img").write_bytes(initramfs.build(root, k.release, BUSYBOX))
-        write_json(
-            tmp / "kernel.json",
-            {"package": k.package, "version": k.version, "release": k.release},
-        )
+        _modules_and_initrd(k, tmp, log)
         os.replace(tmp, d)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return d
+
+
+def _modules_and_initrd(k: GuestKernel, d: Path, log: Log) -> None:
+    """modules.dep (``depmod -b``) and ``kernel.json`` of an unpacked kernel; a trial initramfs."""
+    depmod = _which("depmod") or "depmod"
+    r = _run([depmod, "-b", str(d / "root"), k.release])
+    if r.returncode != 0:
+        raise FidelityError(f"depmod -b for {k.release} failed: {_last_line(r)}")
+    log("building the initramfs")
+    initramfs.build(d / "root", k.release, BUSYBOX)  # every run builds its own (below)
+    write_json(
+        d / "kernel.json", {"package": k.package, "version": k.version, "release": k.release}
+    )
+
+
+def prepare_unpacked(k: GuestKernel, d: Path, log: Log = _quiet) -> Path:
+    """A kernel unpacked by hand into ``d``: checks it, then its modules.dep and initramfs."""
+    if not (d / "vmlinuz").is_file() or not (d / "root" / "lib" / "modules" / k.release).is_dir():
+        raise VmUnavailable(
+            f"{k.name}: unpack the kernel by hand first: {d}/vmlinuz and "
+            f"{d}/root/lib/modules/{k.release}/ (docs/fidelity.md)"
+        )
+    _modules_and_initrd(k, d, log)
     return d
 
 
@@ -222,7 +244,7 @@ def _opt(path: Path) -> str:
 
 
 def qemu_argv(
-    kdir: Path, share: Path, disk: Path, console: Path, memory: int, cpus: int
+    kdir: Path, initrd: Path, share: Path, disk: Path, console: Path, memory: int, cpus: int
 ) -> list[str]:
     """The QEMU command line of a guest."""
     return [
@@ -246,7 +268,7 @@ def qemu_argv(
         "-kernel",
         str(kdir / "vmlinuz"),
         "-initrd",
-        str(kdir / "initrd.img"),
+        str(initrd),
         "-append",
         KERNEL_CMDLINE,
         "-virtfs",
@@ -316,7 +338,10 @@ class Console:
                 self.log(line)
 
     def last(self) -> str:
-        """The last line the guest said (for error messages)."""
+        """The guest's last error line, else the last line it said (for error messages)."""
+        errors = [line for line in self.tail if line.startswith("vmsim-guest: error:")]
+        if errors:
+            return errors[-1].removeprefix("vmsim-guest: error: ")
         return self.tail[-1] if self.tail else "nothing"
 
 
@@ -363,10 +388,13 @@ def run_guest(
         (share / "python").write_text(sys.executable + "\n")
         disk = tmp / "disk.img"
         make_disk(disk, disk_bytes)
+        # Built for every run (a second), so that it always has today's /init.
+        initrd = tmp / "initrd.img"
+        initrd.write_bytes(initramfs.build(kdir / "root", k.release, BUSYBOX))
         console = Console(tmp / "console.log", log)
         with open(tmp / "qemu.err", "wb") as err:
             proc = subprocess.Popen(
-                qemu_argv(kdir, share, disk, console.path, memory, cpus),
+                qemu_argv(kdir, initrd, share, disk, console.path, memory, cpus),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
@@ -400,7 +428,7 @@ def tag_machine(rec: dict[str, Any], k: GuestKernel, memory: int, cpus: int) -> 
         "emulation": EMULATION,
         "cpu_model": CPU_MODEL,
         "qemu": qemu_version(),
-        "kernel_package": f"{k.package} {k.version}",
+        "kernel_package": f"{k.package or 'unpacked by hand'} {k.version}",
         "guest_kernel": k.name,
         "memory_bytes": memory,
         "cpus": cpus,
