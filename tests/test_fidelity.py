@@ -538,4 +538,7 @@ def test_machine_keys_name_the_upstream_version_emulation_and_mglru():
     assert host.machine_key(m) == "6.1.192-2GiB-2cpu"
     assert host.machine_key(m | {"vm": {"emulation": "tcg"}}) == "6.1.192-2GiB-2cpu-tcg"
     assert host.machine_key(m | {"lru_gen": "0x0007"}) == "6.1.192-2GiB-2cpu-mglru"
+    thp = m | {"vm": {"emulation": "tcg", "thp_set": "madvise"}}
+    assert host.machine_key(thp) == "6.1.192-2GiB-2cpu-tcg-thp-madvise"
+    assert fc.kernel_label(thp) == "6.1+thp-madvise"
     assert host.machine_key(MACHINE) == "6.18.44-1GiB-2cpu"  # a host's key as before

@@ -208,6 +208,14 @@ class FakeLruGen(type(Path())):  # type: ignore[misc]
         return super().write_text({"y\n": "0x0007\n", "n\n": "0x0000\n"}[data])
 
 
+class FakeThp(type(Path())):  # type: ignore[misc]
+    """transparent_hugepage/enabled as the kernel answers: the chosen mode in brackets."""
+
+    def write_text(self, data, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        modes = ["always", "madvise", "never"]
+        return super().write_text(" ".join(f"[{m}]" if m == data.strip() else m for m in modes))
+
+
 def job(**kw) -> dict:
     return {
         "experiment": "tiny-memcg",
@@ -245,8 +253,14 @@ def test_guest_switches_mglru_and_records_into_the_share(tmp_path, monkeypatch):
     assert lru.read_text() == "0x0007\n"
     assert calls == [("tiny-memcg", 2, tmp_path / "out", tmp_path / "w", True, True)]
     assert path == tmp_path / "out" / "m" / "tiny-memcg.json"
-    guest.run_job(job(), tmp_path, lru_gen=lru, work=tmp_path / "w")
-    assert lru.read_text() == "0x0000\n"
+    thp = FakeThp(tmp_path / "thp")
+    thp.write_text("always\n")
+    guest.run_job(job(thp="madvise"), tmp_path, lru_gen=lru, thp=thp, work=tmp_path / "w")
+    assert lru.read_text() == "0x0000\n" and thp.read_text() == "always [madvise] never"
+    p = tmp_path / "job.json"
+    p.write_text(json.dumps(job(thp="sometimes")))
+    with pytest.raises(FidelityError, match="'thp' must be one of"):
+        guest.load_job(p)
     with pytest.raises(FidelityError, match="no MGLRU"):
         guest.set_lru_gen(True, tmp_path / "absent")
     assert guest.set_lru_gen(False, tmp_path / "absent") == "absent"

@@ -496,6 +496,11 @@ def _echo_result(result: dict, as_json: bool, render: Callable[[dict], str]) -> 
 )
 @click.option("--mglru", is_flag=True, help="With --kernel: MGLRU on in the guest.")
 @click.option(
+    "--guest-thp",
+    type=click.Choice(["always", "madvise", "never"]),
+    help="With --kernel: THP enabled mode in the guest (default: the kernel's).",
+)
+@click.option(
     "--guest-memory",
     default="2GiB",
     show_default=True,
@@ -523,6 +528,7 @@ def fidelity_cmd(
     no_trace: bool,
     kernel: str | None,
     mglru: bool,
+    guest_thp: str | None,
     guest_memory: str,
     guest_cpus: int,
     install_only: bool,
@@ -540,8 +546,9 @@ def fidelity_cmd(
     from vmsim import fidelity as fd
 
     try:
-        if kernel is None and (mglru or install_only):
-            raise UserError(f"{'--mglru' if mglru else '--install'} needs --kernel")
+        if kernel is None and (mglru or install_only or guest_thp):
+            what = "--mglru" if mglru else "--guest-thp" if guest_thp else "--install"
+            raise UserError(f"{what} needs --kernel")
         if install_only:
             from vmsim.fidelity import vm
 
@@ -574,6 +581,7 @@ def fidelity_cmd(
                     root,
                     work_dir,
                     mglru=mglru,
+                    thp=guest_thp,
                     trace=not no_trace,
                     memory=_guest_memory(guest_memory),
                     cpus=guest_cpus,

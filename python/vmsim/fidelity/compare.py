@@ -486,6 +486,9 @@ def _version(machine: dict[str, Any]) -> tuple[int, ...]:
 def kernel_label(machine: dict[str, Any]) -> str:
     """A short name of a recorded kernel for the table: ``6.18``, ``6.1``, ``6.1+mglru``."""
     label = ".".join(str(v) for v in _version(machine)[:2])
+    thp_set = (machine.get("vm") or {}).get("thp_set")
+    if thp_set:
+        label += f"+thp-{thp_set}"
     return label + ("+mglru" if host.mglru_on(machine) else "")
 
 
@@ -508,6 +511,7 @@ def _kernel_order(machines: dict[str, dict[str, Any]]) -> list[str]:
         key=lambda k: (
             tuple(-v for v in _version(machines[k])),
             host.mglru_on(machines[k]),
+            bool((machines[k].get("vm") or {}).get("thp_set")),
             k,
         ),
     )

@@ -10,7 +10,8 @@ and a status file into the share:
 
 ```
 job.json     {"experiment": NAME, "experiments": DIR, "runs": N, "trace": BOOL,
-              "mglru": BOOL, "disk_probe": BOOL (optional, default true)}
+              "mglru": BOOL, "disk_probe": BOOL (optional, default true),
+              "thp": "always" | "madvise" | "never" (optional: the kernel's default)}
 status.json  {"ok": true, "recording": PATH} | {"ok": false, "error": ONE LINE}
 out/         the recording (<machine>/NAME.json)
 ```
@@ -19,6 +20,7 @@ out/         the recording (<machine>/NAME.json)
 from __future__ import annotations
 
 import json
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -28,6 +30,8 @@ from vmsim.fidelity.experiment import FidelityError, load_experiments
 from vmsim.fidelity.record import record, write_json
 
 LRU_GEN = Path("/sys/kernel/mm/lru_gen/enabled")
+THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+THP_CHOICES = ("always", "madvise", "never")
 WORK = Path("/var/tmp")
 JOB_KEYS = {"experiment": str, "experiments": str, "runs": int, "trace": bool, "mglru": bool}
 
@@ -43,6 +47,8 @@ def load_job(path: Path) -> dict[str, Any]:
     for k, t in JOB_KEYS.items():
         if not isinstance(job.get(k), t) or (t is int and isinstance(job[k], bool)):
             raise FidelityError(f"{path}: '{k}' is missing or not a {t.__name__}")
+    if job.get("thp") not in (None, *THP_CHOICES):
+        raise FidelityError(f"{path}: 'thp' must be one of {', '.join(THP_CHOICES)}")
     return job
 
 
@@ -60,14 +66,29 @@ def set_lru_gen(on: bool, path: Path = LRU_GEN) -> str:
     return state
 
 
+def set_thp(mode: str, path: Path = THP_ENABLED) -> None:
+    """Sets transparent_hugepage/enabled (the guest is rebooted for every recording)."""
+    path.write_text(f"{mode}\n")
+    got = re.search(r"\[(\w+)\]", path.read_text(encoding="utf-8"))
+    if not got or got.group(1) != mode:
+        raise FidelityError(f"transparent_hugepage/enabled did not become {mode}")
+
+
 def run_job(
-    job: dict[str, Any], share: Path, *, lru_gen: Path = LRU_GEN, work: Path = WORK
+    job: dict[str, Any],
+    share: Path,
+    *,
+    lru_gen: Path = LRU_GEN,
+    thp: Path = THP_ENABLED,
+    work: Path = WORK,
 ) -> Path:
-    """Does a job: MGLRU as asked, then the recording into ``share/out``; returns its path."""
+    """Does a job: MGLRU and THP as asked, then the recording into ``share/out``."""
     exps = load_experiments(Path(job["experiments"]))
     if job["experiment"] not in exps:
         raise FidelityError(f"unknown experiment '{job['experiment']}'")
     set_lru_gen(job["mglru"], lru_gen)
+    if job.get("thp"):
+        set_thp(job["thp"], thp)
     return record(
         exps[job["experiment"]],
         job["runs"],

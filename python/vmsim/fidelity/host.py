@@ -253,11 +253,12 @@ def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
 
 
 def machine_key(info: dict[str, Any]) -> str:
-    """The recordings directory of a machine: ``<kernel>-<memory>GiB-<cpus>cpu[-tcg][-mglru]``.
+    """The recordings directory of a machine: ``<kernel>-<memory>GiB-<cpus>cpu[-tcg…][-mglru]``.
 
     The kernel is its upstream version where the distribution names it
     (Debian's 6.1.0-56-amd64 is 6.1.192), else the release; ``-tcg`` marks
-    a guest under software emulation, ``-mglru`` a kernel with MGLRU on.
+    a guest under software emulation (``-thp-MODE`` one whose THP was set
+    for the run), ``-mglru`` a kernel with MGLRU on.
     """
     version = info.get("kernel_version") or info["kernel"]
     release = re.match(r"^\d+\.\d+(?:\.\d+)?", version)
@@ -266,6 +267,8 @@ def machine_key(info: dict[str, Any]) -> str:
     key = f"{rel}-{gib}GiB-{info['cpus']}cpu"
     if info.get("vm"):
         key += f"-{info['vm']['emulation']}"
+        if info["vm"].get("thp_set"):
+            key += f"-thp-{info['vm']['thp_set']}"
     if mglru_on(info):
         key += "-mglru"
     return key

@@ -422,8 +422,13 @@ def run_guest(
         return load_recording(share / status["recording"])
 
 
-def tag_machine(rec: dict[str, Any], k: GuestKernel, memory: int, cpus: int) -> None:
-    """Adds what the guest cannot know of itself: emulation, QEMU, the package, the host."""
+def tag_machine(
+    rec: dict[str, Any], k: GuestKernel, memory: int, cpus: int, thp: str | None = None
+) -> None:
+    """Adds what the guest cannot know of itself: emulation, QEMU, the package, the host.
+
+    ``thp_set`` says that THP's ``enabled`` was set for the run, not the kernel's default.
+    """
     rec["machine"]["vm"] = {
         "emulation": EMULATION,
         "cpu_model": CPU_MODEL,
@@ -434,6 +439,8 @@ def tag_machine(rec: dict[str, Any], k: GuestKernel, memory: int, cpus: int) -> 
         "cpus": cpus,
         "host_kernel": os.uname().release,
     }
+    if thp:
+        rec["machine"]["vm"]["thp_set"] = thp
 
 
 def record_in_vm(
@@ -444,6 +451,7 @@ def record_in_vm(
     work_root: Path,
     *,
     mglru: bool = False,
+    thp: str | None = None,
     trace: bool = True,
     memory: int = GUEST_MEMORY,
     cpus: int = GUEST_CPUS,
@@ -464,6 +472,8 @@ def record_in_vm(
             f"{exp.name}: needs {need >> 20} MiB of anonymous memory and hugetlb pool; the guest "
             f"has {memory >> 20} MiB: too large for it (--guest-memory)"
         )
+    if thp not in (None, "always", "madvise", "never"):
+        raise FidelityError(f"--guest-thp {thp}: must be always, madvise or never")
     if not work_root.is_dir():
         raise FidelityError(f"--work-dir {work_root}: no such directory")
     disk_bytes = disk_size(exp)
@@ -476,6 +486,7 @@ def record_in_vm(
         "runs": runs,
         "trace": trace,
         "mglru": mglru,
+        "thp": thp,
         "disk_probe": disk_probe,
     }
     log(f"{exp.name}: booting {k.description} ({k.package}) under QEMU {EMULATION}")
@@ -489,7 +500,7 @@ def record_in_vm(
         cpus=cpus,
         log=log,
     )
-    tag_machine(rec, k, memory, cpus)
+    tag_machine(rec, k, memory, cpus, thp)
     path = recordings / host.machine_key(rec["machine"]) / f"{exp.name}.json"
     write_recording(path, rec)
     return path
