@@ -452,3 +452,26 @@ steps = [{ task = "dd", op = "read", file = "absent" }]
         vm.record_in_vm(e, "debian-6.1", 1, tmp_path / "rec", tmp_path, disk_probe=False)
     assert "\n" not in str(ei.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
+
+
+def test_cli_guest_errors_are_one_line(capsys):
+    from vmsim.cli import main
+
+    for argv, msg in (
+        (["fidelity", "--mglru"], "--mglru needs --kernel"),
+        (["fidelity", "--guest-thp", "never"], "--guest-thp needs --kernel"),
+        (["fidelity", "--record", "tiny-memcg", "--kernel", "nope"], "unknown guest kernel"),
+        (
+            ["fidelity", "--record", "tiny-memcg", "--kernel", "debian-6.1", "--guest-memory", "x"],
+            "--guest-memory x: not a size",
+        ),
+        (
+            ["fidelity", "--record", "hugetlb-fill", "--kernel", "debian-6.1"],
+            "too large for it (--guest-memory)",
+        ),
+    ):
+        with pytest.raises(SystemExit) as ei:
+            main(argv)
+        assert ei.value.code == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, err
