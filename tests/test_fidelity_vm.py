@@ -135,10 +135,11 @@ def test_initramfs_holds_busybox_the_modules_in_order_and_init(tmp_path):
     init = files["/init"].data.decode()
     assert files["/init"].mode & 0o111
     assert "for m in virtio_ring virtio " in init and " crc16 ext4; do" in init
-    # The host's root read-only, the share writable, the disk on /var/tmp, then the driver.
+    # The host's root read-only, the share writable, the disk under /run, then the driver.
     assert f"ro,cache=loose,msize=512000 {initramfs.ROOT_TAG} $R" in init
     assert f"{initramfs.SHARE_TAG} $R{initramfs.SHARE_DIR}" in init
-    assert "mount -t ext4 /dev/vda $R/var/tmp" in init
+    assert f"mount -t ext4 /dev/vda $R{initramfs.DISK_DIR}" in init
+    assert "$R/tmp" not in init  # the host's /tmp stays visible (a checkout may be there)
     assert f"-m vmsim.fidelity.guest {initramfs.SHARE_DIR}/job.json" in init
     assert init.rstrip().endswith("poweroff -f")
     bb.write_bytes(DYNAMIC_ELF)

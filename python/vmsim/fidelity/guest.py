@@ -5,7 +5,7 @@ chroot of the host's root. The job (written by :mod:`vmsim.fidelity.vm`) names
 the experiment, the runs and whether MGLRU is on; the driver sets
 ``/sys/kernel/mm/lru_gen/enabled`` accordingly, runs the same recorder as on a
 host (:func:`vmsim.fidelity.record.record`) on the guest's own /proc, with
-its files on the experiment's disk (``/var/tmp``), and writes the recording
+its files on the experiment's disk (``/run/vmsim-disk``), and writes the recording
 and a status file into the share:
 
 ```
@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from vmsim.fidelity.experiment import FidelityError, load_experiments
+from vmsim.fidelity.initramfs import DISK_DIR
 from vmsim.fidelity.record import record, write_json
 
 LRU_GEN = Path("/sys/kernel/mm/lru_gen/enabled")
 THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 THP_CHOICES = ("always", "madvise", "never")
-WORK = Path("/var/tmp")
+WORK = Path(DISK_DIR)
 JOB_KEYS = {"experiment": str, "experiments": str, "runs": int, "trace": bool, "mglru": bool}
 
 

@@ -4,8 +4,8 @@ Built without a compiler or root: the archive is written here in the kernel's
 ``newc`` cpio format (``Documentation/driver-api/early-userspace/buffer-format.rst``),
 gzipped, from a static busybox and the modules of an unpacked kernel package.
 ``/init`` loads the modules in dependency order, mounts the host's root
-read-only over 9p, the experiment's ext4 disk on its ``/var/tmp``, a
-writable 9p share on its ``/run/vmsim``, the cgroup-v1 memory controller,
+read-only over 9p, the experiment's ext4 disk on its ``/run/vmsim-disk``, a
+writable 9p share on its ``/run/vmsim`` (a tmpfs on ``/run``), the cgroup-v1 memory controller,
 and runs the guest driver (:mod:`vmsim.fidelity.guest`) with the host's own
 Python inside ``chroot``.
 """
@@ -27,10 +27,14 @@ from vmsim.fidelity.experiment import FidelityError
 MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "crc32c_generic", "ext4")
 ROOT_TAG = "vmsim-root"
 SHARE_TAG = "vmsim-share"
-# Where the share is mounted inside the chroot (the host's /run, covered by a tmpfs).
+# Where the share and the experiment's disk are mounted inside the chroot: under
+# the host's /run, covered by a tmpfs, so that every other directory of the host
+# (its /tmp and /var/tmp too, where a checkout may live) stays visible.
 SHARE_DIR = "/run/vmsim"
+DISK_DIR = "/run/vmsim-disk"
+TMP_DIR = "/run/vmsim-tmp"
 # Directories of the host's root the guest mounts over (they must exist on the host).
-MOUNT_POINTS = ("/proc", "/sys", "/dev", "/tmp", "/run", "/var/tmp")
+MOUNT_POINTS = ("/proc", "/sys", "/dev", "/run")
 _NEWC_TRAILER = "TRAILER!!!"
 
 
@@ -165,9 +169,8 @@ mount -t proc proc $R/proc
 mount -t sysfs sysfs $R/sys
 mount -t devtmpfs devtmpfs $R/dev
 mkdir -p $R/dev/shm && mount -t tmpfs tmpfs $R/dev/shm
-mount -t tmpfs tmpfs $R/tmp
 mount -t tmpfs tmpfs $R/run
-mkdir -p $R{SHARE_DIR}
+mkdir -p $R{SHARE_DIR} $R{DISK_DIR} $R{TMP_DIR}
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 {SHARE_TAG} $R{SHARE_DIR} \\
   || fail "cannot mount the share"
 # The cgroup-v1 memory controller where the kernel has it (CONFIG_MEMCG_V1 since
@@ -176,14 +179,14 @@ mount -t tmpfs cgroup $R/sys/fs/cgroup && mkdir $R/sys/fs/cgroup/memory
 mount -t cgroup -o memory memory $R/sys/fs/cgroup/memory 2>/dev/null \\
   || echo "vmsim-guest: this kernel has no cgroup-v1 memory controller"
 for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 0.5; done
-mount -t ext4 /dev/vda $R/var/tmp || fail "cannot mount the experiment's disk"
+mount -t ext4 /dev/vda $R{DISK_DIR} || fail "cannot mount the experiment's disk"
 PY=$(cat $R{SHARE_DIR}/python)
 echo "vmsim-guest: up, $(nproc) CPUs, Linux $(uname -r)"
 chroot $R /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
-  HOME=/root LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \\
+  HOME=/root LANG=C.UTF-8 TMPDIR={TMP_DIR} PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \\
   "$PY" -m vmsim.fidelity.guest {SHARE_DIR}/job.json
 sync
-umount $R/var/tmp
+umount $R{DISK_DIR}
 poweroff -f
 """
 

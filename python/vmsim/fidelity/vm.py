@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import vmsim
 from vmsim.fidelity import host, initramfs
 from vmsim.fidelity.experiment import Experiment, FidelityError
 from vmsim.fidelity.record import MAX_RUNS, load_recording, write_json, write_recording
@@ -369,15 +370,19 @@ def run_guest(
     for d in initramfs.MOUNT_POINTS:
         if not Path(d).is_dir():
             raise FidelityError(f"the guest mounts over the host's {d}, which is not a directory")
-    if not Path(sys.executable).is_absolute():
-        raise FidelityError(f"the guest runs {sys.executable}: an absolute path is needed")
+    for what, path in (("Python", Path(sys.executable)), ("vmsim", Path(vmsim.__file__).parent)):
+        if not path.is_absolute() or any(path.is_relative_to(d) for d in initramfs.MOUNT_POINTS):
+            raise FidelityError(
+                f"the guest runs the host's {what} ({path}), which it cannot see under "
+                f"{', '.join(initramfs.MOUNT_POINTS)}"
+            )
     with contextlib.ExitStack() as stack, host.signals_as_interrupt():
         tmp = work_root / f"vmsim-fidelity-vm-{os.getpid()}"
         tmp.mkdir()
         stack.callback(shutil.rmtree, tmp, True)
         share = tmp / "share"
         share.mkdir()
-        # The guest sees the host's root, less what it mounts over (/tmp, /run, …): the
+        # The guest sees the host's root, less what it mounts over (/run, /proc, …): the
         # experiment travels in the share.
         exps = share / "experiments"
         exps.mkdir()
