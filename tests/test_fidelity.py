@@ -542,3 +542,20 @@ def test_machine_keys_name_the_upstream_version_emulation_and_mglru():
     assert host.machine_key(thp) == "6.1.192-2GiB-2cpu-tcg-thp-madvise"
     assert fc.kernel_label(thp) == "6.1+thp-madvise"
     assert host.machine_key(MACHINE) == "6.18.44-1GiB-2cpu"  # a host's key as before
+
+
+def test_kernel_diff_marks_only_differences_beyond_the_spread(capsys):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "kernel_diff.py"
+    spec = importlib.util.spec_from_file_location("kernel_diff", path)
+    kd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kd)
+    assert kd.differs([100, 110], [200, 210])  # disjoint, 2x apart
+    assert not kd.differs([100, 210], [200, 220])  # ranges overlap
+    assert not kd.differs([100, 101], [110, 111])  # disjoint but within 25 %
+    assert kd.main([]) == 0
+    out = capsys.readouterr().out
+    # memcg.failcnt differs in every experiment recorded on both; nr_dirtied in none.
+    lines = [ln for ln in out.splitlines() if "memcg.failcnt" in ln or "nr_dirtied" in ln]
+    assert lines and all(("differs" in ln) == ("failcnt" in ln) for ln in lines)
