@@ -267,7 +267,8 @@ def test_fidelity_over_a_recording_directory(tmp_path):
     rec["experiment_sha256"] = e.sha256
     write_recording(tmp_path / "6.18-1GiB-2cpu" / "small.json", rec)
     out = fc.fidelity({"small": e}, [], tmp_path)
-    ex = out["experiments"]["small"]
+    ex = out["experiments"]["small"]["kernels"]["6.18-1GiB-2cpu"]
+    assert out["kernels"]["6.18-1GiB-2cpu"]["label"] == "6.18"
     assert ex["total"] == 5 and out["total"] == 5 and out["score"] == round(out["ok"] / 5, 4)
     m = ex["metrics"]["vmstat.nr_dirtied@write"]
     assert (m["real"], m["real_min"], m["real_max"], m["vmsim"]) == (2049, 2048, 2050, 2048)
@@ -308,11 +309,23 @@ def test_count_trace_by_phase_with_filters(tmp_path):
 def test_cli_fidelity_json_on_the_shipped_recording(capsys):
     main(["fidelity", "tiny-memcg", "--json"])
     out = json.loads(capsys.readouterr().out)
-    e = out["experiments"]["tiny-memcg"]
-    assert set(e["metrics"]) == {m.spec for m in load_experiments()["tiny-memcg"].metrics}
-    for m in e["metrics"].values():
-        assert set(m) >= {"real", "vmsim", "ratio", "ok"}
-    assert out["total"] == e["total"] >= 5 and 0 <= out["score"] <= 1
+    kernels = out["experiments"]["tiny-memcg"]["kernels"]
+    # The host's 6.18 and the 6.1 guest with the classic LRU and with MGLRU.
+    assert [out["kernels"][k]["label"] for k in kernels] == ["6.18", "6.1", "6.1+mglru"]
+    specs = {m.spec for m in load_experiments()["tiny-memcg"].metrics}
+    for e in kernels.values():
+        assert set(e["metrics"]) == specs
+        for m in e["metrics"].values():
+            assert set(m) >= {"real", "vmsim", "ratio", "ok"}
+    host_e = kernels["6.18.44-24GiB-2cpu"]
+    assert host_e["total"] == len(specs) and 0 <= out["score"] <= 1
+    # The emulated guest's time is shown and not scored; MGLRU is real numbers only.
+    guest = kernels["6.1.192-2GiB-2cpu-tcg"]
+    assert guest["total"] == len(specs) - 1 and not guest["metrics"]["time.seconds@write"]["scored"]
+    mglru = kernels["6.1.192-2GiB-2cpu-tcg-mglru"]
+    assert mglru["total"] == 0 and out["kernels"]["6.1.192-2GiB-2cpu-tcg-mglru"]["score"] is None
+    assert all(m["vmsim"] is None and m["real"] is not None for m in mglru["metrics"].values())
+    assert out["total"] == host_e["total"] + guest["total"]
     main(["fidelity", "tiny-memcg", "--json"])
     assert json.loads(capsys.readouterr().out) == out  # deterministic
 
@@ -475,3 +488,75 @@ def test_a_phase_vmsim_did_not_finish_is_not_within(monkeypatch):
     # Where the real task was killed in that phase too, the figures compare as usual.
     rec["runs"][0]["phases"][1]["killed"] = ["dd"]
     assert fc.compare_experiment(e, rec)["metrics"]["vmstat.pgscan_file"]["ok"]
+
+
+def test_kernel_axis_scores_each_kernel_and_leaves_mglru_unscored(tmp_path):
+    e = exp_of(SMALL)
+    guest = MACHINE | {
+        "kernel": "6.1.0-56-amd64",
+        "kernel_version": "6.1.192",
+        "lru_gen": "0x0000",
+        "vm": {"emulation": "tcg"},
+    }
+    machines = {
+        "6.18-1GiB-2cpu": MACHINE,
+        "6.1.192-1GiB-2cpu-tcg": guest,
+        "6.1.192-1GiB-2cpu-tcg-mglru": guest | {"lru_gen": "0x0007"},
+    }
+    for i, (key, machine) in enumerate(machines.items()):
+        rec = fake_recording([fake_run(2048, 10 * (i + 1), 0.25), fake_run(2050, 30, 0.35)])
+        rec["experiment_sha256"] = e.sha256
+        rec["machine"] = machine
+        write_recording(tmp_path / key / "small.json", rec)
+    out = fc.fidelity({"small": e}, [], tmp_path)
+    assert [k["label"] for k in out["kernels"].values()] == ["6.18", "6.1", "6.1+mglru"]
+    ks = out["experiments"]["small"]["kernels"]
+    host_e, guest_e, mglru_e = ks.values()
+    # Same vmsim figures on the two modelled kernels (the same machine otherwise).
+    assert host_e["total"] == 5 and guest_e["total"] == 4  # the guest's time is not scored
+    t = guest_e["metrics"]["time.seconds@read"]
+    assert t["ok"] is None and not t["scored"] and t["real"] == 0.3 and t["vmsim"] is not None
+    assert mglru_e["total"] == 0 and mglru_e["not_modelled"] == "MGLRU"
+    m = mglru_e["metrics"]["vmstat.pgscan_file"]
+    assert m["vmsim"] is None and m["real"] == 30.0  # (30 + 30) / 2
+    assert m["vs_classic"] == 30.0 / 25.0  # against the classic LRU's (20 + 30) / 2
+    assert out["kernels"]["6.1.192-1GiB-2cpu-tcg-mglru"]["score"] is None
+    assert out["total"] == 9 and out["ok"] == host_e["ok"] + guest_e["ok"]
+    text = fc.render_text(out)
+    assert "not modelled (1.20 × classic LRU)" in text
+    assert "score 6.1 (6.1.192-1GiB-2cpu-tcg):" in text and "not scored *" in text
+
+
+def test_machine_keys_name_the_upstream_version_emulation_and_mglru():
+    ver = (
+        "Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian "
+        "12.2.0-14+deb12u1) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-2 (2025-11-10)\n"
+    )
+    assert host.kernel_version(ver) == "6.1.192"
+    assert host.kernel_version("Linux version 6.18.44-fc (gcc 15.3.0) #1 SMP @0\n") is None
+    m = {"kernel": "6.1.0-56-amd64", "kernel_version": "6.1.192", "memory_bytes": 2 << 30}
+    m |= {"cpus": 2, "lru_gen": "0x0000"}
+    assert host.machine_key(m) == "6.1.192-2GiB-2cpu"
+    assert host.machine_key(m | {"vm": {"emulation": "tcg"}}) == "6.1.192-2GiB-2cpu-tcg"
+    assert host.machine_key(m | {"lru_gen": "0x0007"}) == "6.1.192-2GiB-2cpu-mglru"
+    thp = m | {"vm": {"emulation": "tcg", "thp_set": "madvise"}}
+    assert host.machine_key(thp) == "6.1.192-2GiB-2cpu-tcg-thp-madvise"
+    assert fc.kernel_label(thp) == "6.1+thp-madvise"
+    assert host.machine_key(MACHINE) == "6.18.44-1GiB-2cpu"  # a host's key as before
+
+
+def test_kernel_diff_marks_only_differences_beyond_the_spread(capsys):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "kernel_diff.py"
+    spec = importlib.util.spec_from_file_location("kernel_diff", path)
+    kd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kd)
+    assert kd.differs([100, 110], [200, 210])  # disjoint, 2x apart
+    assert not kd.differs([100, 210], [200, 220])  # ranges overlap
+    assert not kd.differs([100, 101], [110, 111])  # disjoint but within 25 %
+    assert kd.main([]) == 0
+    out = capsys.readouterr().out
+    # memcg.failcnt differs in every experiment recorded on both; nr_dirtied in none.
+    lines = [ln for ln in out.splitlines() if "memcg.failcnt" in ln or "nr_dirtied" in ln]
+    assert lines and all(("differs" in ln) == ("failcnt" in ln) for ln in lines)

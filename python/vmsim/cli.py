@@ -747,6 +747,32 @@ def _echo_result(result: dict, as_json: bool, render: Callable[[dict], str]) -> 
     help="Where a recording's files are made (a disk filesystem, not tmpfs).",
 )
 @click.option("--no-trace", is_flag=True, help="Record without tracepoint counts.")
+@click.option(
+    "--kernel",
+    metavar="KERNEL",
+    help="Record in a virtual machine booting this guest kernel (debian-6.1), not on the host.",
+)
+@click.option("--mglru", is_flag=True, help="With --kernel: MGLRU on in the guest.")
+@click.option(
+    "--guest-thp",
+    type=click.Choice(["always", "madvise", "never"]),
+    help="With --kernel: THP enabled mode in the guest (default: the kernel's).",
+)
+@click.option(
+    "--guest-memory",
+    default="2GiB",
+    show_default=True,
+    help="With --kernel: the guest's memory.",
+)
+@click.option(
+    "--guest-cpus", type=int, default=2, show_default=True, help="With --kernel: the guest's CPUs."
+)
+@click.option(
+    "--install",
+    "install_only",
+    is_flag=True,
+    help="With --kernel: install QEMU and the guest kernel (make fidelity-vm), record nothing.",
+)
 @click.option("--list", "list_only", is_flag=True, help="List experiments and recordings.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of vmsim's runs.")
 def fidelity_cmd(
@@ -758,6 +784,12 @@ def fidelity_cmd(
     recordings_path: Path | None,
     work_dir: Path,
     no_trace: bool,
+    kernel: str | None,
+    mglru: bool,
+    guest_thp: str | None,
+    guest_memory: str,
+    guest_cpus: int,
+    install_only: bool,
     list_only: bool,
     seed: int,
 ) -> None:
@@ -766,11 +798,20 @@ def fidelity_cmd(
     Without --record, runs vmsim on every recorded experiment (or the NAMEs
     given) and prints real against vmsim with ratios and the score. With
     --record NAME, runs the experiment on this machine's kernel (root) and
-    writes its recording.
+    writes its recording; with --kernel too, in a virtual machine booting that
+    kernel (docs/fidelity.md).
     """
     from vmsim import fidelity as fd
 
     try:
+        if kernel is None and (mglru or install_only or guest_thp):
+            what = "--mglru" if mglru else "--guest-thp" if guest_thp else "--install"
+            raise UserError(f"{what} needs --kernel")
+        if install_only:
+            from vmsim.fidelity import vm
+
+            click.echo(f"installed {vm.install(kernel, lambda m: click.echo(m, err=True))}")
+            return
         exps = fd.load_experiments(experiments_path)
         root = recordings_path or fd.recordings_dir()
         if list_only:
@@ -788,7 +829,26 @@ def fidelity_cmd(
             if record_name not in exps:
                 raise UserError(f"unknown experiment '{record_name}' (known: {', '.join(exps)})")
             log = (lambda m: click.echo(m, err=True)) if not as_json else (lambda m: None)
-            path = fd.record(exps[record_name], runs, root, work_dir, trace=not no_trace, log=log)
+            if kernel is not None:
+                from vmsim.fidelity import vm
+
+                path = vm.record_in_vm(
+                    exps[record_name],
+                    kernel,
+                    runs,
+                    root,
+                    work_dir,
+                    mglru=mglru,
+                    thp=guest_thp,
+                    trace=not no_trace,
+                    memory=_guest_memory(guest_memory),
+                    cpus=guest_cpus,
+                    log=log,
+                )
+            else:
+                path = fd.record(
+                    exps[record_name], runs, root, work_dir, trace=not no_trace, log=log
+                )
             if as_json:
                 click.echo(json.dumps({"recording": str(path)}))
             else:
@@ -806,6 +866,16 @@ def fidelity_cmd(
     except fd.FidelityError as e:
         raise UserError(str(e)) from None
     _echo_result(result, as_json, fd.render_text)
+
+
+def _guest_memory(text: str) -> int:
+    """--guest-memory as bytes; one line for a bad size."""
+    from vmsim.reproduce.common import parse_size
+
+    try:
+        return parse_size(text)
+    except (TypeError, ValueError):
+        raise UserError(f"--guest-memory {text}: not a size like 2GiB") from None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,11 +1,16 @@
 """``vmsim fidelity``: vmsim beside the recorded real kernel, metric by metric.
 
-For every recording found (one directory per recorded machine and kernel),
-vmsim runs the experiment's scenario derived from the recorded machine, and
-each metric is judged: the real value is the mean of the recorded runs, with
-their range; vmsim's is within when it is within ±25 % of that mean or inside
-the real range (whichever is wider). A metric vmsim cannot produce (no
-/proc/meminfo, a step it cannot express) counts as compared and not within.
+For every recording found (one directory per recorded machine and kernel:
+the kernel axis of the table), vmsim runs the experiment's scenario derived
+from the recorded machine, and each metric is judged: the real value is the
+mean of the recorded runs, with their range; vmsim's is within when it is
+within ±25 % of that mean or inside the real range (whichever is wider). A
+metric vmsim cannot produce (no /proc/meminfo, a step it cannot express)
+counts as compared and not within. Two kinds of rows are shown and not
+scored: the time metrics of a run in an emulated guest (its CPU is several
+times slower than the host's), and every row of a kernel whose mechanism
+vmsim does not model (MGLRU), which carry the ratio to the same kernel
+without it instead.
 """
 
 from __future__ import annotations
@@ -84,8 +89,10 @@ def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, 
         kernel["thp_enabled"] = thp["enabled"]
     if "defrag" in thp:
         kernel["thp_defrag"] = thp["defrag"]
-    if machine.get("lru_gen") not in (None, "0x0000"):
+    if host.mglru_on(machine):
         missing.append(f"MGLRU (lru_gen enabled = {machine['lru_gen']})")
+    if machine.get("zswap") in ("Y", "1"):
+        missing.append("zswap")
     disk: dict[str, Any] = {"name": machine.get("device") or "disk"}
     d = machine.get("disk", {})
     for k in ("read_bandwidth", "write_bandwidth"):
@@ -354,8 +361,46 @@ def judge(real: list[float], v: float | None, tolerance: float = TOLERANCE) -> d
     return out
 
 
-def compare_experiment(exp: Experiment, rec: dict[str, Any], seed: int = 1) -> dict[str, Any]:
-    """One experiment against one recording: every metric judged, and the counts."""
+def not_modelled(machine: dict[str, Any]) -> str | None:
+    """What of a recorded kernel vmsim does not model at all (its rows are not scored)."""
+    if host.mglru_on(machine):
+        return "MGLRU"
+    return None
+
+
+def emulated(machine: dict[str, Any]) -> bool:
+    """Whether the recording ran in a guest under software emulation (time is not comparable)."""
+    return bool(machine.get("vm"))
+
+
+def _real_only(exp: Experiment, rec: dict[str, Any], why: str) -> dict[str, Any]:
+    """The real side of a recording of a kernel vmsim does not model: no vmsim run, no score."""
+    phases = exp.phase_names()
+    metrics: dict[str, Any] = {}
+    for m in exp.metrics:
+        vals = [real_value(m, r, phases) for r in rec["runs"]]
+        real = [float(v) for v in vals if v is not None]
+        j = judge(real, None) if real else {"real": None, "ratio": None}
+        j.update(vmsim=None, ratio=None, ok=None, scored=False, note=f"not modelled: {why}")
+        metrics[m.spec] = j
+    return {
+        "description": exp.description,
+        "machine": rec["machine"]["kernel"],
+        "runs": len(rec["runs"]),
+        "metrics": metrics,
+        "ok": 0,
+        "total": 0,
+        "not_modelled": why,
+        "missing": [],
+        "stale_recording": rec.get("experiment_sha256") != exp.sha256,
+        "real_killed": sorted({k for r in rec["runs"] for p in r["phases"] for k in p["killed"]}),
+        "vmsim_oom_kills": None,
+        "vmsim_completed": None,
+        "vmsim_unfinished_phases": [],
+    }
+
+
+def _check_phases(exp: Experiment, rec: dict[str, Any]) -> None:
     phases = exp.phase_names()
     for i, r in enumerate(rec["runs"]):
         got = [s["name"] for s in r["snapshots"]]
@@ -363,6 +408,16 @@ def compare_experiment(exp: Experiment, rec: dict[str, Any], seed: int = 1) -> d
             raise FidelityError(
                 f"{exp.name}: recording run {i + 1} has phases {got[1:]}, the experiment {phases}"
             )
+
+
+def compare_experiment(exp: Experiment, rec: dict[str, Any], seed: int = 1) -> dict[str, Any]:
+    """One experiment against one recording: every metric judged, and the counts."""
+    phases = exp.phase_names()
+    _check_phases(exp, rec)
+    why = not_modelled(rec["machine"])
+    if why:
+        return _real_only(exp, rec, why)
+    slow_cpu = emulated(rec["machine"])
     sim = run_vmsim(exp, rec["machine"], seed)
     unfinished = {s["name"] for s in sim["snapshots"] if s.get("incomplete")}
     real_killed = {p["name"] for r in rec["runs"] for p in r["phases"] if p["killed"]}
@@ -388,8 +443,13 @@ def compare_experiment(exp: Experiment, rec: dict[str, Any], seed: int = 1) -> d
             j["note"] = (
                 f"vmsim's tasks were killed before the end of phase {end}; the real ones were not"
             )
+        if slow_cpu and m.source == "time":
+            j["ok"] = None
+            j["scored"] = False
+            j["note"] = "time in an emulated guest: shown, not scored"
         metrics[m.spec] = j
     ok = sum(1 for x in metrics.values() if x["ok"])
+    scored = sum(1 for x in metrics.values() if x.get("scored", True))
     stale = rec.get("experiment_sha256") != exp.sha256
     killed_real = sorted({k for r in rec["runs"] for p in r["phases"] for k in p["killed"]})
     return {
@@ -398,7 +458,8 @@ def compare_experiment(exp: Experiment, rec: dict[str, Any], seed: int = 1) -> d
         "runs": len(rec["runs"]),
         "metrics": metrics,
         "ok": ok,
-        "total": len(metrics),
+        "total": scored,
+        "not_modelled": None,
         "missing": sim["missing"],
         "stale_recording": stale,
         "real_killed": killed_real,
@@ -420,6 +481,65 @@ def find_recordings(root: Path) -> dict[str, dict[str, Path]]:
     return out
 
 
+def _version(machine: dict[str, Any]) -> tuple[int, ...]:
+    """A recorded kernel's upstream version as numbers (6.1.192 -> (6, 1, 192))."""
+    text = machine.get("kernel_version") or machine["kernel"]
+    m = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return tuple(int(g) for g in m.groups(default="0")) if m else (0,)
+
+
+def kernel_label(machine: dict[str, Any]) -> str:
+    """A short name of a recorded kernel for the table: ``6.18``, ``6.1``, ``6.1+mglru``."""
+    label = ".".join(str(v) for v in _version(machine)[:2])
+    thp_set = (machine.get("vm") or {}).get("thp_set")
+    if thp_set:
+        label += f"+thp-{thp_set}"
+    return label + ("+mglru" if host.mglru_on(machine) else "")
+
+
+def describe_machine(machine: dict[str, Any]) -> str:
+    """One line on a recorded machine: kernel, where it ran, memory, CPUs, LRU."""
+    ver = machine.get("kernel_version")
+    kernel = f"Linux {machine['kernel']}" + (f" ({ver})" if ver else "")
+    vm = machine.get("vm")
+    where = f" in QEMU {vm['emulation'].upper()}" if vm else ""
+    gib = round(machine["memory_bytes"] / (1 << 30))
+    lru = f", MGLRU on (lru_gen {machine['lru_gen']})" if host.mglru_on(machine) else ""
+    thp = machine.get("thp", {}).get("enabled", "?")
+    return f"{kernel}{where}, {gib} GiB, {machine['cpus']} CPUs, THP {thp}{lru}"
+
+
+def _kernel_order(machines: dict[str, dict[str, Any]]) -> list[str]:
+    """Machine keys, newest kernel first, each kernel's classic LRU before its MGLRU."""
+    return sorted(
+        machines,
+        key=lambda k: (
+            tuple(-v for v in _version(machines[k])),
+            host.mglru_on(machines[k]),
+            bool((machines[k].get("vm") or {}).get("thp_set")),
+            k,
+        ),
+    )
+
+
+def _classic_twin(key: str, keys: list[str]) -> str | None:
+    """The recording of the same machine with the classic LRU, beside one with MGLRU."""
+    twin = key.removesuffix("-mglru")
+    return twin if twin != key and twin in keys else None
+
+
+def _against_classic(entry: dict[str, Any], classic: dict[str, Any], twin: str) -> None:
+    """Ratios of MGLRU's real means to the classic LRU's, metric by metric."""
+    entry["classic"] = twin
+    for spec, m in entry["metrics"].items():
+        c = classic["metrics"].get(spec, {}).get("real")
+        r = m.get("real")
+        if r is None or c is None:
+            m["vs_classic"] = None
+        else:
+            m["vs_classic"] = r / c if c != 0 else (1.0 if r == 0 else None)
+
+
 def fidelity(
     experiments: dict[str, Experiment],
     names: list[str],
@@ -428,33 +548,65 @@ def fidelity(
     seed: int = 1,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Compares vmsim with every recording of the named experiments (all when empty)."""
+    """Compares vmsim with every recording of the named experiments (all when empty).
+
+    The result has one entry per experiment with one entry per recorded
+    kernel (``experiments[NAME]["kernels"][MACHINE]``), and a score per kernel
+    (``kernels[MACHINE]``) beside the total.
+    """
     for n in names:
         if n not in experiments:
             raise FidelityError(f"unknown experiment '{n}' (known: {', '.join(experiments)})")
-    machines = find_recordings(root)
-    if not machines:
+    found = find_recordings(root)
+    if not found:
         raise FidelityError(f"{root}: no recordings in it (record one with --record NAME)")
     wanted = names or list(experiments)
-    todo = [(mk, n, files[n]) for mk, files in machines.items() for n in wanted if n in files]
+    todo = [(mk, n, files[n]) for mk, files in found.items() for n in wanted if n in files]
     if not todo:
         raise FidelityError(f"no recordings of {', '.join(wanted)} under {root}")
-    several = len(machines) > 1
-    result: dict[str, Any] = {"experiments": {}, "unrecorded": []}
+    entries: dict[str, dict[str, dict[str, Any]]] = {}
+    machines: dict[str, dict[str, Any]] = {}
     for i, (mk, n, path) in enumerate(todo):
         if progress:
-            progress(n, i, len(todo))
-        key = f"{mk}/{n}" if several else n
+            progress(f"{n} on {mk}", i, len(todo))
         rec = load_recording(path)
         if rec["experiment"] != n:
             raise FidelityError(f"{path}: holds experiment '{rec['experiment']}', not '{n}'")
         entry = compare_experiment(experiments[n], rec, seed)
         entry["recording"] = f"{mk}/{path.name}"
-        result["experiments"][key] = entry
-    recorded = {n for files in machines.values() for n in files}
-    result["unrecorded"] = [n for n in wanted if n not in recorded]
-    ok = sum(e["ok"] for e in result["experiments"].values())
-    total = sum(e["total"] for e in result["experiments"].values())
+        entries.setdefault(n, {})[mk] = entry
+        machines.setdefault(mk, rec["machine"])
+    order = _kernel_order(machines)
+    labels = {k: kernel_label(machines[k]) for k in order}
+    if len(set(labels.values())) < len(labels):
+        labels = {k: k for k in order}  # two machines of one kernel: their directories
+    kernels: dict[str, Any] = {}
+    for k in order:
+        es = [e[k] for e in entries.values() if k in e]
+        ok, total = sum(e["ok"] for e in es), sum(e["total"] for e in es)
+        kernels[k] = {
+            "label": labels[k],
+            "machine": describe_machine(machines[k]),
+            "emulated": emulated(machines[k]),
+            "not_modelled": not_modelled(machines[k]),
+            "experiments": len(es),
+            "ok": ok,
+            "total": total,
+            "score": round(ok / total, 4) if total else None,
+        }
+    result: dict[str, Any] = {"kernels": kernels, "experiments": {}, "unrecorded": []}
+    for n in wanted:
+        if n not in entries:
+            result["unrecorded"].append(n)
+            continue
+        per = {k: entries[n][k] for k in order if k in entries[n]}
+        for k, e in per.items():
+            twin = _classic_twin(k, list(per)) if e["not_modelled"] else None
+            if twin:
+                _against_classic(e, per[twin], twin)
+        result["experiments"][n] = {"description": experiments[n].description, "kernels": per}
+    ok = sum(kv["ok"] for kv in kernels.values())
+    total = sum(kv["total"] for kv in kernels.values())
     result["ok"], result["total"] = ok, total
     result["score"] = round(ok / total, 4) if total else 0.0
     return result
@@ -475,48 +627,96 @@ def _num(v: float | None) -> str:
     return f"{v:.3g}"
 
 
+def _within(m: dict[str, Any]) -> str:
+    """The last column of a row: yes, no, or why it is not scored."""
+    if m.get("scored", True):
+        return ("yes" if m["ok"] else "no") + (" *" if m.get("note") else "")
+    if m.get("vmsim", 0) is None and m.get("note", "").startswith("not modelled"):
+        vs = m.get("vs_classic")
+        return "not modelled" + ("" if vs is None else f" ({vs + 0.0:.2f} × classic LRU)")
+    return "not scored *"
+
+
 def render_text(result: dict[str, Any]) -> str:
-    """The comparison as text: a table per experiment, a line per experiment, the score."""
+    """The comparison as text: a table per experiment with a row per metric and kernel, scores."""
     lines = []
-    for name, e in result["experiments"].items():
-        lines.append(f"{name}: {e['description']}")
-        runs = f"{e['runs']} run{'s' if e['runs'] != 1 else ''}"
-        lines.append(f"  recorded on Linux {e['machine']}, {runs} ({e['recording']})")
-        if e["stale_recording"]:
-            lines.append("  note: the experiment changed since this recording; record it again")
-        if e["missing"]:
-            lines.append("  vmsim cannot express yet: " + "; ".join(e["missing"]))
-        if e["real_killed"] or e["vmsim_oom_kills"]:
+    kernels = result["kernels"]
+    kw = max(len(kv["label"]) for kv in kernels.values())
+    for name, ex in result["experiments"].items():
+        lines.append(f"{name}: {ex['description']}")
+        missing: dict[str, list[str]] = {}
+        for k, e in ex["kernels"].items():
+            runs = f"{e['runs']} run{'s' if e['runs'] != 1 else ''}"
             lines.append(
-                f"  OOM kills: real {', '.join(e['real_killed']) or 'none'}; "
-                f"vmsim {e['vmsim_oom_kills']}"
+                f"  {kernels[k]['label']:<{kw}}  {kernels[k]['machine']}, {runs} ({e['recording']})"
             )
-        w = max(len(m) for m in e["metrics"])
+            if e["stale_recording"]:
+                lines.append(f"  {'':<{kw}}  note: the experiment changed since this recording")
+            if e["real_killed"] or e["vmsim_oom_kills"]:
+                vk = "—" if e["vmsim_oom_kills"] is None else e["vmsim_oom_kills"]
+                rk = ", ".join(e["real_killed"]) or "none"
+                lines.append(f"  {'':<{kw}}  OOM kills: real {rk}; vmsim {vk}")
+            for x in e["missing"]:
+                missing.setdefault(x, []).append(kernels[k]["label"])
+        if missing:
+            every = len(ex["kernels"])
+            what = [
+                x if len(ks) == every else f"{x} [{', '.join(ks)}]" for x, ks in missing.items()
+            ]
+            lines.append("  vmsim cannot express yet: " + "; ".join(what))
+        w = max(len(m) for e in ex["kernels"].values() for m in e["metrics"])
         lines.append(
-            f"  {'metric':<{w}}  {'real mean':>13}  {'real range':>25}  "
+            f"  {'metric':<{w}}  {'kernel':<{kw}}  {'real mean':>13}  {'real range':>25}  "
             f"{'vmsim':>13}  {'ratio':>7}  within"
         )
-        for spec, m in e["metrics"].items():
-            rng = (
-                f"{_num(m.get('real_min'))}–{_num(m.get('real_max'))}"
-                if m.get("real") is not None
-                else "—"
-            )
-            ratio = "—" if m["ratio"] is None else f"{m['ratio'] + 0.0:.2f}"
-            lines.append(
-                f"  {spec:<{w}}  {_num(m['real']):>13}  {rng:>25}  {_num(m['vmsim']):>13}  "
-                f"{ratio:>7}  {'yes' if m['ok'] else 'no'}{' *' if m.get('note') else ''}"
-            )
-        notes = sorted({m["note"] for m in e["metrics"].values() if m.get("note")})
+        notes: list[str] = []
+        specs = list(next(iter(ex["kernels"].values()))["metrics"])
+        for spec in specs:
+            for i, (k, e) in enumerate(ex["kernels"].items()):
+                m = e["metrics"][spec]
+                rng = (
+                    f"{_num(m.get('real_min'))}–{_num(m.get('real_max'))}"
+                    if m.get("real") is not None
+                    else "—"
+                )
+                ratio = "—" if m["ratio"] is None else f"{m['ratio'] + 0.0:.2f}"
+                first = spec if i == 0 else ""
+                lines.append(
+                    f"  {first:<{w}}  {kernels[k]['label']:<{kw}}  {_num(m['real']):>13}  "
+                    f"{rng:>25}  {_num(m['vmsim']):>13}  {ratio:>7}  {_within(m)}"
+                )
+                note = m.get("note")
+                if note and m.get("scored", True) or note and not note.startswith("not modelled"):
+                    if note not in notes:
+                        notes.append(note)
         for note in notes:
             lines.append(f"  * {note}")
         lines.append("")
-    lines.append("summary")
+    labels = [kv["label"] for kv in kernels.values()]
     w = max((len(n) for n in result["experiments"]), default=10)
-    for name, e in result["experiments"].items():
-        lines.append(f"  {name:<{w}}  {e['ok']:>2} of {e['total']:>2} within")
+    cw = max(12, *(len(x) for x in labels))
+    lines.append(f"summary{'':<{w - 5}}" + "".join(f"  {x:>{cw}}" for x in labels))
+    for name, ex in result["experiments"].items():
+        cells = []
+        for k in kernels:
+            e = ex["kernels"].get(k)
+            if e is None:
+                cells.append("—")
+            elif e["not_modelled"]:
+                cells.append("not modelled")
+            else:
+                cells.append(f"{e['ok']} of {e['total']}")
+        lines.append(f"  {name:<{w}}" + "".join(f"  {c:>{cw}}" for c in cells))
     for n in result.get("unrecorded", []):
         lines.append(f"  {n:<{w}}  not recorded")
+    for k, kv in kernels.items():
+        what = f"{kv['label']} ({k}):"
+        if kv["not_modelled"]:
+            lines.append(f"score {what} not modelled ({kv['not_modelled']}): real numbers only")
+            continue
+        extra = "; time of the emulated runs not scored" if kv["emulated"] else ""
+        score = kv["score"] if kv["score"] is not None else 0.0
+        lines.append(f"score {what} {kv['ok']} of {kv['total']} within ({score:.2f}){extra}")
     lines.append(
         f"score: {result['ok']} of {result['total']} metrics within ±25 % or the real range "
         f"({result['score']:.2f})"

@@ -226,8 +226,12 @@ def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
     lru_gen = None
     with contextlib.suppress(OSError):
         lru_gen = read_text(Path("/sys/kernel/mm/lru_gen/enabled")).strip()
+    zswap = None
+    with contextlib.suppress(OSError):
+        zswap = read_text(Path("/sys/module/zswap/parameters/enabled")).strip()
     info: dict[str, Any] = {
         "kernel": os.uname().release,
+        "kernel_version": kernel_version(read_text(PROC / "version")),
         "arch": os.uname().machine,
         "memory_bytes": present_bytes(),
         "mem_total_kb": mi.get("MemTotal", 0),
@@ -238,6 +242,7 @@ def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
         "sysctl": sysctl,
         "thp": thp,
         "lru_gen": lru_gen,
+        "zswap": zswap,
         "filesystem": fstype,
         "device": Path(dev).name,
         "disk": dict(queue),
@@ -248,11 +253,42 @@ def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
 
 
 def machine_key(info: dict[str, Any]) -> str:
-    """The recordings directory of a machine: ``<kernel>-<memory>GiB-<cpus>cpu``."""
-    release = re.match(r"^\d+\.\d+(?:\.\d+)?", info["kernel"])
-    rel = release.group(0) if release else re.sub(r"[^A-Za-z0-9.]", "_", info["kernel"])
+    """The recordings directory of a machine: ``<kernel>-<memory>GiB-<cpus>cpu[-tcg…][-mglru]``.
+
+    The kernel is its upstream version where the distribution names it
+    (Debian's 6.1.0-56-amd64 is 6.1.192), else the release; ``-tcg`` marks
+    a guest under software emulation (``-thp-MODE`` one whose THP was set
+    for the run), ``-mglru`` a kernel with MGLRU on.
+    """
+    version = info.get("kernel_version") or info["kernel"]
+    release = re.match(r"^\d+\.\d+(?:\.\d+)?", version)
+    rel = release.group(0) if release else re.sub(r"[^A-Za-z0-9.]", "_", version)
     gib = round(info["memory_bytes"] / (1 << 30))
-    return f"{rel}-{gib}GiB-{info['cpus']}cpu"
+    key = f"{rel}-{gib}GiB-{info['cpus']}cpu"
+    if info.get("vm"):
+        key += f"-{info['vm']['emulation']}"
+        if info["vm"].get("thp_set"):
+            key += f"-thp-{info['vm']['thp_set']}"
+    if mglru_on(info):
+        key += "-mglru"
+    return key
+
+
+def mglru_on(info: dict[str, Any]) -> bool:
+    """Whether a recorded machine ran with MGLRU (lru_gen/enabled other than 0x0000)."""
+    return info.get("lru_gen") not in (None, "0x0000")
+
+
+def kernel_version(proc_version: str) -> str | None:
+    """The upstream version a distribution's /proc/version names (``Debian 6.1.192-2``)."""
+    m = re.search(r"#\S+ .*?\b(?:Debian|Ubuntu) (\d+\.\d+\.\d+)", proc_version)
+    return m.group(1) if m else None
+
+
+def disk_free(path: Path) -> int:
+    """Bytes free for unprivileged use on the filesystem of ``path``."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
 
 
 # ---------------------------------------------------------------------------
@@ -646,8 +682,7 @@ def check_fits(footprint: dict[str, int], work: Path) -> None:
             f"needs {mem >> 20} MiB of anonymous memory and hugetlb pool; this machine has "
             f"{total >> 20} MiB ({avail >> 20} MiB available): too large to run safely here"
         )
-    st = os.statvfs(work)
-    free = st.f_bavail * st.f_frsize
+    free = disk_free(work)
     if footprint["disk"] > 0.5 * free:
         raise FidelityError(
             f"writes {footprint['disk'] >> 20} MiB; {work} has {free >> 20} MiB free: too large"

@@ -178,6 +178,11 @@ def record(
 
 def write_recording(path: Path, rec: dict[str, Any]) -> None:
     """Writes a recording whole or not at all."""
+    write_json(path, rec)
+
+
+def write_json(path: Path, rec: dict[str, Any]) -> None:
+    """Writes a JSON file whole or not at all (a temporary file renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, json.dumps(rec, indent=1, sort_keys=False) + "\n")
 
