@@ -807,7 +807,7 @@ def fidelity_cmd(
         if kernel is None and (mglru or install_only or guest_thp):
             what = "--mglru" if mglru else "--guest-thp" if guest_thp else "--install"
             raise UserError(f"{what} needs --kernel")
-        if install_only:
+        if install_only and kernel is not None:
             from vmsim.fidelity import vm
 
             click.echo(f"installed {vm.install(kernel, lambda m: click.echo(m, err=True))}")
@@ -870,7 +870,7 @@ def fidelity_cmd(
 
 def _guest_memory(text: str) -> int:
     """--guest-memory as bytes; one line for a bad size."""
-    from vmsim.reproduce.common import parse_size
+    from vmsim.units import parse_size
 
     try:
         return parse_size(text)

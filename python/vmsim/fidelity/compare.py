@@ -380,7 +380,7 @@ def _real_only(exp: Experiment, rec: dict[str, Any], why: str) -> dict[str, Any]
     for m in exp.metrics:
         vals = [real_value(m, r, phases) for r in rec["runs"]]
         real = [float(v) for v in vals if v is not None]
-        j = judge(real, None) if real else {"real": None, "ratio": None}
+        j: dict[str, Any] = judge(real, None) if real else {"real": None, "ratio": None}
         j.update(vmsim=None, ratio=None, ok=None, scored=False, note=f"not modelled: {why}")
         metrics[m.spec] = j
     return {
@@ -710,13 +710,13 @@ def render_text(result: dict[str, Any]) -> str:
     for n in result.get("unrecorded", []):
         lines.append(f"  {n:<{w}}  not recorded")
     for k, kv in kernels.items():
-        what = f"{kv['label']} ({k}):"
+        head = f"{kv['label']} ({k}):"
         if kv["not_modelled"]:
-            lines.append(f"score {what} not modelled ({kv['not_modelled']}): real numbers only")
+            lines.append(f"score {head} not modelled ({kv['not_modelled']}): real numbers only")
             continue
         extra = "; time of the emulated runs not scored" if kv["emulated"] else ""
         score = kv["score"] if kv["score"] is not None else 0.0
-        lines.append(f"score {what} {kv['ok']} of {kv['total']} within ({score:.2f}){extra}")
+        lines.append(f"score {head} {kv['ok']} of {kv['total']} within ({score:.2f}){extra}")
     lines.append(
         f"score: {result['ok']} of {result['total']} metrics within ±25 % or the real range "
         f"({result['score']:.2f})"

@@ -78,7 +78,7 @@ def newc(entries: list[Entry]) -> bytes:
 
 def read_newc(data: bytes) -> list[Entry]:
     """The entries of a ``newc`` archive (the inverse of :func:`newc`, for checking)."""
-    out = []
+    out: list[Entry] = []
     pos = 0
     while True:
         if data[pos : pos + 6] != b"070701":

@@ -36,7 +36,10 @@ _OPEN = {"[": "]", "{": "}", "(": ")"}
 
 def split_values(text: str) -> list[str]:
     """Splits ``V1,V2,…`` at the commas outside brackets, braces, parentheses and quotes."""
-    items, depth, quote, cur = [], [], "", []
+    items: list[str] = []
+    depth: list[str] = []
+    quote = ""
+    cur: list[str] = []
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote

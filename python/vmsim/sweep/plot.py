@@ -120,7 +120,8 @@ def sweep_plot(
         from vmsim.plots import save_atomic
 
         runs = summary["runs"]
-        spread = f"{runs.min()}" if runs.min() == runs.max() else f"{runs.min()}-{runs.max()}"
+        lo, hi = int(runs.min()), int(runs.max())  # type: ignore[arg-type]
+        spread = f"{lo}" if lo == hi else f"{lo}-{hi}"
         title = f"{Path(path).name}: mean ± std over {spread} runs per point, min-max shaded"
         save_atomic(figure(summary, cols, title), output)
     return render_text(summary, cols)
