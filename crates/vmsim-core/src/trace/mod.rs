@@ -42,6 +42,7 @@
 mod event;
 mod flags;
 mod format;
+mod tracepoint;
 mod tracer;
 
 #[cfg(test)]
@@ -56,6 +57,7 @@ pub use flags::{
 pub use format::{
     event_name, hashed_ptr, page_address, render, PAGEBLOCK_ORDER, STRUCT_PAGE_SIZE, VMEMMAP_BASE,
 };
+pub use tracepoint::{LegacyForm, TraceEventInfo};
 pub use tracer::{default_flags, format_line, header, LineFlags, Tracer};
 
 /// Which kernel's text formats to print.

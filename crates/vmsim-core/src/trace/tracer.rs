@@ -177,21 +177,10 @@ impl std::fmt::Display for LineFlags {
 ///   `d..1.`;
 /// - `writeback_start`/`writeback_written`: `...1.` (under `wb->list_lock`);
 /// - everything else: `.....`.
+///
+/// The flags are declared with each event (`[flags = …]` in event.rs).
 pub fn default_flags(ev: &TraceEvent) -> LineFlags {
-    use TraceEvent::*;
-    match ev {
-        MmVmscanLruIsolate { .. } => LineFlags::IRQ_LOCKED,
-        MmPageAllocExtfrag { .. } | MmPagePcpuDrain { .. } => LineFlags::ZONE_LOCKED_UNDER_PCP,
-        MmPageAllocZoneLocked { percpu_refill, .. } => {
-            if *percpu_refill != 0 {
-                LineFlags::ZONE_LOCKED_UNDER_PCP
-            } else {
-                LineFlags::IRQ_LOCKED
-            }
-        }
-        WritebackStart { .. } | WritebackWritten { .. } => LineFlags::LOCKED,
-        _ => LineFlags::NONE,
-    }
+    ev.default_flags()
 }
 
 /// TASK_COMM_LEN - 1: the kernel keeps at most 15 bytes of a task's name.
