@@ -40,6 +40,7 @@
 //! ```
 
 mod event;
+mod filter;
 mod flags;
 mod format;
 mod tracepoint;
@@ -49,6 +50,7 @@ mod tracer;
 mod tests;
 
 pub use event::*;
+pub use filter::{EventFilter, SelectorError, DEFAULT_SYSTEMS};
 pub use flags::{
     gfp_to_kernel, print_flags, print_symbolic, show_gfp_flags, show_reclaim_flags,
     show_throttle_flags, COMPACTION_STATUS_TABLE, KERNEL_GFP_TABLE, LRU_TABLE, RECLAIM_FLAGS_TABLE,

@@ -198,6 +198,14 @@ macro_rules! tracepoints {
                 s
             }
 
+            /// An event `id` with every field zero (tests iterate the table with it).
+            #[cfg(test)]
+            pub(crate) fn zeroed(id: TraceEventId) -> TraceEvent {
+                match id {
+                    $(TraceEventId::$V => TraceEvent::$V { $($f: Default::default()),* },)+
+                }
+            }
+
             /// The details text in the 2.6.35-era format (`None`: old kernels
             /// lacked the event).
             pub(super) fn render_legacy(&self) -> Option<String> {
