@@ -306,3 +306,105 @@ def test_unknown_trace_format_is_rejected(cli: RunCli, tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="perl"):
         vmsim.run(SWAP_SCENARIO, trace=trace, trace_format="perl")
     assert not trace.exists()
+
+
+# ---------------------------------------------------------------------------
+# Selecting events (--events, as set_event / trace-cmd -e)
+# ---------------------------------------------------------------------------
+
+
+def _event_counts(text: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in text.split("\n")[HEADER_LINES:]:
+        if line:
+            name = _check_prefix(line).group("event")
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def test_default_events_are_vmscan_compaction_and_writeback(
+    cli: RunCli, modern: TracedRun, tmp_path: Path
+) -> None:
+    trace = tmp_path / "t.txt"
+    proc = cli(
+        "run",
+        SWAP_SCENARIO,
+        "--trace",
+        trace,
+        "--events",
+        "vmscan,compaction",
+        "--events",
+        "writeback",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert trace.read_bytes() == modern.trace.read_bytes()
+    assert not any(name.startswith("mm_page_") for name in _event_counts(modern.text))
+
+
+def test_one_event_selected_is_all_the_trace_holds(
+    cli: RunCli, modern: TracedRun, tmp_path: Path
+) -> None:
+    trace = tmp_path / "t.txt"
+    proc = cli("run", SWAP_SCENARIO, "--trace", trace, "--events", "vmscan:mm_vmscan_kswapd_wake")
+    assert proc.returncode == 0, proc.stderr
+    text = trace.read_text(encoding="utf-8")
+    counts = _event_counts(text)
+    assert counts == {"mm_vmscan_kswapd_wake": _event_counts(modern.text)["mm_vmscan_kswapd_wake"]}
+    # The lines are the default trace's lines of that event, and the header counts them.
+    kept = [line for line in modern.text.split("\n") if " mm_vmscan_kswapd_wake: " in line]
+    assert text.split("\n")[HEADER_LINES:-1] == kept
+    assert f"entries-written: {len(kept)}/{len(kept)} " in text
+
+
+def test_a_disabled_event_is_left_out(cli: RunCli, modern: TracedRun, tmp_path: Path) -> None:
+    trace = tmp_path / "t.txt"
+    proc = cli(
+        "run", SWAP_SCENARIO, "--trace", trace, "--events", "all,!vmscan:mm_vmscan_write_folio"
+    )
+    assert proc.returncode == 0, proc.stderr
+    counts = _event_counts(trace.read_text(encoding="utf-8"))
+    want = dict(_event_counts(modern.text))
+    assert want.pop("mm_vmscan_write_folio") > 0
+    assert counts == want
+
+
+@pytest.mark.parametrize(
+    ("selector", "needle"),
+    [
+        ("vmscn", "'vmscn'"),
+        ("vmscn:*", "'vmscn'"),
+        ("kmem:mm_page_allok", "'mm_page_allok'"),
+        ("kmem:mm_vmscan_kswapd_wake", "'mm_vmscan_kswapd_wake'"),
+        ("vmscan,,kmem", "empty"),
+    ],
+)
+def test_bad_event_selector_is_a_one_line_error(
+    cli: RunCli, tmp_path: Path, selector: str, needle: str
+) -> None:
+    trace = tmp_path / "t.txt"
+    _assert_one_line_error(
+        cli("run", SWAP_SCENARIO, "--trace", trace, "--events", selector), needle
+    )
+    assert not trace.exists()
+
+
+def test_events_without_a_trace_is_a_one_line_error(cli: RunCli) -> None:
+    _assert_one_line_error(cli("run", SWAP_SCENARIO, "--events", "kmem"), "--events", "--trace")
+
+
+def test_api_events(modern: TracedRun, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    vmsim.run(SWAP_SCENARIO, trace=a, events="vmscan:mm_vmscan_kswapd_wake,compaction")
+    vmsim.run(SWAP_SCENARIO, trace=b, events=["compaction", "mm_vmscan_kswapd_wake"])
+    assert a.read_bytes() == b.read_bytes()
+    counts = _event_counts(a.read_text(encoding="utf-8"))
+    everything = _event_counts(modern.text)
+    want = {n: c for n, c in everything.items() if n.startswith("mm_compaction_")}
+    want["mm_vmscan_kswapd_wake"] = everything["mm_vmscan_kswapd_wake"]
+    assert len(want) > 1
+    assert counts == want
+    with pytest.raises(ScenarioError, match="'nosuch'"):
+        vmsim.run(SWAP_SCENARIO, trace=tmp_path / "c.txt", events="kmem:nosuch")
+    with pytest.raises(ScenarioError, match="trace"):
+        vmsim.run(SWAP_SCENARIO, events="kmem")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]

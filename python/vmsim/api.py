@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,18 +158,26 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     trace: str | Path | None = None,
     trace_format: str = "modern",
+    events: str | Sequence[str] | None = None,
 ) -> Result:
     """Runs a scenario and returns its Result.
 
     ``progress(now_ns, end_ns)`` is called after every sample. With ``trace``,
     the tracepoints are written to that file as ftrace text, in the 6.18
     format (``trace_format="modern"``) or the 2.6.35 one (``"legacy"``).
-    Raises ScenarioError (one line) if the scenario is wrong.
+    ``events`` selects the tracepoints as ``/sys/kernel/tracing/set_event``
+    does (``"vmscan"``, ``"kmem:mm_page_alloc"``, ``"all"``; a string of
+    comma-separated selectors or a list of them); without it, every event of
+    vmscan, compaction and writeback is traced, and none of kmem.
+    Raises ScenarioError (one line) if the scenario or a selector is wrong.
     """
     text = load_scenario(scenario, overrides)
     if seed is not None and not (0 <= seed < 2**64):
         raise ScenarioError(f"seed {seed} is out of range (0..2^64-1)")
     if trace_format not in ("modern", "legacy"):
         raise ScenarioError(f"trace format '{trace_format}': use modern or legacy")
-    out = _vmsim.run(text, seed, progress, str(trace) if trace else None, trace_format)
+    if events is not None and trace is None:
+        raise ScenarioError("events select what a trace records: give trace=FILE too")
+    selectors = [events] if isinstance(events, str) else None if events is None else list(events)
+    out = _vmsim.run(text, seed, progress, str(trace) if trace else None, trace_format, selectors)
     return Result(json_text=out, data=json.loads(out))

@@ -163,7 +163,7 @@ def main_group() -> None:
     "--trace",
     "trace",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the vmscan/kmem/writeback tracepoints to FILE as ftrace text.",
+    help="Write the tracepoints to FILE as ftrace text.",
 )
 @click.option(
     "--trace-format",
@@ -171,6 +171,14 @@ def main_group() -> None:
     default="modern",
     show_default=True,
     help="6.18 formats, or the 2.6.35 ones trace-vmscan-postprocess.pl parses.",
+)
+@click.option(
+    "--events",
+    "events",
+    multiple=True,
+    metavar="LIST",
+    help="Trace these events, as set_event / trace-cmd -e select them: SYSTEM, "
+    "SYSTEM:EVENT, all (comma-separated; repeatable). Default: vmscan, compaction, writeback.",
 )
 def run_cmd(
     scenario: str | None,
@@ -185,6 +193,7 @@ def run_cmd(
     memcg_stat: tuple[str, ...],
     trace: Path | None,
     trace_format: str,
+    events: tuple[str, ...],
 ) -> None:
     """Run SCENARIO (a TOML file; the built-in default without one)."""
     overrides = {}
@@ -205,6 +214,8 @@ def run_cmd(
         raise UserError(f"--map {pbmap_path}: directory {pbmap_path.parent} does not exist")
     if trace is not None and not trace.resolve().parent.is_dir():
         raise UserError(f"--trace {trace}: directory {trace.parent} does not exist")
+    if events and trace is None:
+        raise UserError("--events selects what --trace records: give --trace FILE too")
     if output_dir is not None and not output_dir.resolve().parent.is_dir():
         raise UserError(f"--output-dir {output_dir}: directory {output_dir.parent} does not exist")
     update, close = _progress_reporter()
@@ -216,6 +227,7 @@ def run_cmd(
             progress=update,
             trace=trace,
             trace_format=trace_format,
+            events=list(events) if events else None,
         )
     finally:
         close()

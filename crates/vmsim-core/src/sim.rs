@@ -359,16 +359,17 @@ pub fn run(sc: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> RunResult {
     run_traced(sc, None, progress).0
 }
 
-/// Runs a scenario, recording tracepoints in `trace_format` when given; returns the
-/// result and the trace buffer.
+/// Runs a scenario, recording the tracepoints `trace` enables in its format when given;
+/// returns the result and the trace buffer.
 pub fn run_traced(
     sc: &Scenario,
-    trace_format: Option<crate::trace::TraceFormat>,
+    trace: Option<(crate::trace::TraceFormat, crate::trace::EventFilter)>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> (RunResult, Option<crate::trace::Tracer>) {
     let mut eng = build(sc);
-    if let Some(fmt) = trace_format {
-        eng.kernel.mm.tracer = Some(crate::trace::Tracer::new(fmt, sc.machine.cpus));
+    if let Some((fmt, events)) = trace {
+        let tracer = crate::trace::Tracer::with_events(fmt, sc.machine.cpus, events);
+        eng.kernel.mm.tracer = Some(tracer);
     }
     let boot_snap = eng.kernel.vmstat_snapshot();
     let mut ts = TimeSeries::default();

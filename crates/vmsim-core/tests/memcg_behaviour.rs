@@ -741,7 +741,10 @@ fn reclaim_throttle_off_runs_none_of_todays_throttles() {
         );
         let (r, tracer) = vmsim_core::sim::run_traced(
             &sc,
-            Some(vmsim_core::trace::TraceFormat::Modern),
+            Some((
+                vmsim_core::trace::TraceFormat::Modern,
+                vmsim_core::trace::EventFilter::default(),
+            )),
             &mut |_, _| {},
         );
         let tracer = tracer.unwrap();

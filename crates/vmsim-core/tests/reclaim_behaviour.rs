@@ -15,7 +15,7 @@ use vmsim_core::config::Scenario;
 use vmsim_core::kernel::Engine;
 use vmsim_core::mm::mmzone::{lru, Wmark};
 use vmsim_core::mm::vmstat::{NodeStat, ZoneStat};
-use vmsim_core::trace::{TraceFormat, Tracer};
+use vmsim_core::trace::{EventFilter, TraceFormat, Tracer};
 use vmsim_core::RunResult;
 
 const MS: u64 = 1_000_000;
@@ -614,7 +614,11 @@ name = "walker"
 program = [ { op = "slab", cache = "dentry", objects = 100000 } ]
 "#;
     let sc = scenario(&text);
-    let (r, tracer) = vmsim_core::sim::run_traced(&sc, Some(TraceFormat::Modern), &mut |_, _| {});
+    let (r, tracer) = vmsim_core::sim::run_traced(
+        &sc,
+        Some((TraceFormat::Modern, EventFilter::default())),
+        &mut |_, _| {},
+    );
     let tracer = tracer.expect("a trace was asked for");
     let mut out = Vec::new();
     tracer.write_to(&mut out).unwrap();
@@ -691,7 +695,11 @@ fn legacy_isolate_mode_tells_active_from_inactive_isolations() {
     // none comes back active, so this uses the older rule (every swap-in active) to
     // have isolations from both lists.
     let sc = scenario(&round_trip_scenario_on("workingset_anon = false"));
-    let (r, tracer) = vmsim_core::sim::run_traced(&sc, Some(TraceFormat::Legacy), &mut |_, _| {});
+    let (r, tracer) = vmsim_core::sim::run_traced(
+        &sc,
+        Some((TraceFormat::Legacy, EventFilter::default())),
+        &mut |_, _| {},
+    );
     let tracer = tracer.unwrap();
     let (mut inactive, mut active) = (0u64, 0u64);
     for l in tracer.lines() {
@@ -799,7 +807,11 @@ name = "w"
 program = [ { op = "write", file = "f", size = "1MiB" }, { op = "sleep", time = "15s" } ]
 "#),
     );
-    let (_, tracer) = vmsim_core::sim::run_traced(&sc, Some(TraceFormat::Modern), &mut |_, _| {});
+    let (_, tracer) = vmsim_core::sim::run_traced(
+        &sc,
+        Some((TraceFormat::Modern, EventFilter::default())),
+        &mut |_, _| {},
+    );
     let tracer = tracer.unwrap();
     let lines = tracer.lines();
     let starts: Vec<_> = lines

@@ -206,7 +206,10 @@ fn throttled_reclaimers_are_traced_with_their_reason() {
     let sc = Scenario::from_toml(text).unwrap();
     let (_, tracer) = vmsim_core::sim::run_traced(
         &sc,
-        Some(vmsim_core::trace::TraceFormat::Modern),
+        Some((
+            vmsim_core::trace::TraceFormat::Modern,
+            vmsim_core::trace::EventFilter::default(),
+        )),
         &mut |_, _| {},
     );
     let mut out = Vec::new();

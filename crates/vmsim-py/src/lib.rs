@@ -59,8 +59,10 @@ fn to_py(e: vmsim_core::Error) -> PyErr {
 /// Runs a scenario given as TOML text; returns the result as JSON text.
 ///
 /// `progress(now_ns, end_ns)` is called after every sample; Ctrl-C stops the run.
+/// `events` lists trace event selectors (`vmscan`, `kmem:mm_page_alloc`, `all`,
+/// comma-separated within an item); without it the default events are traced.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern"))]
+#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern", events=None))]
 fn run(
     py: Python<'_>,
     scenario: &str,
@@ -68,6 +70,7 @@ fn run(
     progress: Option<Py<PyAny>>,
     trace_path: Option<std::path::PathBuf>,
     trace_format: &str,
+    events: Option<Vec<String>>,
 ) -> PyResult<String> {
     let fmt = match trace_format {
         "modern" => vmsim_core::trace::TraceFormat::Modern,
@@ -77,6 +80,11 @@ fn run(
                 "trace format '{other}': use modern or legacy"
             )))
         }
+    };
+    let events = match events {
+        Some(lists) => vmsim_core::trace::EventFilter::parse(lists)
+            .map_err(|e| ScenarioError::new_err(e.to_string()))?,
+        None => vmsim_core::trace::EventFilter::default(),
     };
     let sc = {
         let mut sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
@@ -100,7 +108,8 @@ fn run(
             }
         }
     };
-    let (r, tracer) = vmsim_core::sim::run_traced(&sc, trace_path.as_ref().map(|_| fmt), &mut cb);
+    let (r, tracer) =
+        vmsim_core::sim::run_traced(&sc, trace_path.as_ref().map(|_| (fmt, events)), &mut cb);
     if let Some(e) = err {
         if e.is_instance_of::<PyKeyboardInterrupt>(py) {
             return Err(e);

@@ -3,8 +3,13 @@
 //! The engine describes what happened as a [`TraceEvent`] (one variant per
 //! vmscan, kmem, compaction and writeback tracepoint, with the fields of the
 //! kernel's format file); [`render`] prints its details exactly as the
-//! event's print fmt does, and a [`Tracer`] collects whole lines and writes
+//! event's print fmt does, and a [`Tracer`] collects whole lines of the
+//! enabled events ([`EventFilter`], as `set_event` selects them) and writes
 //! them out as `/sys/kernel/tracing/trace` would, header included.
+//!
+//! Each tracepoint is declared once (event.rs; the `tracepoints!` macro of
+//! tracepoint.rs): its name, system, fields, 6.18 print fmt and 2.6.35 form.
+//! [`TRACE_EVENTS`] lists them all, indexed by [`TraceEventId`].
 //!
 //! Two output formats ([`TraceFormat`]):
 //!
@@ -38,16 +43,34 @@
 //!      mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE"
 //! );
 //! ```
+//!
+//! kmem's page events are off unless selected; code on a hot path asks before
+//! it builds the event:
+//!
+//! ```
+//! use vmsim_core::trace::{EventFilter, TraceEvent, TraceEventId, TraceFormat, Tracer};
+//! let mut tracer = Tracer::new(TraceFormat::Modern, 2);
+//! assert!(!tracer.enabled(TraceEventId::MmPageFree));
+//! tracer.set_events(EventFilter::parse(["vmscan", "kmem:mm_page_free"]).unwrap());
+//! if tracer.enabled(TraceEventId::MmPageFree) {
+//!     tracer.emit(1_000, 0, "dd", 4454, &TraceEvent::MmPageFree { pfn: 0x12e9f2, order: 0 });
+//! }
+//! assert_eq!(tracer.len(), 1);
+//! assert!(tracer.lines()[0].ends_with(" pfn=0x12e9f2 order=0"));
+//! ```
 
 mod event;
+mod filter;
 mod flags;
 mod format;
+mod tracepoint;
 mod tracer;
 
 #[cfg(test)]
 mod tests;
 
 pub use event::*;
+pub use filter::{EventFilter, SelectorError, DEFAULT_SYSTEMS};
 pub use flags::{
     gfp_to_kernel, print_flags, print_symbolic, show_gfp_flags, show_reclaim_flags,
     show_throttle_flags, COMPACTION_STATUS_TABLE, KERNEL_GFP_TABLE, LRU_TABLE, RECLAIM_FLAGS_TABLE,
@@ -56,6 +79,7 @@ pub use flags::{
 pub use format::{
     event_name, hashed_ptr, page_address, render, PAGEBLOCK_ORDER, STRUCT_PAGE_SIZE, VMEMMAP_BASE,
 };
+pub use tracepoint::{LegacyForm, TraceEventInfo};
 pub use tracer::{default_flags, format_line, header, LineFlags, Tracer};
 
 /// Which kernel's text formats to print.

@@ -85,7 +85,7 @@ fn check(real: &str, ev: TraceEvent) {
     assert_eq!(event_name(&ev, TraceFormat::Modern), p.name);
     let details = render(&ev, TraceFormat::Modern).unwrap();
     assert_same_modulo_ptrs(p.details, &details);
-    let mut t = Tracer::new(TraceFormat::Modern, 2);
+    let mut t = Tracer::with_events(TraceFormat::Modern, 2, EventFilter::all());
     let flags = LineFlags::parse(p.flags).expect("flags");
     assert_eq!(flags.to_string(), p.flags);
     t.emit_with_flags(p.ts_ns, p.cpu, p.comm, p.pid, flags, &ev);
@@ -98,7 +98,7 @@ fn check_default(real: &str, ev: TraceEvent) {
     check(real, ev);
     let p = parse_line(real);
     assert_eq!(default_flags(&ev).to_string(), p.flags, "{real}");
-    let mut t = Tracer::new(TraceFormat::Modern, 2);
+    let mut t = Tracer::with_events(TraceFormat::Modern, 2, EventFilter::all());
     t.emit(p.ts_ns, p.cpu, p.comm, p.pid, &ev);
     assert_same_modulo_ptrs(real, t.lines()[0]);
 }
@@ -1371,4 +1371,179 @@ fn legacy_drops_events_old_kernels_lacked() {
         .unwrap(),
         "nr_reclaimed=9"
     );
+}
+
+// ------------------------------------------------------ the declarations
+
+/// The tracepoints of this 6.18 kernel that vmsim models: the format files of
+/// KERNEL-FORMATS.md §2 (`events/<sys>/<event>/format`).
+const REAL_EVENTS: &[&str] = &[
+    "compaction/mm_compaction_begin",
+    "compaction/mm_compaction_defer_compaction",
+    "compaction/mm_compaction_defer_reset",
+    "compaction/mm_compaction_deferred",
+    "compaction/mm_compaction_end",
+    "compaction/mm_compaction_fast_isolate_freepages",
+    "compaction/mm_compaction_finished",
+    "compaction/mm_compaction_isolate_freepages",
+    "compaction/mm_compaction_isolate_migratepages",
+    "compaction/mm_compaction_kcompactd_sleep",
+    "compaction/mm_compaction_kcompactd_wake",
+    "compaction/mm_compaction_migratepages",
+    "compaction/mm_compaction_suitable",
+    "compaction/mm_compaction_try_to_compact_pages",
+    "compaction/mm_compaction_wakeup_kcompactd",
+    "kmem/mm_page_alloc",
+    "kmem/mm_page_alloc_extfrag",
+    "kmem/mm_page_alloc_zone_locked",
+    "kmem/mm_page_free",
+    "kmem/mm_page_pcpu_drain",
+    "vmscan/mm_shrink_slab_end",
+    "vmscan/mm_shrink_slab_start",
+    "vmscan/mm_vmscan_direct_reclaim_begin",
+    "vmscan/mm_vmscan_direct_reclaim_end",
+    "vmscan/mm_vmscan_kswapd_sleep",
+    "vmscan/mm_vmscan_kswapd_wake",
+    "vmscan/mm_vmscan_lru_isolate",
+    "vmscan/mm_vmscan_lru_shrink_active",
+    "vmscan/mm_vmscan_lru_shrink_inactive",
+    "vmscan/mm_vmscan_memcg_reclaim_begin",
+    "vmscan/mm_vmscan_memcg_reclaim_end",
+    "vmscan/mm_vmscan_memcg_softlimit_reclaim_begin",
+    "vmscan/mm_vmscan_memcg_softlimit_reclaim_end",
+    "vmscan/mm_vmscan_node_reclaim_begin",
+    "vmscan/mm_vmscan_node_reclaim_end",
+    "vmscan/mm_vmscan_reclaim_pages",
+    "vmscan/mm_vmscan_throttled",
+    "vmscan/mm_vmscan_wakeup_kswapd",
+    "vmscan/mm_vmscan_write_folio",
+    "writeback/balance_dirty_pages",
+    "writeback/global_dirty_state",
+    "writeback/wbc_writepage",
+    "writeback/writeback_exec",
+    "writeback/writeback_queue",
+    "writeback/writeback_start",
+    "writeback/writeback_wake_background",
+    "writeback/writeback_written",
+];
+
+#[test]
+fn declared_events_are_the_real_kernels() {
+    let mut ours: Vec<String> = TRACE_EVENTS
+        .iter()
+        .map(|e| format!("{}/{}", e.system.name(), e.name))
+        .collect();
+    ours.sort();
+    assert_eq!(ours, REAL_EVENTS);
+}
+
+#[test]
+fn every_declared_event_has_a_name_system_and_renderings() {
+    for info in TRACE_EVENTS {
+        let ev = TraceEvent::zeroed(info.id);
+        assert_eq!(ev.id(), info.id);
+        assert_eq!(ev.system(), info.system);
+        assert!(TraceSystem::ALL.contains(&info.system), "{info:?}");
+        assert_eq!(ev.name(), info.name);
+        assert_eq!(event_name(&ev, TraceFormat::Modern), info.name);
+        assert_eq!(
+            event_name(&ev, TraceFormat::Legacy),
+            info.legacy_name.unwrap_or(info.name)
+        );
+        let modern = render(&ev, TraceFormat::Modern).expect("a 6.18 form");
+        assert!(!modern.is_empty(), "{}: empty details", info.name);
+        let legacy = render(&ev, TraceFormat::Legacy);
+        match info.legacy {
+            LegacyForm::Same => assert_eq!(legacy.as_deref(), Some(modern.as_str())),
+            LegacyForm::Own => assert_ne!(legacy.expect("a 2.6.35 form"), modern, "{info:?}"),
+            LegacyForm::Absent => assert_eq!(legacy, None, "{info:?}"),
+        }
+        // A whole line through a buffer that records everything.
+        let mut t = Tracer::with_events(TraceFormat::Modern, 1, EventFilter::all());
+        t.emit(1_000, 0, "t", 1, &ev);
+        let line = t.lines()[0].to_string();
+        let want = format!(" {}: {modern}", info.name);
+        assert!(line.ends_with(&want), "{line}");
+        let p = parse_line(&line);
+        assert_eq!((p.name, p.details), (info.name, modern.as_str()));
+        assert_eq!(p.flags, default_flags(&ev).to_string(), "{line}");
+    }
+}
+
+#[test]
+fn event_ids_are_dense_and_follow_the_declarations() {
+    assert_eq!(NR_TRACE_EVENTS, REAL_EVENTS.len());
+    for (i, info) in TRACE_EVENTS.iter().enumerate() {
+        assert_eq!(info.id.index(), i);
+        assert_eq!(info.id as u16 as usize, i);
+        assert_eq!(info.id.info(), info);
+    }
+    let ids: Vec<TraceEventId> = TraceEventId::all().collect();
+    assert_eq!(ids.len(), NR_TRACE_EVENTS);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    // Each system's events are contiguous, in the order of TraceSystem::ALL.
+    let order: Vec<TraceSystem> = TRACE_EVENTS.iter().map(|e| e.system).collect();
+    let mut runs = order.clone();
+    runs.dedup();
+    assert_eq!(runs, TraceSystem::ALL);
+    // The id does not depend on the field values.
+    let a = TraceEvent::MmVmscanKswapdSleep { nid: 0 };
+    let b = TraceEvent::MmVmscanKswapdSleep { nid: 7 };
+    assert_eq!(a.id(), b.id());
+    assert_eq!(a.id(), TraceEventId::MmVmscanKswapdSleep);
+    assert_eq!(TraceEventId::MmVmscanKswapdSleep.index(), 0);
+    assert_eq!(
+        TraceEventId::WbcWritepage.index(),
+        NR_TRACE_EVENTS - 1,
+        "the last declaration"
+    );
+}
+
+#[test]
+fn names_are_unique_and_legacy_names_only_where_the_kernel_renamed() {
+    let mut names: Vec<&str> = TRACE_EVENTS.iter().map(|e| e.name).collect();
+    names.extend(TRACE_EVENTS.iter().filter_map(|e| e.legacy_name));
+    let n = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), n, "a name is declared twice");
+    let renamed: Vec<_> = TRACE_EVENTS
+        .iter()
+        .filter_map(|e| e.legacy_name.map(|l| (e.name, l)))
+        .collect();
+    assert_eq!(renamed, [("mm_vmscan_write_folio", "mm_vmscan_writepage")]);
+}
+
+#[test]
+fn tracer_records_only_enabled_events() {
+    let alloc = TraceEvent::MmPageAlloc {
+        pfn: 0x1000,
+        order: 0,
+        gfp_flags: GFP_KERNEL.0,
+        migratetype: 0,
+    };
+    let sleep = TraceEvent::MmVmscanKswapdSleep { nid: 0 };
+    // Default: vmscan on, kmem off.
+    let mut t = Tracer::new(TraceFormat::Modern, 1);
+    assert!(!t.enabled(TraceEventId::MmPageAlloc));
+    assert!(!t.enabled_for(&alloc));
+    assert!(t.enabled(TraceEventId::MmVmscanKswapdSleep));
+    t.emit(1_000, 0, "a", 1, &alloc);
+    t.emit_with_flags(2_000, 0, "a", 1, LineFlags::NONE, &alloc);
+    t.emit(3_000, 0, "a", 1, &sleep);
+    assert_eq!(t.len(), 1);
+    assert!(t.lines()[0].ends_with("mm_vmscan_kswapd_sleep: nid=0"));
+    // Enabled explicitly, as on a real machine.
+    t.set_events(EventFilter::parse(["kmem:mm_page_alloc"]).unwrap());
+    assert!(t.enabled(TraceEventId::MmPageAlloc));
+    assert!(!t.enabled(TraceEventId::MmPageFree));
+    t.emit(4_000, 0, "a", 1, &alloc);
+    t.emit(5_000, 0, "a", 1, &sleep);
+    assert_eq!(t.len(), 2);
+    assert!(t.lines()[1].contains(" mm_page_alloc: page="));
+    let mut out = Vec::new();
+    t.write_to(&mut out).unwrap();
+    assert!(String::from_utf8(out)
+        .unwrap()
+        .contains("entries-in-buffer/entries-written: 2/2"));
 }

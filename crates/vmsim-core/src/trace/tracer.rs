@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::io;
 
-use super::event::TraceEvent;
+use super::event::{TraceEvent, TraceEventId};
+use super::filter::EventFilter;
 use super::format::{event_name, render};
 use super::TraceFormat;
 
@@ -177,21 +178,10 @@ impl std::fmt::Display for LineFlags {
 ///   `d..1.`;
 /// - `writeback_start`/`writeback_written`: `...1.` (under `wb->list_lock`);
 /// - everything else: `.....`.
+///
+/// The flags are declared with each event (`[flags = …]` in event.rs).
 pub fn default_flags(ev: &TraceEvent) -> LineFlags {
-    use TraceEvent::*;
-    match ev {
-        MmVmscanLruIsolate { .. } => LineFlags::IRQ_LOCKED,
-        MmPageAllocExtfrag { .. } | MmPagePcpuDrain { .. } => LineFlags::ZONE_LOCKED_UNDER_PCP,
-        MmPageAllocZoneLocked { percpu_refill, .. } => {
-            if *percpu_refill != 0 {
-                LineFlags::ZONE_LOCKED_UNDER_PCP
-            } else {
-                LineFlags::IRQ_LOCKED
-            }
-        }
-        WritebackStart { .. } | WritebackWritten { .. } => LineFlags::LOCKED,
-        _ => LineFlags::NONE,
-    }
+    ev.default_flags()
 }
 
 /// TASK_COMM_LEN - 1: the kernel keeps at most 15 bytes of a task's name.
@@ -256,6 +246,10 @@ pub fn header(entries: usize, nr_cpus: u32) -> String {
 
 /// A simulated ftrace buffer.
 ///
+/// It records only the enabled events ([`EventFilter`]; by default vmscan,
+/// compaction and writeback, not kmem). Code on a hot path asks
+/// [`Tracer::enabled`] before it builds an event.
+///
 /// Lines are kept per CPU in emit order and read out as the kernel's
 /// iterator does: repeatedly the oldest head among the per-CPU buffers (ties
 /// to the lowest CPU). With monotonic per-CPU timestamps that is a global
@@ -279,18 +273,49 @@ pub struct Tracer {
     /// Per CPU: (timestamp, line) in emit order.
     cpus: Vec<Vec<(u64, String)>>,
     entries: usize,
+    events: EventFilter,
 }
 
 impl Tracer {
     /// An empty buffer printing `fmt`, on a machine with `nr_cpus` CPUs
-    /// (the header's `#P:`).
+    /// (the header's `#P:`), recording the default events
+    /// ([`EventFilter::default`]).
     pub fn new(fmt: TraceFormat, nr_cpus: u32) -> Tracer {
+        Tracer::with_events(fmt, nr_cpus, EventFilter::default())
+    }
+
+    /// [`Tracer::new`] recording the events of `events`.
+    pub fn with_events(fmt: TraceFormat, nr_cpus: u32, events: EventFilter) -> Tracer {
         Tracer {
             fmt,
             nr_cpus,
             cpus: vec![Vec::new(); nr_cpus.max(1) as usize],
             entries: 0,
+            events,
         }
+    }
+
+    /// The events this buffer records.
+    pub fn events(&self) -> &EventFilter {
+        &self.events
+    }
+
+    /// Records the events of `events` from now on (writing `set_event`).
+    pub fn set_events(&mut self, events: EventFilter) {
+        self.events = events;
+    }
+
+    /// Whether event `id` is recorded: the cheap check to make before building
+    /// an event on a hot path (the kernel's `trace_<event>_enabled()`).
+    #[inline(always)]
+    pub fn enabled(&self, id: TraceEventId) -> bool {
+        self.events.enabled(id)
+    }
+
+    /// Whether `ev` is recorded.
+    #[inline(always)]
+    pub fn enabled_for(&self, ev: &TraceEvent) -> bool {
+        self.events.enabled(ev.id())
     }
 
     /// The format this buffer prints.
@@ -300,8 +325,9 @@ impl Tracer {
 
     /// Records `ev` fired at `ts_ns` (simulated nanoseconds since boot) on
     /// `cpu` by task `comm`/`pid`, with the flags the kernel shows at the
-    /// event's usual call site ([`default_flags`]). Events without a form in
-    /// this buffer's format (see [`render`]) are dropped and not counted.
+    /// event's usual call site ([`default_flags`]). Events not enabled, and
+    /// events without a form in this buffer's format (see [`render`]), are
+    /// dropped and not counted.
     pub fn emit(&mut self, ts_ns: u64, cpu: u32, comm: &str, pid: u32, ev: &TraceEvent) {
         self.emit_with_flags(ts_ns, cpu, comm, pid, default_flags(ev), ev);
     }
@@ -317,6 +343,9 @@ impl Tracer {
         flags: LineFlags,
         ev: &TraceEvent,
     ) {
+        if !self.enabled_for(ev) {
+            return;
+        }
         let Some(details) = render(ev, self.fmt) else {
             return;
         };
