@@ -408,3 +408,79 @@ def test_api_events(modern: TracedRun, tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="trace"):
         vmsim.run(SWAP_SCENARIO, events="kmem")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
+
+
+# ---------------------------------------------------------------------------
+# Every tracepoint vmsim models is emitted where the kernel emits it
+
+EMIT_SCENARIO = """
+duration = "8s"
+[machine]
+memory = "512MiB"
+cpus = 2
+swap = "256MiB"
+[kernel]
+thp_enabled = "never"
+soft_limit_reclaim = "base"
+[[cgroup]]
+path = "soft"
+soft_limit_in_bytes = "16MiB"
+[[task]]
+name = "walker"
+program = [ { op = "slab", cache = "dentry", objects = 600000 } ]
+[[task]]
+name = "dd"
+cgroup = "soft"
+start = "100ms"
+program = [ { op = "write", file = "f", size = "200MiB" }, { op = "snapshot", name = "w" } ]
+[[task]]
+name = "hog"
+start = "500ms"
+program = [ { op = "touch", size = "400MiB" }, { op = "sleep", time = "1s" } ]
+"""
+
+
+def _events_in(path: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        m = PREFIX_RE.match(line)
+        if m:
+            counts[m["event"]] = counts.get(m["event"], 0) + 1
+    return counts
+
+
+def test_every_modelled_event_fires_where_the_kernel_fires_it(tmp_path: Path) -> None:
+    scen = tmp_path / "emit.toml"
+    scen.write_text(EMIT_SCENARIO)
+    trace = tmp_path / "trace"
+    r = vmsim.run(scen, trace=trace, events="all")
+    seen = _events_in(trace)
+    # kmem: every allocation and free, the zone-locked refills and per-CPU drains,
+    # and the fallbacks counted by /proc/vmstat's and the result's extfrag figures.
+    for ev in ("mm_page_alloc", "mm_page_free", "mm_page_alloc_zone_locked",
+               "mm_page_pcpu_drain"):
+        assert seen.get(ev, 0) > 1000, (ev, seen.get(ev))
+    assert seen.get("mm_page_alloc_extfrag", 0) == r.data["fragmentation"]["extfrag_events"]
+    # The shrinkers: dentries for global reclaim (and shadow nodes when they grow).
+    assert seen.get("mm_shrink_slab_start", 0) > 0
+    assert seen["mm_shrink_slab_start"] == seen["mm_shrink_slab_end"]
+    # v1 soft-limit reclaim of the group over its soft limit.
+    assert seen.get("mm_vmscan_memcg_softlimit_reclaim_begin", 0) > 0
+    assert (
+        seen["mm_vmscan_memcg_softlimit_reclaim_begin"]
+        == seen["mm_vmscan_memcg_softlimit_reclaim_end"]
+    )
+    # Reading /proc/vmstat (the snapshot) computes the dirty limits.
+    assert seen.get("global_dirty_state", 0) == 1
+    # A work item the flushers were asked for starts (reclaim's wake-ups).
+    assert seen.get("writeback_exec", 0) > 0
+    assert seen.get("writeback_exec", 0) <= seen.get("writeback_queue", 0)
+
+
+def test_kmem_events_are_off_unless_asked_for(tmp_path: Path) -> None:
+    scen = tmp_path / "emit.toml"
+    scen.write_text(EMIT_SCENARIO.replace('duration = "8s"', 'duration = "1s"'))
+    trace = tmp_path / "trace"
+    vmsim.run(scen, trace=trace)
+    seen = _events_in(trace)
+    assert not any(ev.startswith("mm_page_") for ev in seen), seen

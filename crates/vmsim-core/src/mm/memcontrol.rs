@@ -1497,7 +1497,7 @@ impl Kernel {
                     }
                     // shrink_slab(memcg): the memcg-aware shadow-node shrinker.
                     if sc.may_shrinkslab && self.mm.kcfg.workingset {
-                        self.shrink_shadow_nodes(pos, sc.priority);
+                        self.shrink_shadow_nodes(pos, sc.gfp_mask, sc.priority);
                     }
                     // Limit reclaim stops once it has enough (mem_cgroup_iter_break).
                     if shrunk && !global && sc.nr_reclaimed >= sc.nr_to_reclaim {

@@ -11,6 +11,7 @@ use super::memcontrol::*;
 use super::vmscan::ScanControl;
 use crate::config::SoftLimitReclaim;
 use crate::kernel::Kernel;
+use crate::trace::TraceEvent;
 
 impl MemcgState {
     /// Re-keys a group on a node's soft-limit tree by its current excess (mem_cgroup_update_tree).
@@ -145,7 +146,16 @@ impl Kernel {
             sc.target_mem_cgroup = victim;
             sc.may_writepage = psc.may_writepage;
             self.mm.cur.acc += self.mm.cost.memcg_shrink_lruvec;
+            // mem_cgroup_shrink_node()
+            self.trace(TraceEvent::MmVmscanMemcgSoftlimitReclaimBegin {
+                order: sc.order as i32,
+                gfp_flags: sc.gfp_mask.0,
+                may_writepage: sc.may_writepage as i32,
+            });
             self.shrink_memcg_lruvec(victim, nid, &mut sc);
+            self.trace(TraceEvent::MmVmscanMemcgSoftlimitReclaimEnd {
+                nr_reclaimed: sc.nr_reclaimed,
+            });
             self.mm.memcg.groups[victim as usize].stat[stat::PGSTEAL] += sc.nr_reclaimed;
             total += sc.nr_reclaimed;
             scanned += sc.nr_scanned;

@@ -105,6 +105,13 @@ impl Mm {
         self.cur.clock()
     }
 
+    /// Whether tracepoint `id` is recorded (trace_<event>_enabled()): the check hot paths
+    /// make before they build an event.
+    #[inline(always)]
+    pub fn trace_enabled(&self, id: crate::trace::TraceEventId) -> bool {
+        self.tracer.as_ref().is_some_and(|t| t.enabled(id))
+    }
+
     /// Records a tracepoint hit by the running task at the current time (trace_<event>).
     #[inline]
     pub fn trace(&mut self, ev: crate::trace::TraceEvent) {

@@ -20,6 +20,7 @@ use super::mmzone::*;
 use super::page::{pg, ListHead, Pfn, NIL, PAGE_SHIFT, PAGE_SIZE};
 use super::vmstat_items::{Event, NumaStat, ZoneStat};
 use super::Mm;
+use crate::trace::{TraceEvent, TraceEventId};
 
 /// Lower boundary of ZONE_DMA32 [pfn] (16 MiB).
 pub const DMA32_START_PFN: u64 = (16 << 20) >> PAGE_SHIFT;
@@ -305,6 +306,16 @@ impl Mm {
                 continue;
             }
             self.page_del_and_expand(zid, head, order, current_order, mt);
+            if self.trace_enabled(TraceEventId::MmPageAllocZoneLocked) {
+                self.trace(TraceEvent::MmPageAllocZoneLocked {
+                    pfn: head as u64,
+                    order: order as u32,
+                    migratetype: mt as i32,
+                    percpu_refill: (order <= PAGE_ALLOC_COSTLY_ORDER
+                        && (mt as usize) < MIGRATE_PCPTYPES)
+                        as i32,
+                });
+            }
             return Some(head);
         }
         None
@@ -456,15 +467,26 @@ impl Mm {
         }
     }
 
-    /// Emits one mm_page_alloc_extfrag event (trace_mm_page_alloc_extfrag).
+    /// Counts and emits one mm_page_alloc_extfrag event (trace_mm_page_alloc_extfrag).
     fn trace_extfrag(
         &mut self,
         pfn: Pfn,
-        _alloc_order: usize,
+        alloc_order: usize,
         fallback_order: usize,
         alloc_mt: MigrateType,
+        fallback_mt: MigrateType,
     ) {
         let change_ownership = self.get_pageblock_migratetype(pfn) == alloc_mt;
+        if self.trace_enabled(TraceEventId::MmPageAllocExtfrag) {
+            self.trace(TraceEvent::MmPageAllocExtfrag {
+                pfn: pfn as u64,
+                alloc_order: alloc_order as i32,
+                fallback_order: fallback_order as i32,
+                alloc_migratetype: alloc_mt as i32,
+                fallback_migratetype: fallback_mt as i32,
+                change_ownership: change_ownership as i32,
+            });
+        }
         let fragmenting = fallback_order < PAGEBLOCK_ORDER;
         self.frag.extfrag_events += 1;
         if fragmenting {
@@ -546,7 +568,7 @@ impl Mm {
             if let Some(page) =
                 self.try_to_claim_block(zid, head, current_order, order, mt, fb, alloc_flags)
             {
-                self.trace_extfrag(page, order, current_order, mt);
+                self.trace_extfrag(page, order, current_order, mt, fb);
                 return Some(page);
             }
         }
@@ -563,7 +585,7 @@ impl Mm {
             let fb = MigrateType::from_u8(fb as u8);
             let head = self.zones[zid].free_area[current_order].free_list[fb as usize].head;
             self.page_del_and_expand(zid, head, order, current_order, fb);
-            self.trace_extfrag(head, order, current_order, mt);
+            self.trace_extfrag(head, order, current_order, mt, fb);
             return Some(head);
         }
         None
@@ -1111,6 +1133,13 @@ impl Mm {
                     count -= 1;
                     mm.map[tail as usize].flags = 0;
                     let mt = mm.get_pageblock_migratetype(tail);
+                    if mm.trace_enabled(TraceEventId::MmPagePcpuDrain) {
+                        mm.trace(TraceEvent::MmPagePcpuDrain {
+                            pfn: tail as u64,
+                            order: 0,
+                            migratetype: mt as i32,
+                        });
+                    }
                     mm.cur.acc += mm.cost.buddy_free;
                     mm.__free_one_page(zid, tail, 0, mt, false);
                 }
@@ -1163,6 +1192,12 @@ impl Mm {
             "freeing pfn {pfn} that is not allocated"
         );
         debug_assert_eq!(self.map[pfn as usize].order(), order);
+        if self.trace_enabled(TraceEventId::MmPageFree) {
+            self.trace(TraceEvent::MmPageFree {
+                pfn: pfn as u64,
+                order: order as u32,
+            });
+        }
         self.events[Event::PGFREE as usize] += 1 << order;
         let zid = self.page_zone(pfn);
         if order == 0 {
@@ -1446,7 +1481,7 @@ impl Kernel {
         } else {
             self.mm.alloc_pages_fast(gfp, order, nid, cpu)
         };
-        match page {
+        let r = match page {
             Some(p) => {
                 self.wakeup_kswapd_for_boost(p);
                 AllocResult::Page(p)
@@ -1475,7 +1510,21 @@ impl Kernel {
                 }
                 r
             }
+        };
+        // The request's outcome, a page or none (a throttled retry is not an outcome yet).
+        if r != AllocResult::Retry && self.mm.trace_enabled(TraceEventId::MmPageAlloc) {
+            let pfn = match r {
+                AllocResult::Page(p) => p as u64,
+                _ => crate::trace::PFN_NONE,
+            };
+            self.trace(TraceEvent::MmPageAlloc {
+                pfn,
+                order: order as u32,
+                gfp_flags: gfp.0,
+                migratetype: ac.migratetype as i32,
+            });
         }
+        r
     }
 
     /// V19's 005_largealloc_tryharder (__alloc_pages): an order >= MAX_ORDER/2 request that direct

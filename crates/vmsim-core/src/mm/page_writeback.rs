@@ -508,6 +508,26 @@ impl Program<Kernel> for Flusher {
         // One chunk of work per step (wb_writeback's loop), so others run meanwhile.
         if self.current.is_none() {
             self.current = k.wb.work_list.pop_front();
+            if let Some(w) = self.current {
+                // wb_do_writeback(): a queued work item starts ("everything" is the dirty
+                // and writeback pages of the moment, as writeback_queue showed it).
+                let nr_pages = if w.nr_pages == u64::MAX {
+                    k.nr_dirty_and_writeback() as i64
+                } else {
+                    w.nr_pages as i64
+                };
+                k.trace(TraceEvent::WritebackExec {
+                    name: crate::trace::mkdev(8, 0),
+                    nr_pages,
+                    sb_dev: 0,
+                    sync_mode: 0,
+                    for_kupdate: 0,
+                    range_cyclic: 1,
+                    for_background: 0,
+                    reason: w.reason,
+                    cgroup_ino: 1,
+                });
+            }
         }
         let written = if let Some(mut w) = self.current {
             trace_wb(

@@ -6,13 +6,21 @@
 //! seeks` unused objects, oldest first, in SHRINK_BATCH batches. The
 //! shadow-node shrinker of mm/workingset.c is in workingset.rs.
 //!
-//! Simplified: no nr_deferred carry-over for the slab caches and the slab is
-//! not charged to memory cgroups, so these shrinkers run for global reclaim
-//! only.
+//! Both shrinkers emit mm_shrink_slab_start/end around their scan.
+//!
+//! Simplified: no nr_deferred carry-over for the slab caches (the events'
+//! deferred counts are 0) and the slab is not charged to memory cgroups, so
+//! these shrinkers run for global reclaim only.
 
 use super::gfp::{Gfp, __GFP_FS};
 use super::vmstat::Event;
 use crate::kernel::Kernel;
+use crate::trace::{TraceEvent, SHRINK_SUPER_CACHE_SCAN};
+
+/// The simulated `struct shrinker *` of a slab cache's shrinker (the superblock's).
+pub fn shrinker_id(cache: usize) -> u64 {
+    0x1000 + cache as u64
+}
 
 /// Objects a shrinker frees per call of scan_objects (SHRINK_BATCH).
 pub const SHRINK_BATCH: u64 = 128;
@@ -29,20 +37,35 @@ impl Kernel {
         let mut pages = 0;
         for cache in 0..self.slab.caches.len() {
             if self.slab.caches[cache].reclaimable {
-                pages += self.do_shrink_slab(cache, priority, cpu);
+                pages += self.do_shrink_slab(cache, gfp, priority, cpu);
             }
         }
         pages
     }
 
     /// One shrinker pass over a cache's unused objects, oldest first (do_shrink_slab).
-    fn do_shrink_slab(&mut self, cache: usize, priority: i32, cpu: usize) -> u64 {
+    fn do_shrink_slab(&mut self, cache: usize, gfp: Gfp, priority: i32, cpu: usize) -> u64 {
         let freeable = self.slab.caches[cache].lru.len() as u64;
         if freeable == 0 {
             return 0;
         }
         let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
         let mut total_scan = delta.min(2 * freeable);
+        let nid = self.mm.cpu_to_node[cpu] as i32;
+        let shr = shrinker_id(cache);
+        self.trace(TraceEvent::MmShrinkSlabStart {
+            shr,
+            shrink: SHRINK_SUPER_CACHE_SCAN,
+            nid,
+            nr_objects_to_shrink: 0,
+            gfp_flags: gfp.0,
+            cache_items: freeable,
+            delta,
+            total_scan,
+            priority,
+        });
+        let first_total = total_scan;
+        let mut freed = 0u64;
         let mut pages = 0;
         while total_scan >= SHRINK_BATCH || total_scan >= freeable {
             let nr_to_scan = SHRINK_BATCH.min(total_scan);
@@ -58,12 +81,22 @@ impl Kernel {
                 pages += self.kmem_cache_free(cache, id, cpu);
                 scanned += 1;
             }
+            freed += scanned;
             self.mm.count_vm_events(Event::SLABS_SCANNED, nr_to_scan);
             total_scan -= nr_to_scan;
             if scanned < nr_to_scan {
                 break;
             }
         }
+        self.trace(TraceEvent::MmShrinkSlabEnd {
+            shr,
+            nid,
+            shrink: SHRINK_SUPER_CACHE_SCAN,
+            unused_scan: 0,
+            new_scan: 0,
+            retval: freed as i32,
+            total_scan: first_total as i64,
+        });
         pages
     }
 }

@@ -884,7 +884,11 @@ impl Kernel {
                 self.shrink_lruvec(nid, sc);
                 // shrink_slab() for the root memcg: the shadow-node shrinker ("mm-shadow").
                 if sc.may_shrinkslab && self.mm.kcfg.workingset {
-                    self.shrink_shadow_nodes(super::memcontrol::ROOT_MEM_CGROUP, sc.priority);
+                    self.shrink_shadow_nodes(
+                        super::memcontrol::ROOT_MEM_CGROUP,
+                        sc.gfp_mask,
+                        sc.priority,
+                    );
                 }
             }
             let cpu = sc.cpu;

@@ -143,6 +143,27 @@ impl crate::kernel::Kernel {
     /// at `now` [ns] (vmstat_show, frag_show, slabinfo_show, meminfo_proc_show,
     /// memcg_stat_show) into `proc_snapshots`.
     pub fn proc_snapshot(&mut self, name: &str, now: u64) {
+        // Reading /proc/vmstat computes the dirty limits (vmstat_start → global_dirty_limits),
+        // which fires global_dirty_state.
+        let (bg, thresh) = self.global_dirty_limits();
+        let v = |n: NodeStat| -> u64 {
+            self.mm
+                .nodes
+                .iter()
+                .map(|x| x.vm_stat[n as usize])
+                .sum::<i64>()
+                .max(0) as u64
+        };
+        let ev = crate::trace::TraceEvent::GlobalDirtyState {
+            nr_dirty: v(NodeStat::NR_DIRTY),
+            nr_writeback: v(NodeStat::NR_WRITEBACK),
+            background_thresh: bg,
+            dirty_thresh: thresh,
+            dirty_limit: thresh,
+            nr_dirtied: v(NodeStat::NR_DIRTIED),
+            nr_written: v(NodeStat::NR_WRITTEN),
+        };
+        self.trace(ev);
         let snap = self.vmstat_snapshot();
         let mm = &self.mm;
         let s = ProcSnapshot {

@@ -70,6 +70,9 @@ struct XaNode {
     memcg: u32,
 }
 
+/// The simulated `struct shrinker *` of the shadow-node shrinker (workingset_shadow_shrinker).
+pub const SHADOW_SHRINKER_ID: u64 = 0x1;
+
 impl XaNode {
     /// Holds shadows only (workingset_update_node's condition).
     fn shadow_only(&self) -> bool {
@@ -261,11 +264,12 @@ impl ShadowTable {
     }
 
     /// Adds to a memcg's deferred shrinker work (add_nr_deferred).
-    pub fn add_deferred(&mut self, memcg: u32, n: u64) {
+    pub fn add_deferred(&mut self, memcg: u32, n: u64) -> u64 {
         if self.deferred.len() <= memcg as usize {
             self.deferred.resize(memcg as usize + 1, 0);
         }
         self.deferred[memcg as usize] += n;
+        self.deferred[memcg as usize]
     }
 
     /// Shadow-only nodes on a memcg's list (list_lru_shrink_count).
@@ -402,7 +406,7 @@ impl Kernel {
     /// Frees a memcg's shadow-only nodes beyond one per 8 pages its lruvecs hold (and,
     /// for the root, the slab), half the excess per call and deferred work (count_shadow_nodes,
     /// do_shrink_slab with seeks 0, shadow_lru_isolate); returns nodes freed.
-    pub fn shrink_shadow_nodes(&mut self, memcg: u32, priority: i32) -> u64 {
+    pub fn shrink_shadow_nodes(&mut self, memcg: u32, gfp: super::gfp::Gfp, priority: i32) -> u64 {
         let nodes = self.shadows.memcg_shadow_nodes(memcg);
         if nodes == 0 {
             return 0;
@@ -429,6 +433,20 @@ impl Kernel {
         let nr = self.shadows.take_deferred(memcg);
         let delta = freeable / 2;
         let mut total_scan = ((nr >> priority.clamp(0, 63)) + delta).min(2 * freeable);
+        let nid = self.mm.cpu_to_node[self.mm.cur.cpu] as i32;
+        let shr = SHADOW_SHRINKER_ID;
+        self.trace(crate::trace::TraceEvent::MmShrinkSlabStart {
+            shr,
+            shrink: crate::trace::SHRINK_SCAN_SHADOW_NODES,
+            nid,
+            nr_objects_to_shrink: nr as i64,
+            gfp_flags: gfp.0,
+            cache_items: freeable,
+            delta,
+            total_scan,
+            priority,
+        });
+        let first_total = total_scan;
         let batch = super::shrinker::SHRINK_BATCH;
         let mut freed = 0;
         let mut scanned = 0;
@@ -455,7 +473,16 @@ impl Kernel {
         }
         // New work not done is deferred, old deferred work done is taken off.
         let next_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
-        self.shadows.add_deferred(memcg, next_deferred);
+        let new_nr = self.shadows.add_deferred(memcg, next_deferred);
+        self.trace(crate::trace::TraceEvent::MmShrinkSlabEnd {
+            shr,
+            nid,
+            shrink: crate::trace::SHRINK_SCAN_SHADOW_NODES,
+            unused_scan: nr as i64,
+            new_scan: new_nr as i64,
+            retval: freed as i32,
+            total_scan: first_total as i64,
+        });
         freed
     }
 
