@@ -15,8 +15,10 @@ def run(
     progress: Callable[[int, int], object] | None = None,
     trace_path: str | PathLike[str] | None = None,
     trace_format: str = "modern",
+    events: list[str] | None = None,
 ) -> str:
-    """Runs a scenario given as TOML text; returns the result as JSON text."""
+    """Runs a scenario given as TOML text; returns the result as JSON text. ``events``
+    selects the traced events as set_event does (None: the default selection)."""
 
 def validate(scenario: str) -> None:
     """Checks a scenario without running it; raises ScenarioError if it is wrong."""

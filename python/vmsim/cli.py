@@ -267,14 +267,14 @@ def run_cmd(
             known = ", ".join(groups) or "none: the scenario declares no [[cgroup]]"
             raise UserError(f"--memcg-stat {path}: no such memory cgroup (known: {known})")
         shown = "" if path == "/" else path + "/"
-        events = groups[path].get("events")
+        memcg_events = groups[path].get("events")
         # cgroup v2 groups live at the top of /sys/fs/cgroup; v1's under memory/.
-        base = "/sys/fs/cgroup/" if events is not None else "/sys/fs/cgroup/memory/"
+        base = "/sys/fs/cgroup/" if memcg_events is not None else "/sys/fs/cgroup/memory/"
         out += [f"==> {base}{shown}memory.stat <=="]
         out += [f"{k} {v}" for k, v in groups[path]["stat"].items()]
-        if events is not None:
+        if memcg_events is not None:
             out += [f"==> {base}{shown}memory.events <=="]
-            out += [f"{k} {v}" for k, v in events.items()]
+            out += [f"{k} {v}" for k, v in memcg_events.items()]
     click.echo("\n".join(out).rstrip("\n"))
 
 
