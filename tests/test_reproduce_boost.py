@@ -35,7 +35,11 @@ def test_json_has_every_config_kernel_and_metric(result):
                 v = m[name]
                 assert isinstance(v, int | float) and math.isfinite(v), (c, k, name)
             assert 0 <= m["huge_pct"] <= 100
-            assert m["fault_base_amean_us"] > 0, "every config faults some base regions"
+            # Regions that fell back to base pages have a latency; with none, it is 0.
+            if m["huge_pct"] < 100:
+                assert m["fault_base_amean_us"] > 0, (c, k)
+            else:
+                assert m["fault_base_amean_us"] == 0, (c, k)
     assert [c["id"] for c in data["claims"]] == [c.id for c in boost.CLAIMS]
     for c in data["claims"]:
         assert c["verdict"] in VERDICTS

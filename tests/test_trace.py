@@ -359,7 +359,12 @@ def test_one_event_selected_is_all_the_trace_holds(
 def test_a_disabled_event_is_left_out(cli: RunCli, modern: TracedRun, tmp_path: Path) -> None:
     trace = tmp_path / "t.txt"
     proc = cli(
-        "run", SWAP_SCENARIO, "--trace", trace, "--events", "all,!vmscan:mm_vmscan_write_folio"
+        "run",
+        SWAP_SCENARIO,
+        "--trace",
+        trace,
+        "--events",
+        "vmscan,compaction,writeback,!vmscan:mm_vmscan_write_folio",
     )
     assert proc.returncode == 0, proc.stderr
     counts = _event_counts(trace.read_text(encoding="utf-8"))
