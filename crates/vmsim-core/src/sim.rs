@@ -369,7 +369,7 @@ pub fn run_traced(
     let mut eng = build(sc);
     if let Some((fmt, events)) = trace {
         let tracer = crate::trace::Tracer::with_events(fmt, sc.machine.cpus, events);
-        eng.kernel.mm.tracer = Some(tracer);
+        eng.kernel.mm.set_tracer(Some(tracer));
     }
     let boot_snap = eng.kernel.vmstat_snapshot();
     let mut ts = TimeSeries::default();

@@ -145,6 +145,7 @@ impl Mm {
             cost: cost.clone(),
             cur: Default::default(),
             tracer: None,
+            kmem_trace: false,
             lru_batch: vec![0; nr_cpus],
             memcg: super::memcontrol::MemcgState::new(nr_nodes),
         };

@@ -92,6 +92,9 @@ pub struct Mm {
     pub cur: crate::engine::Current,
     /// The ftrace buffer, when tracing.
     pub tracer: Option<crate::trace::Tracer>,
+    /// Whether any kmem page event is enabled: the one test the allocator's hot paths
+    /// make before they look at the tracer (set by [`Mm::set_tracer`]).
+    pub kmem_trace: bool,
     /// Pages added to each CPU's LRU batch since lru_lock was last taken.
     pub lru_batch: Vec<u64>,
     /// Memory cgroups: the hierarchy, charges and per-group lruvecs.
@@ -103,6 +106,29 @@ impl Mm {
     #[inline(always)]
     pub fn clock(&self) -> u64 {
         self.cur.clock()
+    }
+
+    /// Installs (or removes) the ftrace buffer and notes whether it records kmem events.
+    pub fn set_tracer(&mut self, tracer: Option<crate::trace::Tracer>) {
+        use crate::trace::TraceEventId::*;
+        self.kmem_trace = tracer.as_ref().is_some_and(|t| {
+            [
+                MmPageAlloc,
+                MmPageFree,
+                MmPageAllocZoneLocked,
+                MmPagePcpuDrain,
+            ]
+            .into_iter()
+            .any(|id| t.enabled(id))
+        });
+        self.tracer = tracer;
+    }
+
+    /// Whether kmem page event `id` is recorded: [`Mm::kmem_trace`] first, the tracer's
+    /// filter only when some kmem event is on (the allocator's hot paths).
+    #[inline(always)]
+    pub fn kmem_trace_enabled(&self, id: crate::trace::TraceEventId) -> bool {
+        self.kmem_trace && self.trace_enabled(id)
     }
 
     /// Whether tracepoint `id` is recorded (trace_<event>_enabled()): the check hot paths

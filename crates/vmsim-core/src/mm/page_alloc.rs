@@ -306,15 +306,8 @@ impl Mm {
                 continue;
             }
             self.page_del_and_expand(zid, head, order, current_order, mt);
-            if self.trace_enabled(TraceEventId::MmPageAllocZoneLocked) {
-                self.trace(TraceEvent::MmPageAllocZoneLocked {
-                    pfn: head as u64,
-                    order: order as u32,
-                    migratetype: mt as i32,
-                    percpu_refill: (order <= PAGE_ALLOC_COSTLY_ORDER
-                        && (mt as usize) < MIGRATE_PCPTYPES)
-                        as i32,
-                });
+            if self.kmem_trace {
+                self.trace_zone_locked(head, order, mt);
             }
             return Some(head);
         }
@@ -464,6 +457,47 @@ impl Mm {
             p.owner = NIL;
             p.next = NIL;
             p.prev = NIL;
+        }
+    }
+
+    /// mm_page_alloc_zone_locked (trace_mm_page_alloc_zone_locked in __rmqueue_smallest),
+    /// out of line: the hot path tests only [`Mm::kmem_trace`].
+    #[cold]
+    #[inline(never)]
+    fn trace_zone_locked(&mut self, pfn: Pfn, order: usize, mt: MigrateType) {
+        if self.trace_enabled(TraceEventId::MmPageAllocZoneLocked) {
+            self.trace(TraceEvent::MmPageAllocZoneLocked {
+                pfn: pfn as u64,
+                order: order as u32,
+                migratetype: mt as i32,
+                percpu_refill: (order <= PAGE_ALLOC_COSTLY_ORDER
+                    && (mt as usize) < MIGRATE_PCPTYPES) as i32,
+            });
+        }
+    }
+
+    /// mm_page_pcpu_drain (free_pcppages_bulk), out of line.
+    #[cold]
+    #[inline(never)]
+    fn trace_pcpu_drain(&mut self, pfn: Pfn, mt: MigrateType) {
+        if self.trace_enabled(TraceEventId::MmPagePcpuDrain) {
+            self.trace(TraceEvent::MmPagePcpuDrain {
+                pfn: pfn as u64,
+                order: 0,
+                migratetype: mt as i32,
+            });
+        }
+    }
+
+    /// mm_page_free (__free_pages), out of line.
+    #[cold]
+    #[inline(never)]
+    fn trace_page_free(&mut self, pfn: Pfn, order: usize) {
+        if self.trace_enabled(TraceEventId::MmPageFree) {
+            self.trace(TraceEvent::MmPageFree {
+                pfn: pfn as u64,
+                order: order as u32,
+            });
         }
     }
 
@@ -1133,12 +1167,8 @@ impl Mm {
                     count -= 1;
                     mm.map[tail as usize].flags = 0;
                     let mt = mm.get_pageblock_migratetype(tail);
-                    if mm.trace_enabled(TraceEventId::MmPagePcpuDrain) {
-                        mm.trace(TraceEvent::MmPagePcpuDrain {
-                            pfn: tail as u64,
-                            order: 0,
-                            migratetype: mt as i32,
-                        });
+                    if mm.kmem_trace {
+                        mm.trace_pcpu_drain(tail, mt);
                     }
                     mm.cur.acc += mm.cost.buddy_free;
                     mm.__free_one_page(zid, tail, 0, mt, false);
@@ -1192,11 +1222,8 @@ impl Mm {
             "freeing pfn {pfn} that is not allocated"
         );
         debug_assert_eq!(self.map[pfn as usize].order(), order);
-        if self.trace_enabled(TraceEventId::MmPageFree) {
-            self.trace(TraceEvent::MmPageFree {
-                pfn: pfn as u64,
-                order: order as u32,
-            });
+        if self.kmem_trace {
+            self.trace_page_free(pfn, order);
         }
         self.events[Event::PGFREE as usize] += 1 << order;
         let zid = self.page_zone(pfn);
@@ -1512,7 +1539,7 @@ impl Kernel {
             }
         };
         // The request's outcome, a page or none (a throttled retry is not an outcome yet).
-        if r != AllocResult::Retry && self.mm.trace_enabled(TraceEventId::MmPageAlloc) {
+        if r != AllocResult::Retry && self.mm.kmem_trace_enabled(TraceEventId::MmPageAlloc) {
             let pfn = match r {
                 AllocResult::Page(p) => p as u64,
                 _ => crate::trace::PFN_NONE,
