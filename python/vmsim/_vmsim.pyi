@@ -27,7 +27,11 @@ def default_scenario() -> str:
     """The built-in default scenario (TOML)."""
 
 def knobs() -> str:
-    """Every documented knob as JSON: section, name, unit, doc and default."""
+    """Every documented knob as JSON: section, name, key, unit, doc, default and max."""
+
+def capacity_need(scenario: str) -> str:
+    """Host memory one run of the scenario needs, by part and in all (``total``), as JSON
+    [bytes]; raises ScenarioError if the scenario is wrong."""
 
 def bench(min_seconds: float = 1.0, throttle_scenario: str | None = None) -> str:
     """Runs the engine benchmarks; returns JSON."""

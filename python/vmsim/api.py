@@ -101,7 +101,7 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
         _vmsim.validate(merged)
     except ScenarioError as e:
         # Line numbers of the merged text mean nothing to the user.
-        msg = re.sub(r"line \d+ in (\[[^\]]*\])", r"\1 (after --set)", str(e))
+        msg = re.sub(r"line \d+ in (\[\[?[^\]]*\]\]?(?: #\d+)?)", r"\1 (after --set)", str(e))
         msg = re.sub(r"line \d+: ", "(after --set) ", msg)
         raise ScenarioError(msg) from None
     return merged

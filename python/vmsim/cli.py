@@ -571,17 +571,18 @@ def knobs_cmd(markdown: bool) -> None:
     """List every scenario knob with its unit, default and meaning."""
     rows = api.knobs()
     if markdown:
-        click.echo("| key | unit | default | meaning |\n|---|---|---|---|")
+        click.echo("| key | unit | default | maximum | meaning |\n|---|---|---|---|---|")
         for k in rows:
+            default = "" if k["default"] is None else f"`{json.dumps(k['default'])}`"
             click.echo(
-                f"| `{k['section']}.{k['name']}` | {k['unit']} | `{json.dumps(k['default'])}` "
-                f"| {k['doc']} |"
+                f"| `{k['key']}` | {k['unit']} | {default} | {k['max'] or ''} | {k['doc']} |"
             )
         return
     for k in rows:
-        key = f"{k['section']}.{k['name']}"
-        default = json.dumps(k["default"])
-        click.echo(f"{key:40s} {k['unit']:10s} {default:>14s}  {k['doc']}")
+        default = "" if k["default"] is None else json.dumps(k["default"])
+        click.echo(
+            f"{k['key']:40s} {k['unit']:10s} {default:>14s} {k['max'] or '':>12s}  {k['doc']}"
+        )
 
 
 @main_group.command("scenario")

@@ -8,7 +8,6 @@
 use crate::error::{Error, Result};
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
-use std::ops::RangeInclusive;
 
 /// One documented knob: where it lives, its unit and what it means.
 #[derive(Debug, Clone, Serialize)]
@@ -21,11 +20,101 @@ pub struct Knob {
     pub unit: &'static str,
     /// One-line description.
     pub doc: &'static str,
+    /// The largest value validation accepts, in the knob's unit (bytes, ns, count); None
+    /// when the type bounds it (bool, policy, text).
+    pub max: Option<u64>,
+}
+
+/// A knob's value as the number its maximum is compared with.
+pub trait KnobValue {
+    /// The value in the knob's unit (bytes, ns, count).
+    fn raw(&self) -> u64;
+}
+
+impl KnobValue for u64 {
+    fn raw(&self) -> u64 {
+        *self
+    }
+}
+
+impl KnobValue for u32 {
+    fn raw(&self) -> u64 {
+        *self as u64
+    }
+}
+
+impl KnobValue for Bytes {
+    fn raw(&self) -> u64 {
+        self.0
+    }
+}
+
+impl KnobValue for Nanos {
+    fn raw(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Knob {
+    /// The maximum as a scenario writes it (`16TiB`, `1s`, `1000000`).
+    pub fn max_text(&self) -> Option<String> {
+        self.max.map(|m| match self.unit {
+            "[bytes]" => Bytes(m).to_string(),
+            "[time]" => Nanos(m).to_string(),
+            _ => m.to_string(),
+        })
+    }
+
+    /// What is wrong with a value above the maximum: `kernel.swappiness = 300 is above the
+    /// maximum 200`, or for a key of an array table `count: 5000000 is above the maximum
+    /// 1000000` (the caller names the table); None when it is within.
+    pub fn exceeds(&self, value: u64, shown: &dyn std::fmt::Display) -> Option<String> {
+        self.max.filter(|&m| value > m)?;
+        let key = if self.section.starts_with('[') {
+            format!("{}:", self.name)
+        } else if self.section.is_empty() {
+            format!("{} =", self.name)
+        } else {
+            format!("{}.{} =", self.section, self.name)
+        };
+        Some(format!(
+            "{key} {} is above the maximum {}",
+            clip(&shown.to_string()),
+            self.max_text().unwrap_or_default()
+        ))
+    }
+
+    /// [`Knob::exceeds`] as an error.
+    pub fn check(&self, value: u64, shown: &dyn std::fmt::Display) -> Result<()> {
+        match self.exceeds(value, shown) {
+            Some(msg) => Err(Error::Invalid(msg)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// At most 60 characters of a user's text in a message, then `…`.
+pub fn clip(s: &str) -> String {
+    const KEEP: usize = 60;
+    match s.char_indices().nth(KEEP) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// A knob's declared maximum, or None.
+macro_rules! knob_max {
+    () => {
+        None
+    };
+    ($max:expr) => {
+        Some($max)
+    };
 }
 
 /// Declares a config section once: fields, defaults, units and docs together.
 macro_rules! section {
-    ($(#[$m:meta])* $name:ident, $sect:literal { $( #[doc = $doc:literal] $field:ident : $ty:ty = $default:expr, $unit:literal; )* }) => {
+    ($(#[$m:meta])* $name:ident, $sect:literal { $( #[doc = $doc:literal] $field:ident : $ty:ty = $default:expr, $unit:literal $(, max $max:expr)?; )* }) => {
         $(#[$m])*
         #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
         #[serde(deny_unknown_fields, default)]
@@ -40,8 +129,21 @@ macro_rules! section {
         impl $name {
             /// The documented knobs of this section.
             pub const KNOBS: &'static [Knob] = &[
-                $( Knob { section: $sect, name: stringify!($field), unit: $unit, doc: $doc }, )*
+                $( Knob { section: $sect, name: stringify!($field), unit: $unit, doc: $doc,
+                          max: knob_max!($($max)?) }, )*
             ];
+
+            /// Refuses any value above its knob's declared maximum.
+            pub fn check_maxima(&self) -> Result<()> {
+                #[allow(unused_variables)]
+                for k in Self::KNOBS {
+                    $( $( if k.name == stringify!($field) {
+                        let _: u64 = $max;
+                        k.check(KnobValue::raw(&self.$field), &self.$field)?;
+                    } )? )*
+                }
+                Ok(())
+            }
         }
     };
 }
@@ -70,6 +172,16 @@ macro_rules! scenario {
                 } )*
                 Ok(tasks)
             }
+            /// Tasks the registered workload tables start (saturating; 0 for an invalid table).
+            fn workload_tasks(&self) -> u64 {
+                #[allow(unused_mut)]
+                let mut tasks = 0u64;
+                $( for (i, w) in self.$name.iter().enumerate() {
+                    let n = crate::workload::WorkloadSpec::validate(w, i, &self.machine).unwrap_or(0);
+                    tasks = tasks.saturating_add(n);
+                } )*
+                tasks
+            }
             /// Registers the tasks of every registered workload table with the engine.
             pub fn spawn_workloads(&self, eng: &mut crate::kernel::Engine) {
                 $( for w in &self.$name {
@@ -84,15 +196,15 @@ section! {
     /// The simulated machine.
     Machine, "machine" {
         /// Total RAM, split evenly across NUMA nodes (x86-64 layout: DMA < 16MiB, DMA32 < 4GiB, Normal above).
-        memory: Bytes = Bytes(8 << 30), "[bytes]";
+        memory: Bytes = Bytes(8 << 30), "[bytes]", max MAX_MEMORY;
         /// Number of CPUs, spread evenly across nodes.
-        cpus: u32 = 8, "[count]";
+        cpus: u32 = 8, "[count]", max 4096;
         /// Number of NUMA nodes with memory.
-        nodes: u32 = 1, "[count]";
+        nodes: u32 = 1, "[count]", max 64;
         /// Memory reserved at boot and never given to the buddy allocator, besides the memmap (kernel image, firmware).
-        reserved: Bytes = Bytes(32 << 20), "[bytes]";
+        reserved: Bytes = Bytes(32 << 20), "[bytes]", max MAX_MEMORY / 2;
         /// Swap space on the disk; 0 disables swap.
-        swap: Bytes = Bytes(0), "[bytes]";
+        swap: Bytes = Bytes(0), "[bytes]", max MAX_SWAP;
     }
 }
 
@@ -104,15 +216,15 @@ section! {
         /// Group pages by mobility (2.6.24+). false gives the single-free-list buddy allocator of 2.6.14 ('vanilla' in seed 003).
         mobility_grouping: bool = true, "[bool]";
         /// vm.min_free_kbytes; 0 computes it as calculate_min_free_kbytes() does.
-        min_free_kbytes: u64 = 0, "[KiB]";
+        min_free_kbytes: u64 = 0, "[KiB]", max INT_MAX;
         /// vm.watermark_scale_factor: distance between watermarks in 1/10000 of the zone.
-        watermark_scale_factor: u64 = 10, "[1/10000]";
+        watermark_scale_factor: u64 = 10, "[1/10000]", max 3000;
         /// vm.lowmem_reserve_ratio for DMA, DMA32, Normal.
         lowmem_reserve_ratio: Vec<u64> = vec![256, 256, 32], "[ratio]";
         /// vm.percpu_pagelist_high_fraction; 0 sizes pcp->high from the low watermark.
-        percpu_pagelist_high_fraction: u64 = 0, "[fraction]";
+        percpu_pagelist_high_fraction: u64 = 0, "[fraction]", max INT_MAX;
         /// pcp->high as a multiple of pcp->batch, as the 2.6-era setup_pageset() set it (2.6.14: 8, its hot list's 6 plus its cold list's 2; seed 003's V19: 4); 0 keeps today's zone_highsize().
-        pcp_high_batches: u64 = 0, "[batches]";
+        pcp_high_batches: u64 = 0, "[batches]", max 64;
         /// Each per-CPU list drains at pcp->high by itself rather than all of a CPU's lists together (seed 003's V19 006_percpu, whose kernel and easy-reclaim lists each had their own count and high).
         pcp_high_per_list: bool = false, "[bool]";
         /// Reserve MIGRATE_HIGHATOMIC pageblocks for high-order atomic allocations (reserve_highatomic_pageblock).
@@ -120,11 +232,11 @@ section! {
         /// ALLOC_NOFRAGMENT for Normal-zone requests when DMA32 is populated (alloc_flags_nofragment, 5.0+).
         alloc_nofragment: bool = true, "[bool]";
         /// Number of order-0 pages of vmap'd kernel stack per task (THREAD_SIZE / PAGE_SIZE).
-        kernel_stack_pages: u32 = 4, "[pages]";
+        kernel_stack_pages: u32 = 4, "[pages]", max 64;
         /// Let the OOM killer run when an allocation of order <= 3 cannot be satisfied.
         oom_killer: bool = true, "[bool]";
         /// vm.swappiness: relative cost of reclaiming anon against file pages (0..=200).
-        swappiness: u64 = 60, "[0..200]";
+        swappiness: u64 = 60, "[0..200]", max 200;
         /// Who writes dirty file pages met by reclaim: traceonly (2.6.35: direct reclaim and kswapd write them), nodirect (only kswapd), flushforward (nodirect + kick the flushers), modern (reclaim never writes them).
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
         /// Who wakes the flusher threads from direct reclaim: unqueued_dirty (today's shrink_inactive_list: when every isolated page was dirty and not yet queued for writeback) or scanned (2.6.35's do_try_to_free_pages: after a pass that scanned more than 1.5 × the pages it wants, for as many pages as it scanned, and the pass may then write).
@@ -134,19 +246,19 @@ section! {
         /// When the allocator retries after direct reclaim: should_reclaim_retry (4.7+: up to MAX_RECLAIM_RETRIES passes without progress, while reclaimable memory could meet the watermark) or should_alloc_retry (2.6.35: orders <= 3 retry for as long as reclaim reports progress, and it reports progress unless every zone is all_unreclaimable; no progress means the OOM killer).
         alloc_retry: AllocRetry = AllocRetry::ShouldReclaimRetry, "[policy]";
         /// vm.nr_hugepages at boot: huge pages (2 MiB) of the hugetlb pool, allocated before any task runs (hugetlb_hstate_alloc_pages); the `nr_hugepages` operation changes it during a run.
-        nr_hugepages: u64 = 0, "[pages]";
+        nr_hugepages: u64 = 0, "[pages]", max MAX_MEMORY / HPAGE_SIZE;
         /// Run a kswapd thread per node (false: only direct reclaim, as a test of the slow path).
         kswapd: bool = true, "[bool]";
         /// Gate on parallel direct reclaimers: off (any number, and none of today's throttles), limit (seed 000: at most reclaim_limit at once, the rest wait; none of today's throttles), modern (no count limit; today's reclaim_throttle() — NOPROGRESS, WRITEBACK, ISOLATED with too_many_isolated(), CONGESTED).
         reclaim_throttle: ReclaimThrottle = ReclaimThrottle::Modern, "[policy]";
         /// Direct reclaimers allowed at once under reclaim_throttle = "limit"; 0 means RECLAIM_LIMIT = 2 × nodes with memory.
-        reclaim_limit: u64 = 0, "[tasks]";
+        reclaim_limit: u64 = 0, "[tasks]", max MAX_TASKS;
         /// How a reclaim pass sizes its scan of each LRU list: modern (get_scan_count with swappiness and the proportional cut-off; active anon only deactivated when the inactive list is low) or classic (2.6.2x shrink_zone: every list, active ones included, scanned by (size >> priority) + 1 carried over in zone->nr_scan_*, with no cut-off).
         reclaim_scan: ReclaimScan = ReclaimScan::Modern, "[policy]";
         /// Drain every CPU's per-CPU lists when an allocation still fails after direct reclaim (drain_all_pages in today's __alloc_pages_direct_reclaim); false is 2.6.14 and seed 003's V19, whose __alloc_pages left per-CPU pages where they were (the drain came with the anti-fragmentation patches of November 2005 onwards).
         drain_pcp_on_failure: bool = true, "[bool]";
         /// Direct-reclaim passes an allocation of order >= 5 gets before it fails (highorder_retry of seed 003's 005_largealloc_tryharder: 3); 1 is every mainline kernel.
-        highorder_retry: u64 = 1, "[passes]";
+        highorder_retry: u64 = 1, "[passes]", max 16;
         /// Lumpy reclaim (2.6.23–3.x): for high orders, reclaim also takes the LRU neighbours of each page in its aligned block.
         lumpy_reclaim: bool = false, "[bool]";
         /// Working-set detection of evicted page-cache pages (mm/workingset.c, 3.15+): reclaim leaves a shadow entry; a page read back within the working set's size comes back active (workingset_refault_file, _activate_file, _restore_file). false is the kernels before 3.15.
@@ -156,19 +268,19 @@ section! {
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
         flusher: bool = true, "[bool]";
         /// CONFIG_HZ: timer ticks per second; throttling sleeps come in jiffies.
-        hz: u64 = 250, "[1/s]";
+        hz: u64 = 250, "[1/s]", max 1000;
         /// vm.dirty_ratio: dirty page cache (as % of dirtyable memory) at which writers are throttled hard.
-        dirty_ratio: u64 = 20, "[%]";
+        dirty_ratio: u64 = 20, "[%]", max 100;
         /// vm.dirty_background_ratio: dirty page cache at which the flusher starts background writeback.
-        dirty_background_ratio: u64 = 10, "[%]";
+        dirty_background_ratio: u64 = 10, "[%]", max 100;
         /// vm.dirty_expire_centisecs: age at which dirty data is written by periodic writeback.
-        dirty_expire_centisecs: u64 = 3000, "[1/100 s]";
+        dirty_expire_centisecs: u64 = 3000, "[1/100 s]", max INT_MAX;
         /// vm.dirty_writeback_centisecs: interval of the flusher's periodic writeback.
-        dirty_writeback_centisecs: u64 = 500, "[1/100 s]";
+        dirty_writeback_centisecs: u64 = 500, "[1/100 s]", max INT_MAX;
         /// vm.watermark_boost_factor: boost of the watermarks after a fragmenting fallback, in 1/10000 of the high mark; 0 turns boosting off ('lowzone' in seed 004).
-        watermark_boost_factor: u64 = 15000, "[1/10000]";
+        watermark_boost_factor: u64 = 15000, "[1/10000]", max 1_000_000;
         /// vm.extfrag_threshold: fragmentation index (0..1000) at or below which a costly order is left to reclaim rather than compaction.
-        extfrag_threshold: u64 = 500, "[0..1000]";
+        extfrag_threshold: u64 = 500, "[0..1000]", max 1000;
         /// Memory compaction (CONFIG_COMPACTION): direct compaction for costly orders and kcompactd.
         compaction: bool = true, "[bool]";
         /// Run a kcompactd thread per node (woken by kswapd and by boosted reclaim; needs kswapd = true).
@@ -294,63 +406,63 @@ section! {
     /// figures for a 2010s x86-64 server; see docs/cost-model.md for where each comes from.
     Cost, "cost" {
         /// Order-0 allocation served from the per-CPU list (rmqueue_pcplist).
-        pcp_alloc: u64 = 60, "[ns]";
+        pcp_alloc: u64 = 60, "[ns]", max MAX_OP_COST;
         /// Order-0 free onto the per-CPU list (free_unref_page).
-        pcp_free: u64 = 50, "[ns]";
+        pcp_free: u64 = 50, "[ns]", max MAX_OP_COST;
         /// One page taken from the buddy lists under zone->lock (__rmqueue).
-        buddy_alloc: u64 = 120, "[ns]";
+        buddy_alloc: u64 = 120, "[ns]", max MAX_OP_COST;
         /// One split step of expand() or merge step of __free_one_page.
-        buddy_split: u64 = 15, "[ns]";
+        buddy_split: u64 = 15, "[ns]", max MAX_OP_COST;
         /// One page returned to the buddy lists under zone->lock (__free_one_page).
-        buddy_free: u64 = 80, "[ns]";
+        buddy_free: u64 = 80, "[ns]", max MAX_OP_COST;
         /// Entering the allocator slow path (__alloc_pages_slowpath), per pass.
-        slowpath: u64 = 500, "[ns]";
+        slowpath: u64 = 500, "[ns]", max MAX_OP_COST;
         /// A page fault's fixed overhead (exception entry, handle_mm_fault, return).
-        page_fault: u64 = 700, "[ns]";
+        page_fault: u64 = 700, "[ns]", max MAX_OP_COST;
         /// Zeroing one 4 KiB page (clear_page at ~16 GB/s).
-        clear_page: u64 = 250, "[ns]";
+        clear_page: u64 = 250, "[ns]", max MAX_OP_COST;
         /// User access to an already-mapped page (cache miss and TLB).
-        touch_page: u64 = 40, "[ns]";
+        touch_page: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One slab object allocation or free (kmem_cache_alloc fast path).
-        slab_object: u64 = 40, "[ns]";
+        slab_object: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One object scanned by a shrinker (do_shrink_slab).
-        shrink_object: u64 = 100, "[ns]";
+        shrink_object: u64 = 100, "[ns]", max MAX_OP_COST;
         /// A context switch (schedule, switch_mm).
-        context_switch: u64 = 2000, "[ns]";
+        context_switch: u64 = 2000, "[ns]", max MAX_OP_COST;
         /// Creating a task (fork: copy_process without memory copy).
-        fork: u64 = 30000, "[ns]";
+        fork: u64 = 30000, "[ns]", max MAX_OP_COST;
         /// Selecting and killing a victim in the OOM killer (out_of_memory).
-        oom_kill: u64 = 200000, "[ns]";
+        oom_kill: u64 = 200000, "[ns]", max MAX_OP_COST;
         /// Adding a page to a per-CPU LRU batch (folio_add_lru).
-        lru_add: u64 = 30, "[ns]";
+        lru_add: u64 = 30, "[ns]", max MAX_OP_COST;
         /// Holding lru_lock per page moved on or off an LRU list.
-        lru_lock_page: u64 = 40, "[ns]";
+        lru_lock_page: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One page through shrink_folio_list (references, rmap walk, freeing).
-        shrink_page: u64 = 400, "[ns]";
+        shrink_page: u64 = 400, "[ns]", max MAX_OP_COST;
         /// Unmapping one page (try_to_unmap with the TLB flush share).
-        unmap_page: u64 = 300, "[ns]";
+        unmap_page: u64 = 300, "[ns]", max MAX_OP_COST;
         /// Building and submitting one block request (submit_bio).
-        submit_bio: u64 = 2000, "[ns]";
+        submit_bio: u64 = 2000, "[ns]", max MAX_OP_COST;
         /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter).
-        copy_page: u64 = 300, "[ns]";
+        copy_page: u64 = 300, "[ns]", max MAX_OP_COST;
         /// Migrating one page in compaction: unmap, copy, remap, TLB flush (migrate_folio). No published figure; an estimate.
-        migrate_page: u64 = 1500, "[ns]";
+        migrate_page: u64 = 1500, "[ns]", max MAX_OP_COST;
         /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block).
-        compact_scan_page: u64 = 8, "[ns]";
+        compact_scan_page: u64 = 8, "[ns]", max MAX_OP_COST;
         /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader).
-        unix_sendmsg: u64 = 2000, "[ns]";
+        unix_sendmsg: u64 = 2000, "[ns]", max MAX_OP_COST;
         /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free).
-        unix_recvmsg: u64 = 1500, "[ns]";
+        unix_recvmsg: u64 = 1500, "[ns]", max MAX_OP_COST;
         /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper).
-        msg_user: u64 = 150, "[ns]";
+        msg_user: u64 = 150, "[ns]", max MAX_OP_COST;
         /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup).
-        memcg_iter: u64 = 100, "[ns]";
+        memcg_iter: u64 = 100, "[ns]", max MAX_OP_COST;
         /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty).
-        memcg_shrink_lruvec: u64 = 200, "[ns]";
+        memcg_shrink_lruvec: u64 = 200, "[ns]", max MAX_OP_COST;
         /// One level of the soft-limit eligibility climb (res_counter_soft_limit_excess under the counter's spinlock).
-        memcg_soft_check: u64 = 40, "[ns]";
+        memcg_soft_check: u64 = 40, "[ns]", max MAX_OP_COST;
         /// Charging or uncharging one page at one level of the hierarchy (page_counter_try_charge).
-        memcg_charge: u64 = 20, "[ns]";
+        memcg_charge: u64 = 20, "[ns]", max MAX_OP_COST;
     }
 }
 
@@ -358,9 +470,9 @@ section! {
     /// The CPU scheduler.
     Sched, "sched" {
         /// Time slice before a CPU-bound task is preempted when others wait (sysctl_sched_base_slice).
-        slice: Nanos = Nanos(3_000_000), "[time]";
+        slice: Nanos = Nanos(3_000_000), "[time]", max MAX_OP_COST;
         /// Largest chunk of work a task does in one event; smaller is finer interleaving, larger is faster.
-        quantum: Nanos = Nanos(50_000), "[time]";
+        quantum: Nanos = Nanos(50_000), "[time]", max MAX_OP_COST;
     }
 }
 
@@ -368,7 +480,7 @@ section! {
     /// What is recorded while the simulation runs.
     Sampling, "sampling" {
         /// Interval of the vmstat/buddyinfo time series.
-        interval: Nanos = Nanos(100_000_000), "[time]";
+        interval: Nanos = Nanos(100_000_000), "[time]", max MAX_DURATION;
     }
 }
 
@@ -552,7 +664,7 @@ pub enum Op {
         time: Nanos,
     },
     /// Exit now (the end of the program exits too).
-    Exit,
+    Exit {},
 }
 
 fn one() -> u64 {
@@ -742,7 +854,78 @@ fn default_duration() -> Nanos {
 /// The built-in default scenario: what `vmsim run` does with no file.
 pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/default.toml");
 
-/// Every documented knob, in declaration order.
+/// Largest simulated machine (16 TiB) [bytes].
+pub const MAX_MEMORY: u64 = 16 << 40;
+/// Largest swap device (4 TiB) [bytes].
+pub const MAX_SWAP: u64 = 4 << 40;
+/// INT_MAX: the bound of the kernel's `int` sysctls (proc_dointvec_minmax) [count].
+pub const INT_MAX: u64 = i32::MAX as u64;
+/// A huge page (HPAGE_PMD_SIZE) [bytes].
+pub const HPAGE_SIZE: u64 = 2 << 20;
+/// Most user tasks of one scenario, over every workload table [tasks].
+pub const MAX_TASKS: u64 = 1_000_000;
+/// Most memory cgroups of one scenario, generated ones included [groups].
+pub const MAX_CGROUPS: u64 = 1_000_000;
+/// Largest cost of one operation in the cost model, and largest scheduler slice (1 s) [ns].
+pub const MAX_OP_COST: u64 = 1_000_000_000;
+/// Longest simulated run (10^6 s, 11.6 days) [ns].
+pub const MAX_DURATION: u64 = 1_000_000 * 1_000_000_000;
+/// Largest count of one operation: allocations, objects, files, a counter's target [count].
+pub const MAX_OP_COUNT: u64 = 1 << 32;
+/// Most runs of one task's program [count].
+pub const MAX_REPEAT: u64 = 1_000_000_000_000;
+/// Largest size of one read or write (1 PiB) [bytes].
+pub const MAX_IO_SIZE: u64 = 1 << 50;
+
+/// A key of an array table or of the top level, with its maximum.
+const fn table_knob(
+    section: &'static str,
+    name: &'static str,
+    unit: &'static str,
+    doc: &'static str,
+    max: u64,
+) -> Knob {
+    Knob {
+        section,
+        name,
+        unit,
+        doc,
+        max: Some(max),
+    }
+}
+
+/// The top-level and array-table keys that carry a maximum (`[[task]]`, its operations,
+/// `[[cgroup]]`, `[[hackbench]]`), as validation checks them.
+pub const TABLE_KNOBS: &[Knob] = &[
+    table_knob("", "duration", "[time]", "Simulated time limit; the run also ends when every task has exited.", MAX_DURATION),
+    table_knob("[[task]]", "count", "[count]", "Copies of the task to start (every workload table's tasks together: at most the same figure).", MAX_TASKS),
+    table_knob("[[task]]", "repeat", "[count]", "Runs of the program before the task exits.", MAX_REPEAT),
+    table_knob("[[task]]", "alloc.count", "[count]", "Allocations of one `alloc` operation.", MAX_OP_COUNT),
+    table_knob("[[task]]", "free.count", "[count]", "Allocations one `free` operation releases.", MAX_OP_COUNT),
+    table_knob("[[task]]", "slab.objects", "[count]", "Objects of one `slab` operation.", MAX_OP_COUNT),
+    table_knob("[[task]]", "slab_free.objects", "[count]", "Objects of one `slab_free` operation.", MAX_OP_COUNT),
+    table_knob("[[task]]", "write.size", "[bytes]", "Bytes of one `write` operation.", MAX_IO_SIZE),
+    table_knob("[[task]]", "read.size", "[bytes]", "Bytes of one `read` operation.", MAX_IO_SIZE),
+    table_knob("[[task]]", "fio_write.files", "[count]", "Files of one `fio_write` operation.", 100_000_000),
+    table_knob("[[task]]", "fio_read.count", "[count]", "Value of the counter that ends a `fio_read` operation.", MAX_OP_COUNT),
+    table_knob("[[task]]", "wait.count", "[count]", "Value of the counter a `wait` operation waits for.", MAX_OP_COUNT),
+    table_knob("[[task]]", "nr_hugepages.pages", "[pages]", "Huge pages an `nr_hugepages` operation asks for (also at most the machine's memory).", MAX_MEMORY / HPAGE_SIZE),
+    table_knob("[[cgroup]]", "generate.groups", "[count]", "Empty groups generated below a group (every group together: at most the same figure).", MAX_CGROUPS),
+    table_knob("[[hackbench]]", "groups", "[count]", "hackbench groups (2 × groups × fds + 1 tasks count against the task maximum).", MAX_TASKS),
+    table_knob("[[hackbench]]", "fds", "[count]", "Senders and receivers per group.", MAX_TASKS),
+    table_knob("[[hackbench]]", "loops", "[count]", "Rounds each sender writes to every receiver.", MAX_OP_COUNT),
+];
+
+/// The table knob `section` `name` (a declared row of [`TABLE_KNOBS`]).
+pub fn table_knob_named(section: &str, name: &str) -> &'static Knob {
+    TABLE_KNOBS
+        .iter()
+        .find(|k| k.section == section && k.name == name)
+        .expect("a declared table knob")
+}
+
+/// Every documented knob, in declaration order: the sections' knobs, then the
+/// keys of the top level and of array tables that carry a maximum.
 pub fn knob_table() -> Vec<Knob> {
     [
         Machine::KNOBS,
@@ -750,6 +933,7 @@ pub fn knob_table() -> Vec<Knob> {
         Cost::KNOBS,
         Sched::KNOBS,
         Sampling::KNOBS,
+        TABLE_KNOBS,
     ]
     .concat()
 }
@@ -763,21 +947,38 @@ impl Scenario {
         Ok(sc)
     }
 
+    /// User tasks every workload table starts (saturating; validation bounds it by [`MAX_TASKS`]).
+    pub fn user_tasks(&self) -> u64 {
+        let own = self
+            .tasks
+            .iter()
+            .fold(0u64, |a, t| a.saturating_add(t.count));
+        own.saturating_add(self.workload_tasks())
+    }
+
+    /// Memory cgroups the scenario creates, generated ones included (saturating).
+    pub fn memcg_count(&self) -> u64 {
+        self.cgroups.iter().fold(0u64, |a, c| {
+            a.saturating_add(1)
+                .saturating_add(c.generate.as_ref().map_or(0, |g| g.groups))
+        })
+    }
+
     /// Checks values that parse but cannot describe a machine or a workload.
     pub fn validate(&self) -> Result<()> {
         let inv = |m: String| Err(Error::Invalid(m));
+        self.machine.check_maxima()?;
+        self.kernel.check_maxima()?;
+        self.cost.check_maxima()?;
+        self.sched.check_maxima()?;
+        self.sampling.check_maxima()?;
+        table_knob_named("", "duration").check(self.duration.0, &self.duration)?;
         let m = &self.machine;
-        if m.cpus == 0 || m.cpus > 4096 {
-            return inv(format!(
-                "machine.cpus = {} is impossible (1..=4096)",
-                m.cpus
-            ));
+        if m.cpus == 0 {
+            return inv("machine.cpus = 0 is impossible (1..=4096)".into());
         }
-        if m.nodes == 0 || m.nodes > 64 {
-            return inv(format!(
-                "machine.nodes = {} is impossible (1..=64)",
-                m.nodes
-            ));
+        if m.nodes == 0 {
+            return inv("machine.nodes = 0 is impossible (1..=64)".into());
         }
         if m.cpus < m.nodes {
             return inv(format!(
@@ -789,12 +990,6 @@ impl Scenario {
         if m.memory.0 < min * m.nodes as u64 {
             return inv(format!(
                 "machine.memory = {} is too small (at least 64MiB per node)",
-                m.memory
-            ));
-        }
-        if m.memory.0 > 16u64 << 40 {
-            return inv(format!(
-                "machine.memory = {} is too large (at most 16TiB)",
                 m.memory
             ));
         }
@@ -810,36 +1005,70 @@ impl Scenario {
                 m.reserved
             ));
         }
-        let k = &self.kernel;
-        // The knobs whose only rule is a range.
-        let ranges: [(&str, u64, RangeInclusive<u64>); 7] = [
-            ("watermark_scale_factor", k.watermark_scale_factor, 1..=3000),
-            ("kernel_stack_pages", k.kernel_stack_pages as u64, 1..=64),
-            ("extfrag_threshold", k.extfrag_threshold, 0..=1000),
-            (
-                "watermark_boost_factor",
-                k.watermark_boost_factor,
-                0..=1_000_000,
-            ),
-            ("pcp_high_batches", k.pcp_high_batches, 0..=64),
-            ("highorder_retry", k.highorder_retry, 1..=16),
-            ("swappiness", k.swappiness, 0..=200),
+        self.validate_kernel()?;
+        self.disk.validate()?;
+        if self.sched.quantum.0 == 0 || self.sched.slice.0 == 0 {
+            return inv("sched.quantum and sched.slice must be > 0".into());
+        }
+        if self.sampling.interval.0 < 1_000_000 {
+            return inv("sampling.interval must be at least 1ms".into());
+        }
+        if self.duration.0 == 0 {
+            return inv("duration must be > 0".into());
+        }
+        let mut total_tasks = 0u64;
+        for (i, t) in self.tasks.iter().enumerate() {
+            let n = self.validate_task(i, t)?;
+            total_tasks = total_tasks.saturating_add(n);
+        }
+        total_tasks = total_tasks.saturating_add(self.validate_workloads()?);
+        self.validate_cgroups()?;
+        if total_tasks > MAX_TASKS {
+            return inv(format!(
+                "{total_tasks} tasks is too many (at most {MAX_TASKS} over every workload table)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the `[kernel]` values whose rule is more than a maximum.
+    fn validate_kernel(&self) -> Result<()> {
+        let inv = |m: String| Err(Error::Invalid(m));
+        let (k, m) = (&self.kernel, &self.machine);
+        // The knobs whose rule is a lower bound.
+        let lows: [(&str, u64, u64); 3] = [
+            ("watermark_scale_factor", k.watermark_scale_factor, 1),
+            ("kernel_stack_pages", k.kernel_stack_pages as u64, 1),
+            ("highorder_retry", k.highorder_retry, 1),
         ];
-        for (name, v, r) in ranges {
-            if !r.contains(&v) {
-                return inv(format!(
-                    "kernel.{name} = {v} is out of range ({}..={})",
-                    r.start(),
-                    r.end()
-                ));
+        for (name, v, lo) in lows {
+            if v < lo {
+                return inv(format!("kernel.{name} = {v} is below the minimum {lo}"));
             }
+        }
+        // min_free_kbytes_sysctl_handler takes any int >= 0; a reserve of the whole
+        // machine leaves nothing to allocate, which no run can mean.
+        if k.min_free_kbytes.saturating_mul(1024) >= m.memory.0 {
+            return inv(format!(
+                "kernel.min_free_kbytes = {} ({}) is not below the machine's memory ({})",
+                k.min_free_kbytes,
+                Bytes(k.min_free_kbytes.saturating_mul(1024)),
+                m.memory
+            ));
+        }
+        // percpu_pagelist_high_fraction_sysctl_handler: 0 or >= MIN_PERCPU_PAGELIST_HIGH_FRACTION.
+        if (1..8).contains(&k.percpu_pagelist_high_fraction) {
+            return inv(format!(
+                "kernel.percpu_pagelist_high_fraction = {} must be 0 or at least 8 (MIN_PERCPU_PAGELIST_HIGH_FRACTION)",
+                k.percpu_pagelist_high_fraction
+            ));
         }
         if k.lowmem_reserve_ratio.len() != 3 || k.lowmem_reserve_ratio.contains(&0) {
             return inv(
                 "kernel.lowmem_reserve_ratio needs three ratios >= 1 (DMA, DMA32, Normal)".into(),
             );
         }
-        if k.nr_hugepages.saturating_mul(2 << 20) > m.memory.0 {
+        if k.nr_hugepages.saturating_mul(HPAGE_SIZE) > m.memory.0 {
             return inv(format!(
                 "kernel.nr_hugepages = {} ({} MiB) is more than the machine's memory ({})",
                 k.nr_hugepages,
@@ -853,151 +1082,192 @@ impl Scenario {
                 k.hz
             ));
         }
-        if k.dirty_ratio == 0 || k.dirty_ratio > 100 || k.dirty_background_ratio > 100 {
-            return inv(
-                "kernel.dirty_ratio must be 1..=100 and kernel.dirty_background_ratio 0..=100"
-                    .into(),
-            );
+        if k.dirty_ratio == 0 {
+            return inv("kernel.dirty_ratio = 0 is below the minimum 1".into());
         }
         if k.dirty_writeback_centisecs == 0 {
             return inv("kernel.dirty_writeback_centisecs must be > 0".into());
         }
-        if m.swap.0 > 4u64 << 40 {
-            return inv(format!(
-                "machine.swap = {} is too large (at most 4TiB)",
-                m.swap
-            ));
-        }
-        self.disk.validate()?;
-        if self.sched.quantum.0 == 0 || self.sched.slice.0 == 0 {
-            return inv("sched.quantum and sched.slice must be > 0".into());
-        }
-        if self.sampling.interval.0 < 1_000_000 {
-            return inv("sampling.interval must be at least 1ms".into());
-        }
-        if self.duration.0 == 0 {
-            return inv("duration must be > 0".into());
-        }
-        let mut total_tasks = 0u64;
-        for (i, t) in self.tasks.iter().enumerate() {
-            let at = format!("task[{i}] '{}'", t.name);
-            if t.name.is_empty() || t.name.len() > 15 || t.name.contains(char::is_whitespace) {
-                return inv(format!(
-                    "{at}: name must be 1..15 characters without spaces (TASK_COMM_LEN)"
-                ));
-            }
-            if t.count == 0 {
-                return inv(format!("{at}: count must be >= 1"));
-            }
-            total_tasks += t.count;
-            if t.repeat == 0 {
-                return inv(format!("{at}: repeat must be >= 1"));
-            }
-            for op in &t.program {
-                match op {
-                    Op::Alloc {
-                        order, count, gfp, ..
-                    } => {
-                        if *order > crate::mm::mmzone::MAX_PAGE_ORDER as u32 {
-                            return inv(format!(
-                                "{at}: alloc order {order} is above MAX_PAGE_ORDER (10)"
-                            ));
-                        }
-                        if *count == 0 {
-                            return inv(format!("{at}: alloc count must be >= 1"));
-                        }
-                        if let Err(bad) = crate::mm::gfp::gfp_modifiers(gfp) {
-                            return inv(format!(
-                                "{at}: alloc gfp: unknown flag '{bad}' (known: {})",
-                                crate::mm::gfp::GFP_MODIFIERS
-                                    .iter()
-                                    .map(|(n, _)| *n)
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ));
-                        }
-                    }
-                    Op::NrHugepages { pages, node } => {
-                        if pages.saturating_mul(2 << 20) > m.memory.0 {
-                            return inv(format!(
-                                "{at}: nr_hugepages {pages} ({} MiB) is more than the machine's memory ({})",
-                                pages.saturating_mul(2),
-                                m.memory
-                            ));
-                        }
-                        if node.is_some_and(|n| n >= m.nodes) {
-                            return inv(format!(
-                                "{at}: nr_hugepages node {} does not exist (machine.nodes = {})",
-                                node.unwrap_or(0),
-                                m.nodes
-                            ));
-                        }
-                    }
-                    Op::Slab { cache, .. } | Op::SlabFree { cache, .. }
-                        if crate::mm::slab::builtin_cache(cache).is_none() =>
-                    {
-                        return inv(format!(
-                            "{at}: unknown slab cache '{cache}' (known: {})",
-                            crate::mm::slab::builtin_names().join(", ")
-                        ));
-                    }
-                    Op::FioWrite { files, file_size }
-                        if *files == 0 || file_size.0 == 0 || *files > 100_000_000 =>
-                    {
-                        return inv(format!(
-                            "{at}: fio_write needs files in 1..=100000000 and a file_size > 0"
-                        ));
-                    }
-                    Op::Touch { size } | Op::Unmap { size } | Op::ThpFault { size }
-                        if size.0 > m.memory.0 * 64 =>
-                    {
-                        return inv(format!(
-                            "{at}: size {size} is larger than any address space here"
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        total_tasks = total_tasks.saturating_add(self.validate_workloads()?);
-        self.validate_cgroups()?;
-        if total_tasks > 1_000_000 {
-            return inv(format!(
-                "{total_tasks} tasks is too many (at most 1,000,000)"
-            ));
-        }
         Ok(())
     }
-}
 
-impl Scenario {
+    /// Checks `[[task]]` number `i`; returns the tasks it starts.
+    fn validate_task(&self, i: usize, t: &TaskSpec) -> Result<u64> {
+        let m = &self.machine;
+        let at = format!("[[task]] #{} \"{}\"", i + 1, clip(&t.name));
+        let inv = |msg: String| Err(Error::Invalid(format!("{at}: {msg}")));
+        // A key above its maximum; `op` names the operation (`program[3] `) or is empty.
+        let max =
+            |op: &str, name: &str, v: u64, shown: &dyn std::fmt::Display| match table_knob_named(
+                "[[task]]", name,
+            )
+            .exceeds(v, shown)
+            {
+                Some(msg) => Err(Error::Invalid(format!("{at}: {op}{msg}"))),
+                None => Ok(()),
+            };
+        if t.name.is_empty() || t.name.len() > 15 || t.name.contains(char::is_whitespace) {
+            return inv("name must be 1..15 characters without spaces (TASK_COMM_LEN)".into());
+        }
+        if t.count == 0 {
+            return inv("count must be >= 1".into());
+        }
+        max("", "count", t.count, &t.count)?;
+        if t.repeat == 0 {
+            return inv("repeat must be >= 1".into());
+        }
+        max("", "repeat", t.repeat, &t.repeat)?;
+        for (j, op) in t.program.iter().enumerate() {
+            let at_op = |msg: String| inv(format!("program[{j}] {msg}"));
+            let op_at = format!("program[{j}] ");
+            let max_op =
+                |name: &str, v: u64, shown: &dyn std::fmt::Display| max(&op_at, name, v, shown);
+            match op {
+                Op::Alloc {
+                    order, count, gfp, ..
+                } => {
+                    if *order > crate::mm::mmzone::MAX_PAGE_ORDER as u32 {
+                        return at_op(format!("alloc order {order} is above MAX_PAGE_ORDER (10)"));
+                    }
+                    if *count == 0 {
+                        return at_op("alloc count must be >= 1".into());
+                    }
+                    max_op("alloc.count", *count, count)?;
+                    if let Err(bad) = crate::mm::gfp::gfp_modifiers(gfp) {
+                        return at_op(format!(
+                            "alloc gfp: unknown flag '{}' (known: {})",
+                            clip(&bad),
+                            crate::mm::gfp::GFP_MODIFIERS
+                                .iter()
+                                .map(|(n, _)| *n)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                }
+                Op::Free { count: Some(c), .. } => max_op("free.count", *c, c)?,
+                Op::NrHugepages { pages, node } => {
+                    max_op("nr_hugepages.pages", *pages, pages)?;
+                    if pages.saturating_mul(HPAGE_SIZE) > m.memory.0 {
+                        return at_op(format!(
+                            "nr_hugepages {pages} ({} MiB) is more than the machine's memory ({})",
+                            pages.saturating_mul(2),
+                            m.memory
+                        ));
+                    }
+                    if node.is_some_and(|n| n >= m.nodes) {
+                        return at_op(format!(
+                            "nr_hugepages node {} does not exist (machine.nodes = {})",
+                            node.unwrap_or(0),
+                            m.nodes
+                        ));
+                    }
+                }
+                Op::Slab { cache, .. } | Op::SlabFree { cache, .. }
+                    if crate::mm::slab::builtin_cache(cache).is_none() =>
+                {
+                    return at_op(format!(
+                        "unknown slab cache '{}' (known: {})",
+                        clip(cache),
+                        crate::mm::slab::builtin_names().join(", ")
+                    ));
+                }
+                Op::Slab { objects, .. } => max_op("slab.objects", *objects, objects)?,
+                Op::SlabFree {
+                    objects: Some(o), ..
+                } => max_op("slab_free.objects", *o, o)?,
+                Op::FioWrite { files, file_size } => {
+                    if *files == 0 || file_size.0 == 0 {
+                        return at_op("fio_write needs files >= 1 and a file_size > 0".into());
+                    }
+                    max_op("fio_write.files", *files, files)?;
+                    if files
+                        .checked_mul(file_size.0)
+                        .is_none_or(|b| b > MAX_IO_SIZE)
+                    {
+                        return at_op(format!(
+                            "fio_write: {files} files of {file_size} is above the maximum {} in all",
+                            Bytes(MAX_IO_SIZE)
+                        ));
+                    }
+                }
+                Op::FioRead { count, .. } => max_op("fio_read.count", *count, count)?,
+                Op::Wait { count, .. } => max_op("wait.count", *count, count)?,
+                Op::Write { file, size } => {
+                    if file.is_empty() {
+                        return at_op("write: file must be a non-empty name".into());
+                    }
+                    max_op("write.size", size.0, size)?;
+                }
+                Op::Read { file, size } => {
+                    if file.is_empty() {
+                        return at_op("read: file must be a non-empty name".into());
+                    }
+                    if let Some(sz) = size {
+                        max_op("read.size", sz.0, sz)?;
+                    }
+                }
+                Op::Unlink { file } if file.is_empty() => {
+                    return at_op("unlink: file must be a non-empty name".into());
+                }
+                Op::Touch { size } | Op::Unmap { size } | Op::ThpFault { size }
+                    if size.0 > m.memory.0.saturating_mul(64) =>
+                {
+                    return at_op(format!(
+                        "size {size} is larger than any address space here (at most 64 × machine.memory)"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(t.count)
+    }
+
     /// Checks the `[[cgroup]]` entries and the tasks' `cgroup` keys.
     fn validate_cgroups(&self) -> Result<()> {
         let inv = |m: String| Err(Error::Invalid(m));
         let mut known: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
         let mut total = 0u64;
-        for c in &self.cgroups {
+        for (i, c) in self.cgroups.iter().enumerate() {
             let p = c.path.as_str();
-            if p.is_empty() || p.starts_with('/') || p.ends_with('/') || p.contains("//") {
+            let at = format!(
+                "[[cgroup]] #{} \"{}\"",
+                i + 1,
+                clip(&p.escape_debug().to_string())
+            );
+            if p.is_empty()
+                || p.starts_with('/')
+                || p.split('/')
+                    .any(|part| part.is_empty() || part == "." || part == "..")
+            {
                 return inv(format!(
-                    "cgroup path '{p}' must be relative, like \"A\" or \"bunch/x\""
+                    "{at}: path must be relative names joined by '/', like \"A\" or \"bunch/x\" (no empty, '.' or '..' parts)"
+                ));
+            }
+            // cgroup_mkdir() -> kernfs names: no control characters a directory listing would break on.
+            if p.chars().any(char::is_control) {
+                return inv(format!(
+                    "{at}: path must not contain control characters (a newline, a tab)"
                 ));
             }
             if known.contains(p) {
-                return inv(format!("cgroup '{p}' is declared twice"));
+                return inv(format!("{at}: declared twice"));
             }
             if let Some((parent, _)) = p.rsplit_once('/') {
                 if !known.contains(parent) {
                     return inv(format!(
-                        "cgroup '{p}': its parent '{parent}' must be declared before it"
+                        "{at}: its parent \"{}\" must be declared before it",
+                        clip(parent)
                     ));
                 }
             }
             let first = &self.cgroups[0];
             if c.hierarchy != first.hierarchy {
                 return inv(format!(
-                    "cgroup '{p}' is on {:?} but '{}' is on {:?}: the memory controller is bound to one hierarchy",
-                    c.hierarchy, first.path, first.hierarchy
+                    "{at} is on {:?} but \"{}\" is on {:?}: the memory controller is bound to one hierarchy",
+                    c.hierarchy,
+                    clip(&first.path),
+                    first.hierarchy
                 ));
             }
             let (foreign, names) = match c.hierarchy {
@@ -1025,25 +1295,38 @@ impl Scenario {
                     ],
                 ),
             };
-            if let Some(i) = foreign.iter().position(|&f| f) {
+            if let Some(j) = foreign.iter().position(|&f| f) {
                 let other = match c.hierarchy {
                     CgroupHierarchy::V1 => "a cgroup v2 file (set hierarchy = \"v2\")",
                     CgroupHierarchy::V2 => "a cgroup v1 file",
                 };
-                return inv(format!("cgroup '{p}': {} is {other}", names[i]));
+                return inv(format!("{at}: {} is {other}", names[j]));
+            }
+            if let Some(g) = &c.generate {
+                if let Some(msg) =
+                    table_knob_named("[[cgroup]]", "generate.groups").exceeds(g.groups, &g.groups)
+                {
+                    return inv(format!("{at}: {msg}"));
+                }
             }
             known.insert(p);
-            total += 1 + c.generate.as_ref().map_or(0, |g| g.groups);
+            total = total
+                .saturating_add(1)
+                .saturating_add(c.generate.as_ref().map_or(0, |g| g.groups));
         }
-        if total > 1_000_000 {
-            return inv(format!("{total} cgroups is too many (at most 1,000,000)"));
+        if total > MAX_CGROUPS {
+            return inv(format!(
+                "{total} cgroups is too many (at most {MAX_CGROUPS}, generated ones included)"
+            ));
         }
-        for t in &self.tasks {
+        for (i, t) in self.tasks.iter().enumerate() {
             if let Some(cg) = &t.cgroup {
                 if !known.contains(cg.as_str()) {
                     return inv(format!(
-                        "task '{}': cgroup '{cg}' is not declared in a [[cgroup]] table",
-                        t.name
+                        "[[task]] #{} \"{}\": cgroup \"{}\" is not declared in a [[cgroup]] table",
+                        i + 1,
+                        clip(&t.name),
+                        clip(cg)
                     ));
                 }
             }
@@ -1052,20 +1335,111 @@ impl Scenario {
     }
 }
 
-/// Squeezes toml's multi-line diagnostics into one line naming the line and the table.
+/// Squeezes toml's multi-line diagnostics into one line naming the line, the table (with its
+/// number among tables of the same name) and the key, in the words a scenario uses.
 fn one_line_toml_error(e: &toml::de::Error, text: &str) -> String {
-    let msg = e.message().trim().replace('\n', " ");
-    let Some(span) = e.span() else { return msg };
-    let upto = &text[..span.start.min(text.len())];
-    let line = upto.matches('\n').count() + 1;
+    let msg = plain_serde_words(&e.message().trim().replace('\n', " "));
+    let Some(span) = e.span() else {
+        return clip_words(&msg);
+    };
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = text[..start].matches('\n').count() + 1;
+    let this_line = text[line_start..line_end].trim();
+    // An error at a table header is about that table (a missing key) or is a table the
+    // top level does not have (an unknown key).
+    let header_here = this_line.starts_with('[');
+    if header_here && msg.starts_with("unknown field") {
+        let rest = msg.trim_start_matches("unknown field ");
+        return clip_words(&format!(
+            "line {line}: unknown table {}{}",
+            header_name(this_line),
+            rest.find(',')
+                .map_or(String::new(), |i| rest[i..].to_string())
+        ));
+    }
+    let upto = if header_here {
+        &text[..line_end]
+    } else {
+        &text[..line_start]
+    };
     let table = upto
         .lines()
         .rev()
         .map(str::trim)
-        .find(|l| l.starts_with('[') && l.ends_with(']') && !l.contains('='))
-        .map(|l| format!(" in {}", l.split('#').next().unwrap_or(l).trim()))
+        .find(|l| l.starts_with('[') && !l.contains('='))
+        .map(|l| {
+            let h = header_name(l);
+            if h.starts_with("[[") {
+                // Which of the tables of that name: the first is #1.
+                let n = upto.lines().filter(|x| header_name(x.trim()) == h).count();
+                format!(" in {h} #{n}")
+            } else {
+                format!(" in {h}")
+            }
+        })
         .unwrap_or_default();
-    format!("line {line}{table}: {msg}")
+    // The key whose value is wrong: the last `key =` before the error on its line.
+    let key = if header_here {
+        String::new()
+    } else {
+        text[line_start..start]
+            .rsplit_once('=')
+            .map(|(before, _)| {
+                before
+                    .rsplit(|c: char| c == '{' || c == ',' || c.is_whitespace())
+                    .find(|w| !w.is_empty())
+                    .unwrap_or("")
+                    .trim_matches('"')
+                    .to_string()
+            })
+            .filter(|k| !k.is_empty() && !msg.contains(&format!("`{k}`")))
+            .map(|k| format!("{}: ", clip(&k)))
+            .unwrap_or_default()
+    };
+    clip_words(&format!("line {line}{table}: {key}{msg}"))
+}
+
+/// The header of a table line without its comment: `[[task]]`, `[machine]`.
+fn header_name(line: &str) -> &str {
+    line.split('#').next().unwrap_or(line).trim()
+}
+
+/// serde's words for types and values as a scenario's reader knows them.
+fn plain_serde_words(msg: &str) -> String {
+    let whole = "a whole number 0..=18446744073709551615";
+    let mut m = msg
+        .replace(" as i128", "")
+        .replace("expected u64", &format!("expected {whole}"))
+        .replace("expected u32", "expected a whole number 0..=4294967295")
+        .replace(
+            ", there are no fields",
+            " (this operation takes no other keys)",
+        );
+    // "invalid type: boolean `true`, expected X" -> "expected X, got boolean `true`"
+    for what in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = m.strip_prefix(what) {
+            if let Some((got, expected)) = rest.split_once(", expected ") {
+                m = format!("expected {expected}, got {got}");
+            }
+        }
+    }
+    m
+}
+
+/// A message with every word longer than 80 characters clipped (a 1 MB key is not echoed whole).
+fn clip_words(msg: &str) -> String {
+    msg.split(' ')
+        .map(|w| {
+            if w.chars().count() > 80 {
+                clip(w)
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -1122,5 +1496,125 @@ mod tests {
         assert!(t
             .iter()
             .all(|k| !k.doc.is_empty() && k.unit.starts_with('[')));
+    }
+
+    fn err(text: &str) -> String {
+        let e = Scenario::from_toml(text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\n'), "{e}");
+        e
+    }
+
+    #[test]
+    fn counts_past_their_maximum_name_the_table_and_key() {
+        let e = err("[[task]]\nname = \"x\"\nprogram = []\n[[task]]\nname = \"cc1\"\ncount = 18446744073709551615\nprogram = []\n");
+        assert_eq!(
+            e,
+            "scenario: [[task]] #2 \"cc1\": count: 18446744073709551615 is above the maximum 1000000"
+        );
+        // Two counts whose sum passes 2^64 do not wrap.
+        let t = "[[task]]\nname = \"a\"\ncount = 900000\nprogram = []\n";
+        assert!(err(&format!("{t}{t}")).contains("1800000 tasks is too many"));
+        let e = err("[[hackbench]]\ngroups = 4294967296\nfds = 4294967296\n");
+        assert!(
+            e.contains(
+                "[[hackbench]] #1 \"hackbench\": groups: 4294967296 is above the maximum 1000000"
+            ),
+            "{e}"
+        );
+        let e = err("[[hackbench]]\ngroups = 1000000\nfds = 1000000\n");
+        assert!(e.contains("2000000000001 tasks, above the maximum"), "{e}");
+        let e = err("[[cgroup]]\npath = \"A\"\ngenerate = { shape = \"flat\", groups = 18446744073709551615 }\n");
+        assert!(
+            e.contains("generate.groups: 18446744073709551615 is above the maximum 1000000"),
+            "{e}"
+        );
+        let c = "generate = { shape = \"flat\", groups = 900000 }\n";
+        let e = err(&format!(
+            "[[cgroup]]\npath = \"A\"\n{c}[[cgroup]]\npath = \"B\"\n{c}"
+        ));
+        assert!(e.contains("1800002 cgroups is too many"), "{e}");
+    }
+
+    #[test]
+    fn section_maxima_come_from_the_declaration() {
+        let e = err("[cost]\npcp_alloc = 18446744073709551615\n");
+        assert_eq!(
+            e,
+            "scenario: cost.pcp_alloc = 18446744073709551615 is above the maximum 1000000000"
+        );
+        let k = knob_table();
+        let cost = k.iter().find(|k| k.name == "pcp_alloc").unwrap();
+        assert_eq!(cost.max_text().as_deref(), Some("1000000000"));
+        let mem = k.iter().find(|k| k.name == "memory").unwrap();
+        assert_eq!(mem.max_text().as_deref(), Some("16TiB"));
+        assert!(err("[machine]\nmemory = \"32TiB\"\n")
+            .contains("machine.memory = 32TiB is above the maximum 16TiB"));
+        // Every default is within its maximum.
+        assert!(Scenario::from_toml("").is_ok());
+    }
+
+    #[test]
+    fn kernel_sysctl_bounds_mirror_the_kernel() {
+        let e = err("[machine]\nmemory = \"1GiB\"\n[kernel]\nmin_free_kbytes = 1000000000000\n");
+        assert!(
+            e.contains("kernel.min_free_kbytes = 1000000000000 is above the maximum 2147483647"),
+            "{e}"
+        );
+        let e = err("[machine]\nmemory = \"1GiB\"\n[kernel]\nmin_free_kbytes = 1048576\n");
+        assert!(
+            e.contains("is not below the machine's memory (1GiB)"),
+            "{e}"
+        );
+        for f in 1..8 {
+            let e = err(&format!("[kernel]\npercpu_pagelist_high_fraction = {f}\n"));
+            assert!(e.contains("must be 0 or at least 8"), "{e}");
+        }
+        assert!(Scenario::from_toml("[kernel]\npercpu_pagelist_high_fraction = 8\n").is_ok());
+    }
+
+    #[test]
+    fn odd_names_and_keys_are_refused() {
+        assert!(
+            err("[[task]]\nname = \"a\"\nprogram = [{op = \"exit\", foo = 1}]\n")
+                .contains("unknown field `foo`")
+        );
+        assert!(err(
+            "[[task]]\nname = \"a\"\nprogram = [{op = \"write\", file = \"\", size = \"1MiB\"}]\n"
+        )
+        .contains("program[0] write: file must be a non-empty name"));
+        for p in ["\".\"", "\"A/./B\"", "\"A\\nB\"", "\"A//B\"", "\"..\""] {
+            let e = err(&format!("[[cgroup]]\npath = {p}\n"));
+            assert!(e.contains("[[cgroup]] #1"), "{e}");
+        }
+        // memory.min above memory.max: the kernel accepts it (memory_min_write), so do we.
+        assert!(Scenario::from_toml(
+            "[[cgroup]]\npath = \"A\"\nhierarchy = \"v2\"\nmax = \"1GiB\"\nmin = \"2GiB\"\nlow = \"3GiB\"\n"
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn parse_errors_name_the_right_table_and_key() {
+        assert_eq!(
+            err("[machine]\nmemory = true\n"),
+            "scenario: line 2 in [machine]: memory: expected a size such as \"8GiB\" or a number of bytes, got boolean `true`"
+        );
+        assert_eq!(
+            err("[machine]\ncpus = 2\n[[task]]\ncount = 2\nprogram = []\n"),
+            "scenario: line 3 in [[task]] #1: missing field `name`"
+        );
+        assert!(err("[[task]]\nname = \"a\"\nprogram = []\n[a]\nb = 1\n")
+            .starts_with("scenario: line 4: unknown table [a], expected one of `name`"));
+        let e = err(&format!("[machine]\n{} = 1\n", "k".repeat(1_000_000)));
+        assert!(e.len() < 600 && e.contains('…'), "{}", e.len());
+        let e = err(&format!(
+            "[[task]]\nname = \"{}\"\nprogram = []\n",
+            "n".repeat(1_000_000)
+        ));
+        assert!(e.len() < 300 && e.contains('…'), "{}", e.len());
+        assert!(!err("[machine]\nswap = [1]\n").contains("NumOrStr"));
     }
 }

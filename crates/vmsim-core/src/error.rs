@@ -14,6 +14,9 @@ pub enum Error {
     /// A value is syntactically fine but impossible (a zero-CPU machine, a 3 KiB page, …).
     #[error("scenario: {0}")]
     Invalid(String),
+    /// The host cannot hold the run: the memory it needs and what the host has.
+    #[error("{0}")]
+    Capacity(String),
     /// A size or duration string could not be read.
     #[error("scenario: {key}: {msg}")]
     Unit {

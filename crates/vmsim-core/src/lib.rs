@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod block;
+pub mod capacity;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -28,7 +29,8 @@ pub use config::Scenario;
 pub use error::{Error, Result};
 pub use sim::{run, RunResult};
 
-/// Parses a scenario, optionally overriding its seed, and runs it.
+/// Parses a scenario, optionally overriding its seed, and runs it if this host can hold it
+/// ([`capacity::check`]).
 pub fn run_toml(
     text: &str,
     seed: Option<u64>,
@@ -38,5 +40,6 @@ pub fn run_toml(
     if let Some(s) = seed {
         sc.seed = s;
     }
+    capacity::check(&sc)?;
     Ok(run(&sc, progress))
 }

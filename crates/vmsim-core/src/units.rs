@@ -11,8 +11,32 @@ pub struct Bytes(pub u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Nanos(pub u64);
 
+/// At most 60 characters of a user's text, then `…` (a 1 MB value is not echoed whole).
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
 /// Parses a size such as `"8GiB"`; decimal (`"1.5GiB"`) is allowed, SI units (`"1GB"`) are powers of ten.
 pub fn parse_size(s: &str) -> Result<u64, String> {
+    read_size(s).map_err(|e| clipped(e, s))
+}
+
+/// A message about `s` with `s` (and its unit part) clipped to 60 characters.
+fn clipped(msg: String, s: &str) -> String {
+    if s.chars().count() <= 60 {
+        return msg;
+    }
+    let t = s.trim();
+    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '_');
+    msg.replace(s, &clip(s))
+        .replace(unit.trim(), &clip(unit.trim()))
+}
+
+/// [`parse_size`] with the whole text in its messages.
+fn read_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
@@ -50,6 +74,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Parses a duration such as `"100ms"` into nanoseconds; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<u64, String> {
+    read_duration(s).map_err(|e| clipped(e, s))
+}
+
+/// [`parse_duration`] with the whole text in its messages.
+fn read_duration(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
@@ -82,36 +111,69 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     Ok(ns.round() as u64)
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum NumOrStr {
-    Int(u64),
-    Float(f64),
-    Str(String),
+/// Reads a size: a whole number of bytes or a string with a unit.
+struct SizeVisitor;
+
+impl serde::de::Visitor<'_> for SizeVisitor {
+    type Value = Bytes;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a size such as \"8GiB\" or a number of bytes")
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Bytes, E> {
+        Ok(Bytes(v))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Bytes, E> {
+        u64::try_from(v)
+            .map(Bytes)
+            .map_err(|_| E::custom(format!("size {v} is negative")))
+    }
+    fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Bytes, E> {
+        Err(E::custom(format!(
+            "size {f} must be an integer number of bytes or a string like \"8GiB\""
+        )))
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Bytes, E> {
+        parse_size(s).map(Bytes).map_err(E::custom)
+    }
+}
+
+/// Reads a duration: a string with a unit.
+struct DurationVisitor;
+
+impl serde::de::Visitor<'_> for DurationVisitor {
+    type Value = Nanos;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a duration such as \"100ms\" or \"2s\"")
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Nanos, E> {
+        Err(E::custom(
+            "a duration needs a unit, e.g. \"100ms\" or \"2s\"",
+        ))
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Nanos, E> {
+        Err(E::custom(
+            "a duration needs a unit, e.g. \"100ms\" or \"2s\"",
+        ))
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Nanos, E> {
+        Err(E::custom(
+            "a duration needs a unit, e.g. \"100ms\" or \"2s\"",
+        ))
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Nanos, E> {
+        parse_duration(s).map(Nanos).map_err(E::custom)
+    }
 }
 
 impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match NumOrStr::deserialize(d)? {
-            NumOrStr::Int(v) => Ok(Bytes(v)),
-            NumOrStr::Float(f) => Err(serde::de::Error::custom(format!(
-                "size {f} must be an integer number of bytes or a string like \"8GiB\""
-            ))),
-            NumOrStr::Str(s) => parse_size(&s).map(Bytes).map_err(serde::de::Error::custom),
-        }
+        d.deserialize_any(SizeVisitor)
     }
 }
 
 impl<'de> Deserialize<'de> for Nanos {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match NumOrStr::deserialize(d)? {
-            NumOrStr::Int(_) | NumOrStr::Float(_) => Err(serde::de::Error::custom(
-                "a duration needs a unit, e.g. \"100ms\" or \"2s\"",
-            )),
-            NumOrStr::Str(s) => parse_duration(&s)
-                .map(Nanos)
-                .map_err(serde::de::Error::custom),
-        }
+        d.deserialize_any(DurationVisitor)
     }
 }
 
@@ -174,6 +236,16 @@ mod tests {
         assert_eq!(parse_duration("2").unwrap(), 2_000_000_000);
         assert_eq!(parse_duration("1.5us").unwrap(), 1_500);
         assert!(parse_duration("3 fortnights").is_err());
+    }
+
+    #[test]
+    fn long_text_is_clipped_in_messages() {
+        let long = format!("1{}", "x".repeat(1_000_000));
+        let e = parse_size(&long).unwrap_err();
+        assert!(e.len() < 300, "{}", e.len());
+        assert!(e.contains('…'), "{e}");
+        let e = parse_duration(&long).unwrap_err();
+        assert!(e.len() < 300 && e.contains('…'), "{e}");
     }
 
     #[test]

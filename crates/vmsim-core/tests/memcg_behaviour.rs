@@ -297,7 +297,7 @@ program = [ { op = "write", file = "f", size = "400MiB" } ]
 fn bad_cgroup_tables_are_one_line_errors() {
     let bad = [
         ("[[cgroup]]\npath = \"A\"\nsoft_limit = 0\n", "soft_limit"),
-        ("[[cgroup]]\npath = \"A/b\"\n", "parent 'A'"),
+        ("[[cgroup]]\npath = \"A/b\"\n", "parent \"A\""),
         ("[[cgroup]]\npath = \"/A\"\n", "relative"),
         (
             "[[cgroup]]\npath = \"A\"\ngenerate = { shape = \"ternary\", groups = 3 }\n",
@@ -305,7 +305,7 @@ fn bad_cgroup_tables_are_one_line_errors() {
         ),
         (
             "[[task]]\nname = \"t\"\ncgroup = \"nowhere\"\nprogram = []\n",
-            "'nowhere' is not declared",
+            "cgroup \"nowhere\" is not declared",
         ),
         ("[kernel]\nsoft_limit_reclaim = \"fast\"\n", "fast"),
         ("[cgroup]\npath = \"A\"\n", "[[cgroup]]"),

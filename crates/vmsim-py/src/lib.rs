@@ -93,6 +93,7 @@ fn run(
         }
         sc
     };
+    vmsim_core::capacity::check(&sc).map_err(to_py)?;
     let mut err: Option<PyErr> = None;
     let mut cb = |now: u64, end: u64| {
         if err.is_some() {
@@ -156,13 +157,25 @@ fn validate(scenario: &str) -> PyResult<()> {
         .map_err(to_py)
 }
 
+/// Host memory one run of a scenario needs, by part, as JSON ({"frame_table": …, "total": …});
+/// raises ScenarioError if the scenario is wrong.
+#[pyfunction]
+fn capacity_need(scenario: &str) -> PyResult<String> {
+    let sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
+    let need = vmsim_core::capacity::need(&sc);
+    let mut v = serde_json::to_value(need).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    v["total"] = need.total().into();
+    Ok(v.to_string())
+}
+
 /// The built-in default scenario (TOML).
 #[pyfunction]
 fn default_scenario() -> &'static str {
     vmsim_core::config::DEFAULT_SCENARIO
 }
 
-/// Every documented knob as JSON: section, name, unit, doc and default.
+/// Every documented knob as JSON: section, name, key (as a scenario or --set writes it),
+/// unit, doc, default and maximum.
 #[pyfunction]
 fn knobs() -> PyResult<String> {
     let defaults = vmsim_core::Scenario::from_toml("").map_err(to_py)?;
@@ -171,7 +184,12 @@ fn knobs() -> PyResult<String> {
         .into_iter()
         .map(|k| {
             let default = dv.get(k.section).and_then(|s| s.get(k.name)).cloned().unwrap_or(serde_json::Value::Null);
-            serde_json::json!({"section": k.section, "name": k.name, "unit": k.unit, "doc": k.doc.trim(), "default": default})
+            let key = match k.section {
+                "" => k.name.to_string(),
+                s if s.starts_with('[') => format!("{s} {}", k.name),
+                s => format!("{s}.{}", k.name),
+            };
+            serde_json::json!({"section": k.section, "name": k.name, "key": key, "unit": k.unit, "doc": k.doc.trim(), "default": default, "max": k.max_text()})
         })
         .collect();
     serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -217,6 +235,7 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(capacity_need, m)?)?;
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;

@@ -14,7 +14,7 @@
 //! faults.
 
 use super::{StepCtx, WorkloadSpec};
-use crate::config::{Machine, Scenario};
+use crate::config::{clip, table_knob_named, Machine, Scenario, MAX_TASKS};
 use crate::engine::{Program, Step, StepOut, TaskId};
 use crate::error::{Error, Result};
 use crate::kernel::{AllocResult, Engine, Kernel};
@@ -81,31 +81,46 @@ fn hackbench_sndbuf() -> Bytes {
 impl WorkloadSpec for HackbenchSpec {
     fn validate(&self, i: usize, m: &Machine) -> Result<u64> {
         let h = self;
-        let inv = |m: String| Err(Error::Invalid(m));
-        let at = format!("hackbench[{i}] '{}'", h.name);
+        let at = format!("[[hackbench]] #{} \"{}\"", i + 1, clip(&h.name));
+        let inv = |msg: String| Err(Error::Invalid(format!("{at}: {msg}")));
         if h.name.is_empty() || h.name.len() > 15 || h.name.contains(char::is_whitespace) {
-            return inv(format!(
-                "{at}: name must be 1..15 characters without spaces (TASK_COMM_LEN)"
-            ));
+            return inv("name must be 1..15 characters without spaces (TASK_COMM_LEN)".into());
         }
         if h.groups == 0 || h.fds == 0 || h.loops == 0 {
-            return inv(format!("{at}: groups, fds and loops must be >= 1"));
+            return inv("groups, fds and loops must be >= 1".into());
+        }
+        for (key, v) in [("groups", h.groups), ("fds", h.fds), ("loops", h.loops)] {
+            if let Some(msg) = table_knob_named("[[hackbench]]", key).exceeds(v, &v) {
+                return inv(msg);
+            }
         }
         if h.datasize.0 == 0 || h.datasize.0 > 65536 {
-            return inv(format!("{at}: datasize must be 1B..64KiB"));
+            return inv("datasize must be 1B..64KiB".into());
         }
         if h.worker_memory.0 > m.memory.0 {
             return inv(format!(
-                "{at}: worker_memory {} is larger than the machine's memory",
+                "worker_memory {} is larger than the machine's memory",
                 h.worker_memory
             ));
         }
         if h.sndbuf.0 < 2048 {
-            return inv(format!(
-                "{at}: sndbuf must be at least 2KiB (SOCK_MIN_SNDBUF)"
-            ));
+            return inv("sndbuf must be at least 2KiB (SOCK_MIN_SNDBUF)".into());
         }
-        Ok(1 + 2 * h.groups.saturating_mul(h.fds))
+        // The parent and 2 × groups × fds workers.
+        match h
+            .groups
+            .checked_mul(h.fds)
+            .and_then(|w| w.checked_mul(2))
+            .and_then(|w| w.checked_add(1))
+        {
+            Some(n) if n <= MAX_TASKS => Ok(n),
+            _ => inv(format!(
+                "{} groups × {} fds is {} tasks, above the maximum {MAX_TASKS}",
+                h.groups,
+                h.fds,
+                (h.groups as u128) * (h.fds as u128) * 2 + 1
+            )),
+        }
     }
 
     fn spawn(&self, sc: &Scenario, eng: &mut Engine) {

@@ -203,7 +203,7 @@ impl Program<Kernel> for OpProgram {
                     Op::Free { count, .. } => count.unwrap_or(u64::MAX),
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
-                    Op::Sleep { .. } | Op::Exit | Op::Unlink { .. } | Op::Snapshot { .. } => 1,
+                    Op::Sleep { .. } | Op::Exit {} | Op::Unlink { .. } | Op::Snapshot { .. } => 1,
                     Op::NrHugepages { .. } => 1,
                     Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
                     Op::FioRead { .. } => 1,
@@ -414,7 +414,7 @@ impl Program<Kernel> for OpProgram {
                         next: Step::Sleep(time.0),
                     };
                 }
-                Op::Exit => {
+                Op::Exit {} => {
                     return StepOut {
                         user_ns: user,
                         next: Step::Exit,
