@@ -327,7 +327,9 @@ def kernel_keys_in_config_rs() -> list[str]:
     text = CONFIG_RS.read_text()
     m = re.search(r'Kernel,\s*"kernel"\s*\{(.*?)\n\s*\}\n', text, re.S)
     assert m, "Kernel section not found in config.rs"
-    keys = re.findall(r"^\s*(\w+)\s*:\s*[^=\n]+=.*\"\[[^\"]*\]\";\s*$", m.group(1), re.M)
+    keys = re.findall(
+        r"^\s*(\w+)\s*:\s*[^=\n]+=.*\"\[[^\"]*\]\"(?:, max [^;]+)?;\s*$", m.group(1), re.M
+    )
     assert keys, "no kernel knobs parsed from config.rs"
     return keys
 
@@ -347,7 +349,7 @@ def test_knobs_are_complete_and_unique():
     keys = [(k["section"], k["name"]) for k in knobs]
     assert len(keys) == len(set(keys))
     for k in knobs:
-        assert set(k) >= {"section", "name", "unit", "doc", "default"}
+        assert set(k) >= {"section", "name", "key", "unit", "doc", "default", "max"}
         assert k["unit"].startswith("[") and k["unit"].endswith("]"), k
         assert k["doc"].strip(), k
         assert k["default"] is not None, k
@@ -358,6 +360,14 @@ def test_knob_defaults_are_the_engine_defaults():
     for k in vmsim.knobs():
         scenario.setdefault(k["section"], {})[k["name"]] = k["default"]
     assert vmsim.run(scenario).json_text == vmsim.run("").json_text
+
+
+def test_table_knobs_carry_a_maximum():
+    rows = vmsim.api.table_knobs()
+    keys = {k["key"] for k in rows}
+    assert {"duration", "[[task]] count", "[[cgroup]] generate.groups", "[[hackbench]] fds"} <= keys
+    assert all(k["max"] for k in rows)
+    assert next(k for k in rows if k["key"] == "[[task]] count")["max"] == "1000000"
 
 
 def test_knob_docs_have_no_surrounding_whitespace():

@@ -485,24 +485,27 @@ def test_plot_writes_png(cli, tmp_path, small_scenario):
 def test_knobs_lists_every_knob(cli):
     out = assert_ok(cli("knobs"))
     lines = out.splitlines()
-    knobs = vmsim.knobs()
-    assert len(lines) == len(knobs)
-    for line, k in zip(lines, knobs, strict=True):
-        assert line.startswith(f"{k['section']}.{k['name']} "), line
+    knobs, tables = vmsim.knobs(), vmsim.api.table_knobs()
+    assert len(lines) == len(knobs) + len(tables)
+    for line, k in zip(lines, knobs + tables, strict=True):
+        assert line.startswith(f"{k['key']} "), line
         assert k["unit"] in line
+        assert k["max"] is None or f" {k['max']} " in line, line
 
 
 def test_knobs_markdown_is_a_table(cli):
     out = assert_ok(cli("knobs", "--markdown"))
     lines = out.splitlines()
-    assert lines[0] == "| key | unit | default | meaning |"
-    assert lines[1] == "|---|---|---|---|"
-    knobs = vmsim.knobs()
-    assert len(lines) == 2 + len(knobs)
+    assert lines[0] == "| key | unit | default | maximum | meaning |"
+    assert lines[1] == "|---|---|---|---|---|"
+    knobs, tables = vmsim.knobs(), vmsim.api.table_knobs()
+    assert len(lines) == 2 + len(knobs) + 5 + len(tables)
     for line, k in zip(lines[2:], knobs, strict=True):
         assert line.startswith(f"| `{k['section']}.{k['name']}` | {k['unit']} | `"), line
         assert line.endswith(" |")
-        assert line.count("|") - line.count("\\|") == 5, line
+        assert line.count("|") - line.count("\\|") == 6, line
+    for line, k in zip(lines[-len(tables) :], tables, strict=True):
+        assert line.startswith(f"| `{k['key']}` | {k['unit']} | {k['max']} | "), line
 
 
 def test_scenario_prints_a_valid_scenario(cli, tmp_path):

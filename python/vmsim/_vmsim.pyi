@@ -27,7 +27,11 @@ def default_scenario() -> str:
     """The built-in default scenario (TOML)."""
 
 def knobs() -> str:
-    """Every documented knob as JSON: section, name, key, unit, doc, default and max."""
+    """Every knob of a section as JSON: section, name, key, unit, doc, default and max."""
+
+def table_knobs() -> str:
+    """The top-level and array-table keys with a maximum as JSON: section, name, key, unit,
+    doc and max."""
 
 def capacity_need(scenario: str) -> str:
     """Host memory one run of the scenario needs, by part and in all (``total``), as JSON

@@ -34,8 +34,15 @@ def default_scenario() -> str:
 
 
 def knobs() -> list[dict[str, Any]]:
-    """Every documented knob: section, name, unit, doc and default."""
+    """Every knob of a section: section, name, key, unit, doc, default and maximum."""
     rows: list[dict[str, Any]] = json.loads(_vmsim.knobs())
+    return rows
+
+
+def table_knobs() -> list[dict[str, Any]]:
+    """The keys of the top level and of ``[[task]]``, ``[[cgroup]]``, ``[[hackbench]]`` tables
+    that carry a maximum: section, name, key (``[[task]] count``), unit, doc and maximum."""
+    rows: list[dict[str, Any]] = json.loads(_vmsim.table_knobs())
     return rows
 
 

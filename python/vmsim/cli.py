@@ -570,19 +570,26 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
 def knobs_cmd(markdown: bool) -> None:
     """List every scenario knob with its unit, default and meaning."""
     rows = api.knobs()
+    tables = api.table_knobs()
     if markdown:
         click.echo("| key | unit | default | maximum | meaning |\n|---|---|---|---|---|")
         for k in rows:
-            default = "" if k["default"] is None else f"`{json.dumps(k['default'])}`"
             click.echo(
-                f"| `{k['key']}` | {k['unit']} | {default} | {k['max'] or ''} | {k['doc']} |"
+                f"| `{k['key']}` | {k['unit']} | `{json.dumps(k['default'])}` "
+                f"| {k['max'] or ''} | {k['doc']} |"
             )
+        click.echo("\nKeys of the top level and of the array tables that carry a maximum:\n")
+        click.echo("| key | unit | maximum | meaning |\n|---|---|---|---|")
+        for k in tables:
+            click.echo(f"| `{k['key']}` | {k['unit']} | {k['max']} | {k['doc']} |")
         return
     for k in rows:
-        default = "" if k["default"] is None else json.dumps(k["default"])
+        default = json.dumps(k["default"])
         click.echo(
             f"{k['key']:40s} {k['unit']:10s} {default:>14s} {k['max'] or '':>12s}  {k['doc']}"
         )
+    for k in tables:
+        click.echo(f"{k['key']:40s} {k['unit']:10s} {'':>14s} {k['max']:>12s}  {k['doc']}")
 
 
 @main_group.command("scenario")

@@ -174,22 +174,32 @@ fn default_scenario() -> &'static str {
     vmsim_core::config::DEFAULT_SCENARIO
 }
 
-/// Every documented knob as JSON: section, name, key (as a scenario or --set writes it),
-/// unit, doc, default and maximum.
+/// Every knob of a section as JSON: section, name, key (as --set writes it), unit, doc,
+/// default and maximum.
 #[pyfunction]
 fn knobs() -> PyResult<String> {
     let defaults = vmsim_core::Scenario::from_toml("").map_err(to_py)?;
     let dv = serde_json::to_value(&defaults).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let rows: Vec<serde_json::Value> = vmsim_core::config::knob_table()
         .into_iter()
+        .filter(|k| !k.section.is_empty() && !k.section.starts_with('['))
         .map(|k| {
             let default = dv.get(k.section).and_then(|s| s.get(k.name)).cloned().unwrap_or(serde_json::Value::Null);
-            let key = match k.section {
-                "" => k.name.to_string(),
-                s if s.starts_with('[') => format!("{s} {}", k.name),
-                s => format!("{s}.{}", k.name),
-            };
-            serde_json::json!({"section": k.section, "name": k.name, "key": key, "unit": k.unit, "doc": k.doc.trim(), "default": default, "max": k.max_text()})
+            serde_json::json!({"section": k.section, "name": k.name, "key": format!("{}.{}", k.section, k.name), "unit": k.unit, "doc": k.doc.trim(), "default": default, "max": k.max_text()})
+        })
+        .collect();
+    serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The keys of the top level and of array tables (`[[task]]`, `[[cgroup]]`, …) that carry a
+/// maximum, as JSON: section, name, key (`[[task]] count`), unit, doc and maximum.
+#[pyfunction]
+fn table_knobs() -> PyResult<String> {
+    let rows: Vec<serde_json::Value> = vmsim_core::config::TABLE_KNOBS
+        .iter()
+        .map(|k| {
+            let key = if k.section.is_empty() { k.name.to_string() } else { format!("{} {}", k.section, k.name) };
+            serde_json::json!({"section": k.section, "name": k.name, "key": key, "unit": k.unit, "doc": k.doc.trim(), "max": k.max_text()})
         })
         .collect();
     serde_json::to_string(&rows).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -237,6 +247,7 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(capacity_need, m)?)?;
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(table_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
