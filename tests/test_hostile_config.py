@@ -8,10 +8,11 @@ one line on stderr, no traceback and no Rust panic, before anything is allocated
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
 from vmsim import _vmsim
 
 HOSTILE = Path(__file__).resolve().parent / "data" / "hostile"
@@ -104,3 +105,35 @@ def test_set_error_in_an_array_table_keeps_its_brackets(cli, tmp_path):
         cli("run", SMALL, "--set", "sampling.interval=true"), "[sampling] (after --set)"
     )
     assert "expected a duration" in err
+
+
+def _peak(text: str) -> int:
+    """Peak resident set (VmHWM) of a fresh interpreter running ``text`` [bytes]."""
+    code = (
+        "import re, sys; from vmsim import api; api.run(sys.stdin.read()); "
+        "s = open('/proc/self/status').read(); "
+        "print(int(re.search(r'VmHWM:\\s+(\\d+) kB', s).group(1)) * 1024)"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], input=text, capture_output=True, text=True, check=True
+    )
+    return int(p.stdout)
+
+
+def test_per_task_and_per_sample_figures_bound_a_measured_run():
+    base = '[machine]\nmemory = "256MiB"\ncpus = 2\n'
+    sleeper = 'program = [{ op = "sleep", time = "10000s" }]\n'
+
+    def tasks(n: int) -> str:
+        return f'duration = "1s"\n{base}[[task]]\nname = "t"\ncount = {n}\n{sleeper}'
+
+    def samples(n: int) -> str:
+        sampling = '[sampling]\ninterval = "1ms"\n'
+        return f'duration = "{n}ms"\n{base}{sampling}[[task]]\nname = "t"\n{sleeper}'
+
+    per_task = (_peak(tasks(20_001)) - _peak(tasks(1))) / 20_000
+    per_sample = (_peak(samples(101_000)) - _peak(samples(1_000))) / 100_000
+    need = json.loads(_vmsim.capacity_need(tasks(1000)))["tasks"] / 1000
+    assert per_task <= need < 4 * per_task, (per_task, need)
+    need = json.loads(_vmsim.capacity_need(samples(1000)))["samples"] / 1001
+    assert per_sample <= need < 4 * per_sample, (per_sample, need)

@@ -181,7 +181,8 @@ def test_failing_point_is_recorded_and_the_sweep_goes_on(cli, tmp_path):
     proc = cli("sweep", SMALL, "--set", "machine.memory=256MiB,12QB", "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert "1 ran" not in proc.stdout and "2 ran, 0 were there, 1 failed" in proc.stdout
-    assert "1 failed: scenario: [machine] (after --set): memory: unknown size unit 'QB'" in proc.stdout
+    msg = "1 failed: scenario: [machine] (after --set): memory: unknown size unit 'QB'"
+    assert msg in proc.stdout
     df = pl.read_parquet(out)
     bad = df.filter(pl.col("error").is_not_null())
     assert bad["machine.memory"].to_list() == ["12QB"]
