@@ -500,7 +500,7 @@ def test_knobs_markdown_is_a_table(cli):
     assert lines[1] == "|---|---|---|---|---|"
     knobs, tables = vmsim.knobs(), vmsim.api.table_knobs()
     assert len(lines) == 2 + len(knobs) + 5 + len(tables)
-    for line, k in zip(lines[2:], knobs, strict=True):
+    for line, k in zip(lines[2 : 2 + len(knobs)], knobs, strict=True):
         assert line.startswith(f"| `{k['section']}.{k['name']}` | {k['unit']} | `"), line
         assert line.endswith(" |")
         assert line.count("|") - line.count("\\|") == 6, line
