@@ -61,15 +61,15 @@ def test_hostile_scenario_is_one_line_exit_2(cli, path):
 
 def test_capacity_message_names_need_and_limit(cli):
     err = assert_refused(
-        cli("run", HOSTILE / "capacity-16tib-memory-4tib-swap.toml"), "for its frame table"
+        cli("run", HOSTILE / "capacity-8tib-memory-4tib-swap.toml"), "for its frame table"
     )
-    assert err.startswith("vmsim: error: machine.memory = 16TiB needs 68.7 GB of host memory")
+    assert err.startswith("vmsim: error: machine.memory = 8TiB needs 34.4 GB of host memory")
     assert "GB in all); this host has " in err and err.rstrip().endswith("available")
 
 
 def test_capacity_need_arithmetic_through_the_binding():
-    need = json.loads(_vmsim.capacity_need('[machine]\nmemory = "16TiB"\nswap = "4TiB"\n'))
-    frames, slots = (16 << 40) // 4096, (4 << 40) // 4096
+    need = json.loads(_vmsim.capacity_need('[machine]\nmemory = "8TiB"\nswap = "4TiB"\n'))
+    frames, slots = (8 << 40) // 4096, (4 << 40) // 4096
     assert need["frame_table"] == frames * 16
     assert need["swap"] == slots * 5
     assert need["page_tables"] == (frames + slots) * 4

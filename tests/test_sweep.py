@@ -385,8 +385,8 @@ def test_capacity_lowers_parallelism_or_refuses():
 
 
 def test_grid_that_cannot_fit_the_host_is_refused(cli, tmp_path):
-    proc = cli("sweep", SMALL, "--set", "machine.memory=256MiB,16TiB", "-o", tmp_path / "c.parquet")
-    assert_one_line_error(proc, "machine.memory=16TiB needs about 80.1 GiB", "cannot run here")
+    proc = cli("sweep", SMALL, "--set", "machine.memory=256MiB,8TiB", "-o", tmp_path / "c.parquet")
+    assert_one_line_error(proc, "machine.memory=8TiB needs about 40.1 GiB", "cannot run here")
     assert not (tmp_path / "c.parquet").exists()
 
 

@@ -241,11 +241,11 @@ mod tests {
     fn frame_table_is_16_bytes_a_frame() {
         // DESIGN.md's target and `vmsim bench`'s bytes_per_frame.
         assert_eq!(BYTES_PER_FRAME, 16);
-        let n = need(&sc("[machine]\nmemory = \"16TiB\"\nswap = \"4TiB\"\n"));
-        assert_eq!(n.frame_table, (16u64 << 40) / 4096 * 16);
+        let n = need(&sc("[machine]\nmemory = \"8TiB\"\nswap = \"4TiB\"\n"));
+        assert_eq!(n.frame_table, (8u64 << 40) / 4096 * 16);
         assert_eq!(n.swap, (4u64 << 40) / 4096 * 5);
-        assert_eq!(n.page_tables, (20u64 << 40) / 4096 * 4);
-        assert_eq!(human(n.frame_table), "68.7 GB");
+        assert_eq!(n.page_tables, (12u64 << 40) / 4096 * 4);
+        assert_eq!(human(n.frame_table), "34.4 GB");
     }
 
     #[test]
@@ -265,16 +265,14 @@ mod tests {
 
     #[test]
     fn a_machine_larger_than_the_host_is_one_line() {
-        let s = sc("[machine]\nmemory = \"16TiB\"\nswap = \"4TiB\"\n");
+        let s = sc("[machine]\nmemory = \"8TiB\"\nswap = \"4TiB\"\n");
         let limit = HostLimit {
             bytes: 22_100_000_000,
             what: "available",
         };
         let e = check_against(&s, Some(limit)).unwrap_err().to_string();
         assert!(
-            e.starts_with(
-                "machine.memory = 16TiB needs 68.7 GB of host memory for its frame table"
-            ),
+            e.starts_with("machine.memory = 8TiB needs 34.4 GB of host memory for its frame table"),
             "{e}"
         );
         assert!(e.ends_with("this host has 22.1 GB available"), "{e}");

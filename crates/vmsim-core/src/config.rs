@@ -56,7 +56,7 @@ impl KnobValue for Nanos {
 }
 
 impl Knob {
-    /// The maximum as a scenario writes it (`16TiB`, `1s`, `1000000`).
+    /// The maximum as a scenario writes it (`8TiB`, `1s`, `1000000`).
     pub fn max_text(&self) -> Option<String> {
         self.max.map(|m| match self.unit {
             "[bytes]" => Bytes(m).to_string(),
@@ -854,8 +854,9 @@ fn default_duration() -> Nanos {
 /// The built-in default scenario: what `vmsim run` does with no file.
 pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/default.toml");
 
-/// Largest simulated machine (16 TiB) [bytes].
-pub const MAX_MEMORY: u64 = 16 << 40;
+/// Largest simulated machine (8 TiB) [bytes]: an rmap slot (mm/rmap.rs) holds a frame
+/// number below `SWP_BIT` = 2^31, so 2^31 frames of 4 KiB.
+pub const MAX_MEMORY: u64 = 8 << 40;
 /// Largest swap device (4 TiB) [bytes].
 pub const MAX_SWAP: u64 = 4 << 40;
 /// INT_MAX: the bound of the kernel's `int` sysctls (proc_dointvec_minmax) [count].
@@ -1549,9 +1550,9 @@ mod tests {
         let cost = k.iter().find(|k| k.name == "pcp_alloc").unwrap();
         assert_eq!(cost.max_text().as_deref(), Some("1000000000"));
         let mem = k.iter().find(|k| k.name == "memory").unwrap();
-        assert_eq!(mem.max_text().as_deref(), Some("16TiB"));
+        assert_eq!(mem.max_text().as_deref(), Some("8TiB"));
         assert!(err("[machine]\nmemory = \"32TiB\"\n")
-            .contains("machine.memory = 32TiB is above the maximum 16TiB"));
+            .contains("machine.memory = 32TiB is above the maximum 8TiB"));
         // Every default is within its maximum.
         assert!(Scenario::from_toml("").is_ok());
     }
