@@ -109,6 +109,8 @@ section! {
         memcg_stock_groups: Option<u64> = None, "[groups]";
         /// Reclaim cost for the anon/file balance counts rotations: 6.18's lru_note_cost_unlock_irq (I/O × SWAP_CLUSTER_MAX plus pages rotated, shrink_active_list too); false is 6.1's lru_note_cost (pages written out and refaulted only). Version default: 6.18 on, 6.1 off.
         lru_cost_rotations: Option<bool> = None, "[bool]";
+        /// 6.1's per-CPU swap slot caches (mm/swap_slots.c: folio_alloc_swap takes slots from a per-CPU cache of 64 refilled by get_swap_pages; free_swap_slot returns them 64 at a time; off below 2 × 64 free slots per CPU). Version default: 6.18 off (no slot cache), 6.1 on.
+        swap_slot_cache: Option<bool> = None, "[bool]";
         /// kswapd tags a node PGDAT_DIRTY (and may write file pages) only if it took unqueued dirty pages: 6.18's shrink_node (sc->nr.unqueued_dirty && … == file_taken); false is 6.1's, which also tags it when it took no file pages at all. Version default: 6.18 on, 6.1 off.
         pgdat_dirty_needs_unqueued: Option<bool> = None, "[bool]";
         /// Group pages by mobility (2.6.24+). false gives the single-free-list buddy allocator of 2.6.14 ('vanilla' in seed 003).
@@ -242,6 +244,8 @@ pub struct VersionRules {
     pub lru_cost_rotations: bool,
     /// `kernel.pgdat_dirty_needs_unqueued`.
     pub pgdat_dirty_needs_unqueued: bool,
+    /// `kernel.swap_slot_cache`.
+    pub swap_slot_cache: bool,
 }
 
 impl KernelVersion {
@@ -253,12 +257,14 @@ impl KernelVersion {
                 memcg_stock_groups: 7,
                 lru_cost_rotations: true,
                 pgdat_dirty_needs_unqueued: true,
+                swap_slot_cache: false,
             },
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
                 memcg_stock_groups: 1,
                 lru_cost_rotations: false,
                 pgdat_dirty_needs_unqueued: false,
+                swap_slot_cache: true,
             },
         }
     }
@@ -273,6 +279,7 @@ impl Kernel {
         self.lru_cost_rotations.get_or_insert(r.lru_cost_rotations);
         self.pgdat_dirty_needs_unqueued
             .get_or_insert(r.pgdat_dirty_needs_unqueued);
+        self.swap_slot_cache.get_or_insert(r.swap_slot_cache);
     }
 
     /// The switches in force: explicit values, else the version's.
@@ -285,6 +292,7 @@ impl Kernel {
             pgdat_dirty_needs_unqueued: self
                 .pgdat_dirty_needs_unqueued
                 .unwrap_or(r.pgdat_dirty_needs_unqueued),
+            swap_slot_cache: self.swap_slot_cache.unwrap_or(r.swap_slot_cache),
         }
     }
 }

@@ -828,6 +828,10 @@ fn kernel_version_sets_the_switches_defaults_and_a_knob_overrides_it() {
         (Some(true), Some(1), Some(false))
     );
     assert_eq!(v61.pgdat_dirty_needs_unqueued, Some(false));
+    assert_eq!(
+        (v618.swap_slot_cache, v61.swap_slot_cache),
+        (Some(false), Some(true))
+    );
     let over = parse("version = \"6.1\"\nmemcg_charge_batch = false");
     assert_eq!(over.memcg_charge_batch, Some(false));
     assert_eq!(over.lru_cost_rotations, Some(false));
@@ -859,5 +863,38 @@ fn a_bad_kernel_version_or_stock_size_is_one_line() {
             .unwrap_err()
             .to_string();
         assert!(e.contains(want) && !e.contains('\n'), "{k}: {e}");
+    }
+}
+
+/// Nine groups of 24 MiB, each with a writer of 32 MiB, all on one CPU.
+fn nine_writers(kernel: &str) -> Scenario {
+    let mut rest = String::new();
+    for g in 0..9 {
+        rest += &format!(
+            "[[cgroup]]\npath = \"g{g}\"\nlimit_in_bytes = \"24MiB\"\n\
+             [[task]]\nname = \"w{g}\"\ncgroup = \"g{g}\"\n\
+             program = [ {{ op = \"write\", file = \"f{g}\", size = \"32MiB\" }} ]\n"
+        );
+    }
+    scenario("512MiB", "0", kernel, &rest)
+}
+
+#[test]
+fn stocks_shared_by_more_groups_than_slots_balance_and_are_deterministic() {
+    // 6.18's seven slots evict one at random (the seed's stream); 6.1's one slot
+    // drains at every change of group. Both keep the counters exact.
+    for groups in [1, 7] {
+        let sc = nine_writers(&format!(
+            "memcg_charge_batch = true\nmemcg_stock_groups = {groups}"
+        ));
+        let r = run_checked(&sc);
+        assert_eq!(r.summary.oom_kills, 0);
+        let a = serde_json::to_string(&r).unwrap();
+        assert_eq!(a, serde_json::to_string(&run(&sc)).unwrap(), "{groups}");
+        for g in 0..9 {
+            let m = &r.memcg.as_ref().unwrap().groups[&format!("g{g}")];
+            assert!(m.max_usage_in_bytes <= 24 << 20);
+            assert!(m.failcnt > 0);
+        }
     }
 }

@@ -562,7 +562,7 @@ impl Kernel {
                     ret.push(pfn);
                     continue;
                 }
-                if !self.add_to_swap(pfn) {
+                if !self.add_to_swap(pfn, sc.cpu) {
                     activate = true;
                 }
             }
