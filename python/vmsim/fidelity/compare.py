@@ -56,7 +56,7 @@ MEMCG_FILES = ("failcnt", "max_usage_in_bytes", "usage_in_bytes", "limit_in_byte
 
 
 # vmsim's kernel.version for each recorded kernel series (docs/kernel-6.1.md).
-VMSIM_VERSIONS = {(6, 18): "6.18", (6, 1): "6.1"}
+VMSIM_VERSIONS: dict[tuple[int, ...], str] = {(6, 18): "6.18", (6, 1): "6.1"}
 
 
 def vmsim_version(machine: dict[str, Any]) -> str | None:

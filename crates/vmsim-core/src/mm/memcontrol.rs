@@ -26,8 +26,9 @@
 //! Simplifications: a page's group is its owner's — anonymous pages belong to
 //! the group of the task that maps them, page cache to the group of the task
 //! that created the file (the kernel charges the task that faults the page
-//! in); a group never moves. Charges are per page, without the per-CPU stock
-//! (MEMCG_CHARGE_BATCH is used only as memory.high's unit of debt).
+//! in); a group never moves. Charges are per page, without the per-CPU stock,
+//! unless `kernel.memcg_charge_batch` (6.1's default) turns on the batch and the
+//! stock of memcg_stock.rs.
 //! Swap-cache pages are uncharged when they leave their page table (no memsw
 //! counter). The soft-limit tree is per node, not per zone. memory.min and
 //! memory.low protect a group by its own usage (no effective-protection
