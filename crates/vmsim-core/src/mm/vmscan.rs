@@ -469,7 +469,7 @@ impl Kernel {
         }
         let nr_deactivate = self.move_folios_to_lru(nid, &l_inactive);
         self.mm.count_vm_events(Event::PGDEACTIVATE, nr_deactivate);
-        // 6.1's shrink_active_list notes no cost (rotations were free before 6.5).
+        // 6.1's shrink_active_list notes no cost: rotations are free there.
         if self.mm.kcfg.rules().lru_cost_rotations {
             self.lru_note_cost(nid, lru::is_file_lru(l), 0, nr_rotated);
         }
