@@ -402,6 +402,17 @@ def test_set_overrides_reach_the_engine(json_runs, cli, small_scenario):
     assert len(obj["cpus"]) == 4
 
 
+def test_kernel_version_is_set_as_a_name_and_a_bad_one_is_one_line(cli, small_scenario):
+    runs = [cli("run", small_scenario, "--json", "--set", "kernel.version=6.1") for _ in range(2)]
+    assert assert_ok(runs[0]) == assert_ok(runs[1])
+    bad = cli("run", small_scenario, "--set", "kernel.version=6.0")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        'vmsim: error: scenario: [kernel] (after --set): kernel.version = "6.0" is not a '
+        'modelled kernel (known: "6.18", "6.1")'
+    ]
+
+
 # ---------------------------------------------------------------------------
 # --output-dir and --plot
 # ---------------------------------------------------------------------------

@@ -157,6 +157,19 @@ def test_vmsim_scenario_reads_proc_after_every_phase():
     assert missing == []
 
 
+def test_a_recorded_kernel_runs_vmsim_with_its_kernel_version():
+    e = exp_of(SMALL)
+    six_one = MACHINE | {"kernel": "6.1.0-56-amd64", "kernel_version": "6.1.192"}
+    sc, missing = fc.vmsim_scenario(e, six_one)
+    assert sc["kernel"]["version"] == "6.1" and missing == []
+    sc, missing = fc.vmsim_scenario(e, MACHINE)
+    assert sc["kernel"]["version"] == "6.18" and missing == []
+    # A series vmsim has no rules for runs 6.18's, and says so.
+    sc, missing = fc.vmsim_scenario(e, MACHINE | {"kernel": "5.15.0-91-generic"})
+    assert "version" not in sc["kernel"]
+    assert missing == ["Linux 5.15.0-91-generic's own rules (vmsim runs 6.18's)"]
+
+
 def test_vmsim_run_gives_snapshots_at_phase_ends():
     sim = fc.run_vmsim(exp_of(SMALL), MACHINE)
     names = [s["name"] for s in sim["snapshots"]]

@@ -46,12 +46,20 @@ def table_knobs() -> list[dict[str, Any]]:
     return rows
 
 
-def parse_set_value(text: str) -> Any:
-    """Reads a --set value as TOML (numbers, booleans, strings, arrays); bare words are strings."""
+# Keys whose values are names even where they look like numbers (``kernel.version=6.1``).
+NAME_KEYS = frozenset({"kernel.version", "kernel.name"})
+
+
+def parse_set_value(text: str, key: str | None = None) -> Any:
+    """Reads a --set value as TOML (numbers, booleans, strings, arrays); bare words are strings,
+    and so is any value of a key in NAME_KEYS."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        v = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    if key in NAME_KEYS and not isinstance(v, str):
+        return text
+    return v
 
 
 def _dumps(data: dict[str, Any]) -> str:

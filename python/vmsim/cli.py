@@ -201,7 +201,7 @@ def run_cmd(
         if "=" not in s:
             raise UserError(f"--set {s}: expected KEY=VALUE")
         k, v = s.split("=", 1)
-        overrides[k.strip()] = api.parse_set_value(v.strip())
+        overrides[k.strip()] = api.parse_set_value(v.strip(), k.strip())
     if scenario is not None:
         _check_readable_file(scenario)
     if plot is not None and plot.suffix.lower() != ".png":

@@ -213,6 +213,18 @@ section! {
     Kernel, "kernel" {
         /// Name printed in reports and comparison tables.
         name: String = "default".to_string(), "[text]";
+        /// Which kernel's rules the per-mechanism switches below default to: "6.18" (today's) or "6.1" (the 6.1 LTS, docs/kernel-6.1.md); a switch set explicitly overrides its version default.
+        version: KernelVersion = KernelVersion::V6_18, "[version]";
+        /// try_charge_memcg() charges a batch of MEMCG_CHARGE_BATCH (64) pages, keeps the rest in a per-CPU stock (consume_stock, refill_stock) and retries a single page when the batch fails. Version default: 6.1 on; 6.18 off (6.18 has it too; vmsim's 6.18 default keeps charging page by page until its own change, docs/kernel-6.1.md).
+        memcg_charge_batch: Option<bool> = None, "[bool]";
+        /// Groups a CPU's charge stock holds at once (6.18: NR_MEMCG_STOCK = 7, a full stock evicts a random one; 6.1: 1, refill_stock drains it when another group refills). Needs memcg_charge_batch.
+        memcg_stock_groups: Option<u64> = None, "[groups]";
+        /// Reclaim cost for the anon/file balance counts rotations: 6.18's lru_note_cost_unlock_irq (I/O × SWAP_CLUSTER_MAX plus pages rotated, shrink_active_list too); false is 6.1's lru_note_cost (pages written out and refaulted only). Version default: 6.18 on, 6.1 off.
+        lru_cost_rotations: Option<bool> = None, "[bool]";
+        /// 6.1's per-CPU swap slot caches (mm/swap_slots.c: folio_alloc_swap takes slots from a per-CPU cache of 64 refilled by get_swap_pages; free_swap_slot returns them 64 at a time; off below 2 × 64 free slots per CPU). Version default: 6.18 off (no slot cache), 6.1 on.
+        swap_slot_cache: Option<bool> = None, "[bool]";
+        /// kswapd tags a node PGDAT_DIRTY (and may write file pages) only if it took unqueued dirty pages: 6.18's shrink_node (sc->nr.unqueued_dirty && … == file_taken); false is 6.1's, which also tags it when it took no file pages at all. Version default: 6.18 on, 6.1 off.
+        pgdat_dirty_needs_unqueued: Option<bool> = None, "[bool]";
         /// Group pages by mobility (2.6.24+). false gives the single-free-list buddy allocator of 2.6.14 ('vanilla' in seed 003).
         mobility_grouping: bool = true, "[bool]";
         /// vm.min_free_kbytes; 0 computes it as calculate_min_free_kbytes() does.
@@ -291,6 +303,109 @@ section! {
         thp_defrag: ThpDefrag = ThpDefrag::Madvise, "[policy]";
         /// Soft-limit reclaim of memory cgroups (seed 002): base (the soft-limit tree, largest excess reclaimed first at priority 0 from kswapd and direct reclaim; 3.11 and today's cgroup v1), rework (soft limit folded into the hierarchy walk of shrink_node, eligibility climbing to the root per group), reworkoptim (rework plus children_in_excess skipping subtrees).
         soft_limit_reclaim: SoftLimitReclaim = SoftLimitReclaim::Base, "[policy]";
+    }
+}
+
+/// The kernel version whose rules the per-mechanism switches default to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum KernelVersion {
+    /// Linux 6.18, today's kernel.
+    #[serde(rename = "6.18")]
+    V6_18,
+    /// Linux 6.1 LTS.
+    #[serde(rename = "6.1")]
+    V6_1,
+}
+
+impl KernelVersion {
+    /// Every version with its name in scenarios.
+    pub const ALL: [(&'static str, KernelVersion); 2] =
+        [("6.18", KernelVersion::V6_18), ("6.1", KernelVersion::V6_1)];
+}
+
+impl<'de> Deserialize<'de> for KernelVersion {
+    /// A version's name as a string; anything else names the known ones.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let known = "known: \"6.18\", \"6.1\"";
+        let v = toml::Value::deserialize(d)?;
+        let Some(name) = v.as_str() else {
+            return Err(serde::de::Error::custom(format!(
+                "kernel.version = {v} must be a string ({known})"
+            )));
+        };
+        KernelVersion::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, k)| k)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "kernel.version = \"{name}\" is not a modelled kernel ({known})"
+                ))
+            })
+    }
+}
+
+/// The per-mechanism switches as one kernel version sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionRules {
+    /// `kernel.memcg_charge_batch`.
+    pub memcg_charge_batch: bool,
+    /// `kernel.memcg_stock_groups`.
+    pub memcg_stock_groups: u64,
+    /// `kernel.lru_cost_rotations`.
+    pub lru_cost_rotations: bool,
+    /// `kernel.pgdat_dirty_needs_unqueued`.
+    pub pgdat_dirty_needs_unqueued: bool,
+    /// `kernel.swap_slot_cache`.
+    pub swap_slot_cache: bool,
+}
+
+impl KernelVersion {
+    /// The switches' defaults under this version (docs/kernel-6.1.md, "The switches").
+    pub const fn rules(self) -> VersionRules {
+        match self {
+            KernelVersion::V6_18 => VersionRules {
+                memcg_charge_batch: false,
+                memcg_stock_groups: 7,
+                lru_cost_rotations: true,
+                pgdat_dirty_needs_unqueued: true,
+                swap_slot_cache: false,
+            },
+            KernelVersion::V6_1 => VersionRules {
+                memcg_charge_batch: true,
+                memcg_stock_groups: 1,
+                lru_cost_rotations: false,
+                pgdat_dirty_needs_unqueued: false,
+                swap_slot_cache: true,
+            },
+        }
+    }
+}
+
+impl Kernel {
+    /// Sets every per-mechanism switch left unset to its version's default.
+    pub fn apply_version(&mut self) {
+        let r = self.version.rules();
+        self.memcg_charge_batch.get_or_insert(r.memcg_charge_batch);
+        self.memcg_stock_groups.get_or_insert(r.memcg_stock_groups);
+        self.lru_cost_rotations.get_or_insert(r.lru_cost_rotations);
+        self.pgdat_dirty_needs_unqueued
+            .get_or_insert(r.pgdat_dirty_needs_unqueued);
+        self.swap_slot_cache.get_or_insert(r.swap_slot_cache);
+    }
+
+    /// The switches in force: explicit values, else the version's.
+    pub fn rules(&self) -> VersionRules {
+        let r = self.version.rules();
+        VersionRules {
+            memcg_charge_batch: self.memcg_charge_batch.unwrap_or(r.memcg_charge_batch),
+            memcg_stock_groups: self.memcg_stock_groups.unwrap_or(r.memcg_stock_groups),
+            lru_cost_rotations: self.lru_cost_rotations.unwrap_or(r.lru_cost_rotations),
+            pgdat_dirty_needs_unqueued: self
+                .pgdat_dirty_needs_unqueued
+                .unwrap_or(r.pgdat_dirty_needs_unqueued),
+            swap_slot_cache: self.swap_slot_cache.unwrap_or(r.swap_slot_cache),
+        }
     }
 }
 
@@ -942,8 +1057,9 @@ pub fn knob_table() -> Vec<Knob> {
 impl Scenario {
     /// Parses and validates a scenario from TOML text.
     pub fn from_toml(text: &str) -> Result<Self> {
-        let sc: Scenario =
+        let mut sc: Scenario =
             toml::from_str(text).map_err(|e| Error::Parse(one_line_toml_error(&e, text)))?;
+        sc.kernel.apply_version();
         sc.validate()?;
         Ok(sc)
     }
@@ -1062,6 +1178,12 @@ impl Scenario {
             return inv(format!(
                 "kernel.percpu_pagelist_high_fraction = {} must be 0 or at least 8 (MIN_PERCPU_PAGELIST_HIGH_FRACTION)",
                 k.percpu_pagelist_high_fraction
+            ));
+        }
+        if !(1..=64).contains(&k.rules().memcg_stock_groups) {
+            return inv(format!(
+                "kernel.memcg_stock_groups = {} is out of range (1..=64)",
+                k.rules().memcg_stock_groups
             ));
         }
         if k.lowmem_reserve_ratio.len() != 3 || k.lowmem_reserve_ratio.contains(&0) {

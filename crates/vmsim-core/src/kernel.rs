@@ -329,7 +329,14 @@ impl Kernel {
             tasks: Vec::new(),
             oom_no_victim: 0,
             rmap: Rmap::default(),
-            swap: SwapInfo::new((machine.swap.0 / crate::mm::page::PAGE_SIZE) as u32),
+            swap: {
+                let si = SwapInfo::new((machine.swap.0 / crate::mm::page::PAGE_SIZE) as u32);
+                if kcfg.rules().swap_slot_cache {
+                    si.with_slot_cache(machine.cpus)
+                } else {
+                    si
+                }
+            },
             disk: BlockDevice::new(disk.clone()),
             bios: Vec::new(),
             free_bios: Vec::new(),

@@ -349,6 +349,8 @@ pub fn build(sc: &Scenario) -> Engine {
     }
     crate::kernel::start_kthreads(&mut eng);
     eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
+    eng.kernel.mm.memcg.stock =
+        crate::mm::memcg_stock::MemcgStock::new(sc.kernel.rules().memcg_stock_groups, sc.seed);
     sc.spawn_workloads(&mut eng);
     crate::workload::spawn_tasks(sc, &mut eng);
     eng

@@ -762,3 +762,139 @@ fn reclaim_throttle_off_runs_none_of_todays_throttles() {
     assert_eq!((off, limit), (0, 0));
     assert_ne!(t_modern, t_off, "off and modern are different kernels");
 }
+
+/// failcnt and limit-reclaim entries (mm_vmscan_memcg_reclaim_begin) of a 64 MiB write
+/// through a 16 MiB group.
+fn failcnt_and_reclaims(kernel: &str) -> (u64, u64) {
+    let sc = in_group(
+        kernel,
+        "limit_in_bytes = \"16MiB\"",
+        "{ op = \"write\", file = \"f\", size = \"64MiB\" }",
+    );
+    let mut eng = vmsim_core::sim::build(&sc);
+    while eng.live_user_tasks > 0 {
+        let t = eng.kernel.mm.clock() + 500_000_000;
+        eng.run_until(t);
+        // Stocked charges count in usage: the counters still balance.
+        eng.kernel.check_memcg().unwrap_or_else(|e| panic!("{e}"));
+    }
+    let r = run(&sc);
+    let l = &r.memcg.as_ref().unwrap().groups["L"];
+    assert!(l.max_usage_in_bytes <= 16 << 20, "{kernel}: limit exceeded");
+    assert_eq!(r.vmstat_delta["nr_written"], 16384, "{kernel}");
+    (l.failcnt, eng.kernel.mm.memcg.walk.limit_reclaims)
+}
+
+#[test]
+fn the_charge_batch_fails_once_per_page_near_the_limit_as_6_1_does() {
+    // Page by page (vmsim's 6.18 default), every failed charge is a limit reclaim.
+    let (per_page, reclaims) = failcnt_and_reclaims("");
+    assert_eq!(per_page, reclaims);
+    // try_charge_memcg's batch: within 64 pages of the limit the batch of 64 fails and
+    // the page alone is charged, so nearly every page after the limit is first reached
+    // fails once (6.1's recordings: failcnt 0.8 per page written).
+    let (batched, reclaims_b) = failcnt_and_reclaims("memcg_charge_batch = true");
+    let after_limit = 16384 - 4096;
+    assert!(batched > after_limit * 9 / 10, "{batched}");
+    assert!(batched > 5 * per_page, "{batched} against {per_page}");
+    // The reclaims themselves stay within a fifth of each other.
+    assert!(reclaims_b * 5 > reclaims * 4 && reclaims_b * 4 < reclaims * 5);
+}
+
+#[test]
+fn kernel_version_sets_the_switches_defaults_and_a_knob_overrides_it() {
+    let parse = |k: &str| {
+        Scenario::from_toml(&format!("[kernel]\n{k}\n"))
+            .unwrap()
+            .kernel
+    };
+    let v618 = parse("");
+    let v61 = parse("version = \"6.1\"");
+    assert_eq!(v618.version, vmsim_core::config::KernelVersion::V6_18);
+    assert_eq!(
+        (
+            v618.memcg_charge_batch,
+            v618.memcg_stock_groups,
+            v618.lru_cost_rotations
+        ),
+        (Some(false), Some(7), Some(true))
+    );
+    assert_eq!(
+        (
+            v61.memcg_charge_batch,
+            v61.memcg_stock_groups,
+            v61.lru_cost_rotations
+        ),
+        (Some(true), Some(1), Some(false))
+    );
+    assert_eq!(v61.pgdat_dirty_needs_unqueued, Some(false));
+    assert_eq!(
+        (v618.swap_slot_cache, v61.swap_slot_cache),
+        (Some(false), Some(true))
+    );
+    let over = parse("version = \"6.1\"\nmemcg_charge_batch = false");
+    assert_eq!(over.memcg_charge_batch, Some(false));
+    assert_eq!(over.lru_cost_rotations, Some(false));
+    // The version's charging is the switch's: 6.1 with the batch off charges as 6.18.
+    assert_eq!(
+        failcnt_and_reclaims("version = \"6.1\"\nmemcg_charge_batch = false").0,
+        failcnt_and_reclaims("").0
+    );
+    assert_eq!(
+        failcnt_and_reclaims("version = \"6.1\"").0,
+        failcnt_and_reclaims("memcg_charge_batch = true\nmemcg_stock_groups = 1").0
+    );
+}
+
+#[test]
+fn a_bad_kernel_version_or_stock_size_is_one_line() {
+    for (k, want) in [
+        (
+            "version = \"5.4\"",
+            "kernel.version = \"5.4\" is not a modelled kernel",
+        ),
+        ("version = 6.1", "kernel.version = 6.1 must be a string"),
+        (
+            "memcg_stock_groups = 0",
+            "kernel.memcg_stock_groups = 0 is out of range",
+        ),
+    ] {
+        let e = Scenario::from_toml(&format!("[kernel]\n{k}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want) && !e.contains('\n'), "{k}: {e}");
+    }
+}
+
+/// Nine groups of 24 MiB, each with a writer of 32 MiB, all on one CPU.
+fn nine_writers(kernel: &str) -> Scenario {
+    let mut rest = String::new();
+    for g in 0..9 {
+        rest += &format!(
+            "[[cgroup]]\npath = \"g{g}\"\nlimit_in_bytes = \"24MiB\"\n\
+             [[task]]\nname = \"w{g}\"\ncgroup = \"g{g}\"\n\
+             program = [ {{ op = \"write\", file = \"f{g}\", size = \"32MiB\" }} ]\n"
+        );
+    }
+    scenario("512MiB", "0", kernel, &rest)
+}
+
+#[test]
+fn stocks_shared_by_more_groups_than_slots_balance_and_are_deterministic() {
+    // 6.18's seven slots evict one at random (the seed's stream); 6.1's one slot
+    // drains at every change of group. Both keep the counters exact.
+    for groups in [1, 7] {
+        let sc = nine_writers(&format!(
+            "memcg_charge_batch = true\nmemcg_stock_groups = {groups}"
+        ));
+        let r = run_checked(&sc);
+        assert_eq!(r.summary.oom_kills, 0);
+        let a = serde_json::to_string(&r).unwrap();
+        assert_eq!(a, serde_json::to_string(&run(&sc)).unwrap(), "{groups}");
+        for g in 0..9 {
+            let m = &r.memcg.as_ref().unwrap().groups[&format!("g{g}")];
+            assert!(m.max_usage_in_bytes <= 24 << 20);
+            assert!(m.failcnt > 0);
+        }
+    }
+}

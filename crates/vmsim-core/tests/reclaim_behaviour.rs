@@ -351,6 +351,24 @@ fn swap_round_trip_returns_every_page_and_slot() {
 }
 
 #[test]
+fn with_6_1s_slot_cache_the_only_slots_left_taken_are_the_caches() {
+    for (kernel, cached) in [("", false), ("version = \"6.1\"", true)] {
+        let sc = scenario(&round_trip_scenario_on(kernel));
+        let mut eng = vmsim_core::sim::build(&sc);
+        eng.run_until(15_000 * MS);
+        assert_eq!(eng.live_user_tasks, 0, "{kernel}: the hog did not finish");
+        eng.kernel.process_io(15_000 * MS);
+        eng.kernel.check_accounting().unwrap();
+        assert!(vm(&eng, "pswpout") > 0 && vm(&eng, "pswpin") > 0);
+        let si = &eng.kernel.swap;
+        // Every slot is free or in a cache; one CPU caches at most 64 + 64.
+        assert_eq!(si.inuse_pages, si.nr_cached(), "{kernel}: slots leaked");
+        assert_eq!(si.nr_cached() > 0, cached, "{kernel}");
+        assert!(si.nr_cached() <= 128);
+    }
+}
+
+#[test]
 fn swap_writeback_keeps_nr_zone_write_pending_consistent() {
     let sc = scenario(&round_trip_scenario());
     let mut eng = vmsim_core::sim::build(&sc);

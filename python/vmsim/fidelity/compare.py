@@ -55,6 +55,15 @@ SYSCTL_FIXED = {
 MEMCG_FILES = ("failcnt", "max_usage_in_bytes", "usage_in_bytes", "limit_in_bytes")
 
 
+# vmsim's kernel.version for each recorded kernel series (docs/kernel-6.1.md).
+VMSIM_VERSIONS: dict[tuple[int, ...], str] = {(6, 18): "6.18", (6, 1): "6.1"}
+
+
+def vmsim_version(machine: dict[str, Any]) -> str | None:
+    """The ``kernel.version`` vmsim runs a recorded kernel with (None: not modelled)."""
+    return VMSIM_VERSIONS.get(_version(machine)[:2])
+
+
 def recordings_dir() -> Path:
     """The recordings that ship with vmsim."""
     return Path(str(resources.files("vmsim.fidelity") / "recordings"))
@@ -75,6 +84,11 @@ def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, 
     """
     missing = list(exp.missing)
     kernel: dict[str, Any] = {"name": f"linux-{machine['kernel'].split('-')[0]}"}
+    version = vmsim_version(machine)
+    if version is not None:
+        kernel["version"] = version
+    else:
+        missing.append(f"Linux {machine['kernel']}'s own rules (vmsim runs 6.18's)")
     sysctl = dict(machine.get("sysctl", {}))
     sysctl.update(exp.sysctl)
     for name, value in sysctl.items():

@@ -93,7 +93,7 @@ def parse_values(key: str, text: str) -> list[Any]:
         if m:
             out.extend(parse_range(m.group(1), where))
         else:
-            out.append(api.parse_set_value(item))
+            out.append(api.parse_set_value(item, key))
     return out
 
 

@@ -49,6 +49,8 @@ pub mod streams {
     pub const WORKLOAD: u64 = 1;
     /// Benchmarks.
     pub const BENCH: u64 = 2;
+    /// The memcg charge stock's choice of a slot to evict (refill_stock).
+    pub const MEMCG_STOCK: u64 = 3;
     /// Per-task streams are TASK_STREAM_BASE + task id.
     pub const TASK_STREAM_BASE: u64 = 1 << 20;
 }

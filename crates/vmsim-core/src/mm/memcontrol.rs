@@ -26,8 +26,9 @@
 //! Simplifications: a page's group is its owner's — anonymous pages belong to
 //! the group of the task that maps them, page cache to the group of the task
 //! that created the file (the kernel charges the task that faults the page
-//! in); a group never moves. Charges are per page, without the per-CPU stock
-//! (MEMCG_CHARGE_BATCH is used only as memory.high's unit of debt).
+//! in); a group never moves. Charges are per page, without the per-CPU stock,
+//! unless `kernel.memcg_charge_batch` (6.1's default) turns on the batch and the
+//! stock of memcg_stock.rs.
 //! Swap-cache pages are uncharged when they leave their page table (no memsw
 //! counter). The soft-limit tree is per node, not per zone. memory.min and
 //! memory.low protect a group by its own usage (no effective-protection
@@ -307,6 +308,8 @@ pub struct MemcgState {
     pub dfl: bool,
     /// The groups' [`MemcgExt`] records.
     pub ext: Vec<MemcgExt>,
+    /// Every CPU's charge stock (memcg_stock_pcp), used under `kernel.memcg_charge_batch`.
+    pub stock: super::memcg_stock::MemcgStock,
 }
 
 impl MemcgState {
@@ -325,6 +328,7 @@ impl MemcgState {
             walk: MemcgWalkStats::default(),
             dfl: false,
             ext: Vec::new(),
+            stock: super::memcg_stock::MemcgStock::default(),
         }
     }
 
@@ -535,6 +539,12 @@ impl MemcgState {
             c = g.parent;
         }
         Ok(())
+    }
+
+    /// Pages `id` may still charge before its limit (mem_cgroup_margin).
+    pub fn mem_cgroup_margin(&self, id: u32) -> u64 {
+        let m = &self.groups[id as usize].memory;
+        m.max.saturating_sub(m.usage)
     }
 
     /// Uncharges `n` pages from `id` and every ancestor (page_counter_uncharge).
@@ -793,6 +803,8 @@ pub struct ChargeResume {
     pub nr_retries: u32,
     /// Pages the last reclaim freed.
     pub nr_reclaimed: u64,
+    /// The stocks were drained (try_charge_memcg's `drained`).
+    pub drained: bool,
 }
 
 /// The memory cgroups of a run's result.
@@ -1088,28 +1100,51 @@ impl Kernel {
     /// MAX_RECLAIM_RETRIES, and then the memcg OOM killer runs. Reclaim that sleeps
     /// (reclaim_throttle, a wait on writeback) ends the attempt with `Retry`: the task
     /// sleeps while the flusher and the disk run, and the loop resumes where it was
-    /// when the allocation is retried. `Page(NIL)` when charged; `Killed` if `tid`
-    /// was chosen; `Failed` if no victim is left.
+    /// when the allocation is retried. Under `kernel.memcg_charge_batch` the charge is
+    /// taken from the CPU's stock, else charged as a batch of MEMCG_CHARGE_BATCH whose
+    /// rest is stocked, else (the batch failed, counted in failcnt) as the page alone;
+    /// limit reclaim that leaves no margin drains the stocks once. `Page(NIL)` when
+    /// charged; `Killed` if `tid` was chosen; `Failed` if no victim is left.
     pub fn mem_cgroup_try_charge(&mut self, id: u32, tid: TaskId) -> AllocResult {
         if !self.mm.memcg.enabled() {
             return AllocResult::Page(NIL);
         }
         let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
         self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
+        let cpu = self.tasks[tid as usize].cpu;
+        // The root group is never charged through the stock (try_charge()).
+        let stock = self.mm.kcfg.rules().memcg_charge_batch && id != ROOT_MEM_CGROUP;
         let resume = self.tasks[tid as usize].memcg_charge.take();
         let mut nr_retries = resume.map_or(MAX_RECLAIM_RETRIES, |r| r.nr_retries);
         // Pages the last reclaim of this charge freed; None before the first.
         let mut progress = resume.map(|r| r.nr_reclaimed);
+        let mut drained = resume.is_some_and(|r| r.drained);
+        // max(MEMCG_CHARGE_BATCH, nr_pages) until a batch fails; a resumed charge is past that.
+        let mut batch = if stock && resume.is_none() {
+            MEMCG_CHARGE_BATCH
+        } else {
+            1
+        };
         loop {
-            let over = match self.mm.memcg.page_counter_try_charge(id, 1) {
+            if stock && self.mm.memcg.consume_stock(cpu, id, 1) {
+                return AllocResult::Page(NIL);
+            }
+            let over = match self.mm.memcg.page_counter_try_charge(id, batch) {
                 Ok(()) => {
+                    if batch > 1 {
+                        self.mm.memcg.refill_stock(cpu, id, batch - 1);
+                    }
                     if self.mm.memcg.dfl {
-                        self.mem_cgroup_note_over_high(id, tid);
+                        self.mem_cgroup_note_over_high(id, tid, batch);
                     }
                     return AllocResult::Page(NIL);
                 }
                 Err(over) => over,
             };
+            if batch > 1 {
+                batch = 1;
+                continue;
+            }
             if progress == Some(0) {
                 if nr_retries == 0 {
                     // mem_cgroup_oom()
@@ -1130,10 +1165,16 @@ impl Kernel {
             self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
             let nr_reclaimed = self.try_to_free_mem_cgroup_pages(over, 1, tid);
             progress = Some(nr_reclaimed);
+            // No margin left by the reclaim: give back what the stocks hold, once.
+            if stock && !drained && self.mm.memcg.mem_cgroup_margin(over) == 0 {
+                self.mm.memcg.drain_all_stock(over);
+                drained = true;
+            }
             if self.mm.cur.sleep > 0 {
                 self.tasks[tid as usize].memcg_charge = Some(ChargeResume {
                     nr_retries,
                     nr_reclaimed,
+                    drained,
                 });
                 return AllocResult::Retry;
             }
@@ -1222,6 +1263,10 @@ impl Kernel {
                 }
             }
         }
+        // Stocked charges are in the counters without a page.
+        for (g, n) in m.stock.stocked(m.groups.len()).into_iter().enumerate() {
+            local[g] += n;
+        }
         for g in 0..m.groups.len() {
             let e = m.ext(g as u32);
             if (e.stat[stat::DIRTY], e.stat[stat::WRITEBACK]) != (dirty[g], writeback[g]) {
@@ -1306,11 +1351,11 @@ impl Kernel {
     /// After a charge: a group over memory.high on the way to the root makes the task owe
     /// reclaim on its return to user space, and more than a batch owed is paid at once
     /// (try_charge_memcg's tail, cgroup v2).
-    fn mem_cgroup_note_over_high(&mut self, id: u32, tid: TaskId) {
+    fn mem_cgroup_note_over_high(&mut self, id: u32, tid: TaskId, batch: u64) {
         let mut g = id;
         while g != NO_MEMCG {
             if self.mm.memcg.groups[g as usize].memory.usage > self.mm.memcg.high(g) {
-                self.tasks[tid as usize].memcg_nr_pages_over_high += 1;
+                self.tasks[tid as usize].memcg_nr_pages_over_high += batch;
                 break;
             }
             g = self.mm.memcg.groups[g as usize].parent;

@@ -146,7 +146,8 @@ impl Kernel {
         if let Some(p) = self.swap.cache_lookup(s) {
             // Still in the swap cache (being written, or written and not yet freed): map it back.
             self.swap.cache_del(s);
-            self.swap.swap_free(s);
+            let cpu = self.tasks[tid as usize].cpu;
+            self.swap.free_swap_slot(cpu, s);
             let nid = self.mm.pfn_to_nid(p);
             self.mm
                 .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
@@ -170,7 +171,8 @@ impl Kernel {
         self.mm.count_vm_events(Event::PGPGIN, 4);
         let sector = self.swap_sector(s);
         let done = self.submit_bio(Request::read(sector, 1, 0), BioKind::SwapIn);
-        self.swap.swap_free(s);
+        let cpu = self.tasks[tid as usize].cpu;
+        self.swap.free_swap_slot(cpu, s);
         self.tasks[tid as usize].swapents -= 1;
         self.map_anon_page(tid, slot, p);
         self.mem_cgroup_commit_charge(p, memcg);
@@ -252,7 +254,7 @@ impl Kernel {
                         self.mm.free_pages(p, 0, cpu);
                     }
                 }
-                self.swap.swap_free(s);
+                self.swap.free_swap_slot(cpu, s);
                 // free_swap_and_cache(): the slot's shadow goes with it.
                 self.shadows.take_swap(s);
             }
@@ -277,12 +279,13 @@ impl Kernel {
 
     /// Gives an anonymous page a swap slot, puts it in the swap cache and replaces
     /// its PTE by the swap entry (add_to_swap, then try_to_unmap); false if swap is full.
-    pub fn add_to_swap(&mut self, p: Pfn) -> bool {
+    /// `cpu` is the reclaimer's (its slot cache under `kernel.swap_slot_cache`).
+    pub fn add_to_swap(&mut self, p: Pfn, cpu: usize) -> bool {
         let slot = self.mm.map[p as usize].owner;
         if slot == NIL || self.rmap.get(slot) != Entry::Page(p) {
             return false;
         }
-        let Some(s) = self.swap.get_swap_page() else {
+        let Some(s) = self.swap.folio_alloc_swap(cpu) else {
             return false;
         };
         self.swap.cache_add(s, p);

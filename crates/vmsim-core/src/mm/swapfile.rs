@@ -4,9 +4,18 @@
 //! scan_swap_map_slots allocating slots in ascending order from a cursor so
 //! that swap-out writes are sequential, swap_free) and mm/swap_state.c (the
 //! swap cache: a page being written to or read from a slot is found by slot).
-//! Simplifications: one swap device; no clusters or per-CPU slot caches; a
-//! slot has one user (no fork sharing); a page read back in leaves the swap
-//! cache and frees its slot at once (as when vm_swap_full() holds).
+//! With `kernel.swap_slot_cache` (6.1's mm/swap_slots.c), each CPU takes
+//! its slots from a cache of SWAP_SLOTS_CACHE_SIZE (64) refilled from the
+//! device in one go (`folio_alloc_swap()` → `refill_swap_slots_cache()` →
+//! `get_swap_pages()`), and keeps the slots it frees until 64 have gathered
+//! (`free_swap_slot()` → `swapcache_free_entries()`); the caches work only
+//! while more than 5 × 64 slots per CPU are free and are drained below
+//! 2 × 64 per CPU (`check_cache_active()`). 6.18 has no slot cache (slots
+//! come from per-CPU clusters in `folio_alloc_swap()`).
+//!
+//! Simplifications: one swap device; no clusters; a slot has one user (no
+//! fork sharing); a page read back in leaves the swap cache and frees its
+//! slot at once (as when vm_swap_full() holds).
 
 use super::page::{Pfn, NIL};
 
@@ -23,6 +32,24 @@ pub struct SwapInfo {
     cache: Vec<Pfn>,
     /// Where the next search for a free slot starts (cluster_next).
     cursor: u32,
+    /// 6.1's per-CPU swap slot caches (`kernel.swap_slot_cache`); None without.
+    slots_cache: Option<SwapSlotsCache>,
+}
+
+/// Slots per CPU cache, for allocation and for freeing (SWAP_SLOTS_CACHE_SIZE = SWAP_BATCH).
+pub const SWAP_SLOTS_CACHE_SIZE: usize = 64;
+
+/// The per-CPU swap slot caches of 6.1 (mm/swap_slots.c).
+#[derive(Debug, Clone, Default)]
+pub struct SwapSlotsCache {
+    /// CPUs online (num_online_cpus()), for the activation thresholds.
+    nr_cpus: u32,
+    /// swap_slot_cache_active.
+    active: bool,
+    /// Each CPU's cache of slots to hand out, next first (cache->slots from cache->cur).
+    slots: Vec<std::collections::VecDeque<u32>>,
+    /// Each CPU's freed slots not yet returned (cache->slots_ret).
+    slots_ret: Vec<Vec<u32>>,
 }
 
 impl SwapInfo {
@@ -34,7 +61,101 @@ impl SwapInfo {
             swap_map: vec![0; pages as usize],
             cache: vec![NIL; pages as usize],
             cursor: 0,
+            slots_cache: None,
         }
+    }
+
+    /// The same area with 6.1's per-CPU slot caches for `nr_cpus` CPUs (enable_swap_slots_cache).
+    pub fn with_slot_cache(mut self, nr_cpus: u32) -> Self {
+        let n = nr_cpus as usize;
+        self.slots_cache = Some(SwapSlotsCache {
+            nr_cpus,
+            active: false,
+            slots: vec![Default::default(); n],
+            slots_ret: vec![Vec::new(); n],
+        });
+        self
+    }
+
+    /// A slot for a page being swapped out on `cpu` (folio_alloc_swap): from the CPU's
+    /// slot cache while the caches are active, else straight from the device.
+    pub fn folio_alloc_swap(&mut self, cpu: usize) -> Option<u32> {
+        if self.check_cache_active() {
+            if let Some(s) = self.alloc_swap_slot_cache(cpu) {
+                return Some(s);
+            }
+        }
+        self.get_swap_page()
+    }
+
+    /// The next slot of `cpu`'s cache, refilling an empty cache with up to
+    /// SWAP_SLOTS_CACHE_SIZE slots (refill_swap_slots_cache → get_swap_pages).
+    fn alloc_swap_slot_cache(&mut self, cpu: usize) -> Option<u32> {
+        let mut cache = self.slots_cache.take()?;
+        let q = &mut cache.slots[cpu];
+        if q.is_empty() {
+            while q.len() < SWAP_SLOTS_CACHE_SIZE {
+                match self.get_swap_page() {
+                    Some(s) => q.push_back(s),
+                    None => break,
+                }
+            }
+        }
+        let s = q.pop_front();
+        self.slots_cache = Some(cache);
+        s
+    }
+
+    /// Whether the slot caches are in use, switching them on above 5 × 64 free slots per
+    /// CPU and off (every cache drained) below 2 × 64 (check_cache_active).
+    fn check_cache_active(&mut self) -> bool {
+        let free = self.nr_free() as usize;
+        let Some(c) = &mut self.slots_cache else {
+            return false;
+        };
+        let per_cpu = c.nr_cpus as usize * SWAP_SLOTS_CACHE_SIZE;
+        if !c.active {
+            // reactivate_swap_slots_cache()
+            c.active = free > 5 * per_cpu;
+        } else if free < 2 * per_cpu {
+            self.deactivate_swap_slots_cache();
+        }
+        self.slots_cache.as_ref().is_some_and(|c| c.active)
+    }
+
+    /// Returns every cached slot, to hand out or freed, to the device (deactivate_swap_slots_cache).
+    fn deactivate_swap_slots_cache(&mut self) {
+        let Some(mut c) = self.slots_cache.take() else {
+            return;
+        };
+        c.active = false;
+        for s in c.slots.iter_mut().flat_map(|q| q.drain(..)) {
+            self.swap_free(s);
+        }
+        for s in c.slots_ret.iter_mut().flat_map(|r| r.drain(..)) {
+            self.swap_free(s);
+        }
+        self.slots_cache = Some(c);
+    }
+
+    /// Frees a slot from `cpu` (free_swap_slot): into the CPU's return cache while the
+    /// caches are active, the 64 gathered there going back together; else at once.
+    pub fn free_swap_slot(&mut self, cpu: usize, slot: u32) {
+        if !self.slots_cache.as_ref().is_some_and(|c| c.active) {
+            self.swap_free(slot);
+            return;
+        }
+        let Some(mut c) = self.slots_cache.take() else {
+            return;
+        };
+        if c.slots_ret[cpu].len() >= SWAP_SLOTS_CACHE_SIZE {
+            // swapcache_free_entries()
+            for s in std::mem::take(&mut c.slots_ret[cpu]) {
+                self.swap_free(s);
+            }
+        }
+        c.slots_ret[cpu].push(slot);
+        self.slots_cache = Some(c);
     }
 
     /// Takes a free slot, searching upwards from the cursor (scan_swap_map_slots); None if full.
@@ -88,6 +209,15 @@ impl SwapInfo {
         self.cache[slot as usize] = NIL;
     }
 
+    /// Slots held by the slot caches, to hand out or freed and not yet returned.
+    pub fn nr_cached(&self) -> u32 {
+        self.slots_cache.as_ref().map_or(0, |c| {
+            let n: usize = c.slots.iter().map(|q| q.len()).sum::<usize>()
+                + c.slots_ret.iter().map(|r| r.len()).sum::<usize>();
+            n as u32
+        })
+    }
+
     /// Free slots (get_nr_swap_pages).
     pub fn nr_free(&self) -> u32 {
         self.pages - self.inuse_pages
@@ -97,6 +227,62 @@ impl SwapInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn six_one_slot_caches_hand_each_cpu_a_run_of_64_and_return_frees_in_batches() {
+        // Without the cache (6.18 here) two CPUs swapping in turn interleave their slots.
+        let mut plain = SwapInfo::new(4096);
+        let got: Vec<u32> = (0..4)
+            .map(|i| plain.folio_alloc_swap(i % 2).unwrap())
+            .collect();
+        assert_eq!(got, [0, 1, 2, 3]);
+        // With it each CPU takes from its own run of 64.
+        let mut si = SwapInfo::new(4096).with_slot_cache(2);
+        let got: Vec<u32> = (0..4)
+            .map(|i| si.folio_alloc_swap(i % 2).unwrap())
+            .collect();
+        assert_eq!(got, [0, 64, 1, 65]);
+        assert_eq!(
+            si.nr_free(),
+            4096 - 128,
+            "cached slots are taken from the device"
+        );
+        // A freed slot waits in the CPU's return cache until 64 have gathered.
+        let mut si = SwapInfo::new(4096).with_slot_cache(2);
+        let held: Vec<u32> = (0..65).map(|_| si.folio_alloc_swap(0).unwrap()).collect();
+        assert_eq!(si.nr_free(), 4096 - 128);
+        for &s in &held[..64] {
+            si.free_swap_slot(1, s);
+        }
+        assert_eq!(si.nr_free(), 4096 - 128);
+        si.free_swap_slot(1, held[64]);
+        assert_eq!(si.nr_free(), 4096 - 128 + 64);
+    }
+
+    #[test]
+    fn slot_caches_are_off_while_swap_is_nearly_full() {
+        // 2 CPUs: active above 5 × 64 × 2 = 640 free slots, drained below 256.
+        let mut small = SwapInfo::new(640).with_slot_cache(2);
+        let got: Vec<u32> = (0..2).map(|i| small.folio_alloc_swap(i).unwrap()).collect();
+        assert_eq!(got, [0, 1], "640 free is not above 640");
+        let mut si = SwapInfo::new(1024).with_slot_cache(2);
+        assert_eq!(si.folio_alloc_swap(1), Some(0));
+        assert_eq!(si.nr_free(), 1024 - 64);
+        // Fill until fewer than 256 are free: the caches drain and slots come one by one.
+        while si.nr_free() >= 256 {
+            si.get_swap_page().unwrap();
+        }
+        let before = si.nr_free();
+        let s = si.folio_alloc_swap(0).unwrap();
+        assert_eq!(
+            si.nr_free(),
+            before + 63 - 1,
+            "the 63 cached slots came back"
+        );
+        assert!(s < 1024);
+        si.free_swap_slot(0, s);
+        assert_eq!(si.nr_free(), before + 63, "an inactive cache frees at once");
+    }
 
     #[test]
     fn slots_are_taken_in_ascending_order_and_reused() {

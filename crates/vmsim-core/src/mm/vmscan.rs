@@ -262,10 +262,17 @@ impl Kernel {
         nr
     }
 
-    /// Records what reclaiming a list cost, for the anon/file balance (lru_note_cost).
+    /// Records what reclaiming a list cost, for the anon/file balance: 6.18's
+    /// lru_note_cost_unlock_irq (I/O × SWAP_CLUSTER_MAX + rotations) or, without
+    /// `kernel.lru_cost_rotations`, 6.1's lru_note_cost (the pages of I/O alone).
     pub(crate) fn lru_note_cost(&mut self, nid: usize, file: bool, nr_io: u64, nr_rotated: u64) {
+        let rotations = self.mm.kcfg.rules().lru_cost_rotations;
         let lv = self.mm.scan_lruvec_mut(nid);
-        let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
+        let cost = if rotations {
+            nr_io * SWAP_CLUSTER_MAX + nr_rotated
+        } else {
+            nr_io
+        };
         if file {
             lv.file_cost += cost;
         } else {
@@ -462,7 +469,10 @@ impl Kernel {
         }
         let nr_deactivate = self.move_folios_to_lru(nid, &l_inactive);
         self.mm.count_vm_events(Event::PGDEACTIVATE, nr_deactivate);
-        self.lru_note_cost(nid, lru::is_file_lru(l), 0, nr_rotated);
+        // 6.1's shrink_active_list notes no cost: rotations are free there.
+        if self.mm.kcfg.rules().lru_cost_rotations {
+            self.lru_note_cost(nid, lru::is_file_lru(l), 0, nr_rotated);
+        }
         self.trace(TraceEvent::MmVmscanLruShrinkActive {
             nid: nid as i32,
             nr_taken,
@@ -552,7 +562,7 @@ impl Kernel {
                     ret.push(pfn);
                     continue;
                 }
-                if !self.add_to_swap(pfn) {
+                if !self.add_to_swap(pfn, sc.cpu) {
                     activate = true;
                 }
             }
@@ -905,7 +915,12 @@ impl Kernel {
             if sc.nr.nr_writeback > 0 && sc.nr.nr_writeback == sc.nr.nr_taken {
                 node.pgdat_writeback = true;
             }
-            if sc.nr.nr_unqueued_dirty > 0 && sc.nr.nr_unqueued_dirty == sc.nr.nr_file_taken {
+            // Allow kswapd to start writing pages: 6.18 only after it took unqueued dirty
+            // pages; 6.1 also after a pass that took no file pages (0 == 0).
+            let needs_unqueued = self.mm.kcfg.rules().pgdat_dirty_needs_unqueued;
+            if (sc.nr.nr_unqueued_dirty > 0 || !needs_unqueued)
+                && sc.nr.nr_unqueued_dirty == sc.nr.nr_file_taken
+            {
                 node.pgdat_dirty = true;
             }
             // Pages cycling through the LRU faster than they are written: stall until some complete.
@@ -1671,5 +1686,63 @@ impl Program<Kernel> for Kswapd {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod version_tests {
+    use crate::config::Scenario;
+    use crate::kernel::Kernel;
+    use crate::mm::gfp::GFP_KERNEL;
+    use crate::mm::mmzone::lru;
+    use crate::mm::vmscan::ScanControl;
+
+    /// A booted 1 GiB kernel with these `[kernel]` lines.
+    fn boot(kernel: &str) -> Kernel {
+        let sc = Scenario::from_toml(&format!(
+            "[machine]\nmemory = \"1GiB\"\n[kernel]\n{kernel}\n"
+        ))
+        .unwrap();
+        Kernel::boot(&sc.machine, &sc.kernel, &sc.cost)
+    }
+
+    /// (anon_cost, file_cost) after one reclaim cost of each kind on a large LRU.
+    fn costs(kernel: &str) -> (u64, u64) {
+        let mut k = boot(kernel);
+        k.mm.scan_lruvec_mut(0).nr[lru::INACTIVE_FILE] = 1 << 20;
+        // shrink_inactive_list of file: 2 pages written, 10 rotated; a refault of anon.
+        k.lru_note_cost(0, true, 2, 10);
+        k.lru_note_cost(0, false, 1, 0);
+        let lv = k.mm.scan_lruvec(0);
+        (lv.anon_cost, lv.file_cost)
+    }
+
+    #[test]
+    fn lru_cost_rotations_is_6_18s_io_times_32_plus_rotations_and_6_1s_pages_of_io() {
+        assert_eq!(costs(""), (32, 2 * 32 + 10));
+        assert_eq!(costs("version = \"6.1\""), (1, 2));
+        assert_eq!(
+            costs("version = \"6.1\"\nlru_cost_rotations = true"),
+            (32, 74)
+        );
+    }
+
+    /// Whether a kswapd pass over a node with nothing on its LRU tags it PGDAT_DIRTY.
+    fn pgdat_dirty_after_empty_kswapd_pass(kernel: &str) -> bool {
+        let mut k = boot(kernel);
+        let mut sc = ScanControl::new(GFP_KERNEL, 0, 32, 0, 0);
+        sc.kswapd = true;
+        k.shrink_node(0, &mut sc);
+        assert_eq!(sc.nr.nr_file_taken, 0);
+        k.mm.nodes[0].pgdat_dirty
+    }
+
+    #[test]
+    fn kswapd_taking_no_file_pages_tags_the_node_dirty_on_6_1_only() {
+        assert!(!pgdat_dirty_after_empty_kswapd_pass(""));
+        assert!(pgdat_dirty_after_empty_kswapd_pass("version = \"6.1\""));
+        assert!(!pgdat_dirty_after_empty_kswapd_pass(
+            "version = \"6.1\"\npgdat_dirty_needs_unqueued = true"
+        ));
     }
 }
