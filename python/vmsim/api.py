@@ -17,10 +17,13 @@ from typing import Any
 
 import tomli_w
 
-from vmsim import _vmsim
+from vmsim import _vmsim, atomic
 from vmsim._vmsim import ScenarioError
 
 ScenarioLike = str | Path | Mapping[str, Any] | None
+
+#: The most parts of a dotted --set key (scenario tables nest two deep).
+MAX_KEY_PARTS = 8
 
 
 def version() -> str:
@@ -39,8 +42,30 @@ def knobs() -> list[dict[str, Any]]:
     return rows
 
 
+#: The deepest nesting of arrays and inline tables in a --set value.
+MAX_VALUE_DEPTH = 16
+_TOML_TOKENS = re.compile(r""""(?:[^"\\]|\\.)*"|'[^']*'|[\[\]{}]""")
+
+
+def _value_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in a TOML value (strings skipped)."""
+    depth = deepest = 0
+    for m in _TOML_TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_set_value(text: str) -> Any:
     """Reads a --set value as TOML (numbers, booleans, strings, arrays); bare words are strings."""
+    if _value_depth(text) > MAX_VALUE_DEPTH:
+        raise ScenarioError(
+            f"--set value {atomic.shown(text, 60)}: nested more than {MAX_VALUE_DEPTH} deep"
+        )
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -88,12 +113,21 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
     for key, value in overrides.items():
         parts = key.split(".")
         if not all(parts):
-            raise ScenarioError(f"--set {key}: not a dotted key like kernel.min_free_kbytes")
+            raise ScenarioError(
+                f"--set {atomic.shown(key)}: not a dotted key like kernel.min_free_kbytes"
+            )
+        if len(parts) > MAX_KEY_PARTS:
+            raise ScenarioError(
+                f"--set {atomic.shown(key)}: {len(parts)} levels; a scenario key has at most "
+                f"{MAX_KEY_PARTS} (like kernel.min_free_kbytes)"
+            )
         node = data
         for p in parts[:-1]:
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
-                raise ScenarioError(f"--set {key}: '{p}' is not a table")
+                raise ScenarioError(
+                    f"--set {atomic.shown(key)}: '{atomic.shown(p)}' is not a table"
+                )
             node = nxt
         node[parts[-1]] = value
     merged = _dumps(data)
@@ -179,5 +213,12 @@ def run(
     if events is not None and trace is None:
         raise ScenarioError("events select what a trace records: give trace=FILE too")
     selectors = [events] if isinstance(events, str) else None if events is None else list(events)
-    out = _vmsim.run(text, seed, progress, str(trace) if trace else None, trace_format, selectors)
+    try:
+        out = _vmsim.run(
+            text, seed, progress, str(trace) if trace else None, trace_format, selectors
+        )
+    except OSError as e:
+        if trace is None or e.filename != str(trace):
+            raise
+        raise atomic.OutputError(trace, atomic.output_reason(e, Path(trace))) from None
     return Result(json_text=out, data=json.loads(out))

@@ -1,0 +1,204 @@
+//! Writing a result file whole or not at all, and never replacing what is not a
+//! regular file: the rules of the Python package's `vmsim.atomic`, for the trace
+//! the extension writes.
+//!
+//! - A path that does not exist, or is a regular file: a temporary file in its
+//!   directory, then a rename over it.
+//! - A symbolic link to a regular file (or a dangling one): the same in the
+//!   directory of the file the link names, so the link stays.
+//! - A path that exists and is not a regular file (a device, a FIFO, a link to one,
+//!   `/dev/stdout`, anything under `/proc/*/fd` or `/dev/fd`): the result is made
+//!   whole in a temporary file first, then written through (opened for writing,
+//!   never replaced).
+//! - A directory or a link loop: an error; nothing is written.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Links followed on the way to a path's file (the kernel's MAXSYMLINKS).
+const MAX_LINKS: usize = 40;
+
+/// How a result reaches its path.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Written to a temporary file beside this regular file, then renamed over it.
+    Replace(PathBuf),
+    /// Opened and written: the path is not a regular file.
+    Through(PathBuf),
+}
+
+/// `p` made absolute and lexically normal (`.` and `..` folded), as Python's
+/// `os.path.normpath(os.path.abspath(p))`.
+fn normal(p: &Path) -> PathBuf {
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether `p` is `/proc/PID/fd/N` or `/dev/fd/N`: it names an open file, not a place.
+fn is_fd_link(p: &Path) -> bool {
+    let parts: Vec<_> = p.components().collect();
+    let name_is = |i: usize, s: &str| parts.get(i).is_some_and(|c| c.as_os_str() == s);
+    let numeric = |i: usize| {
+        parts.get(i).is_some_and(|c| {
+            let s = c.as_os_str().to_string_lossy();
+            !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    match parts.len() {
+        5 => name_is(1, "proc") && name_is(3, "fd") && numeric(4),
+        4 => name_is(1, "dev") && name_is(2, "fd") && numeric(3),
+        _ => false,
+    }
+}
+
+/// The links on the way from `path` to its file: the last path reached, and whether a
+/// `/proc/*/fd` or `/dev/fd` link was among them.
+fn follow_links(path: &Path) -> (PathBuf, bool) {
+    let mut p = normal(path);
+    for _ in 0..MAX_LINKS {
+        if is_fd_link(&p) {
+            return (p, true);
+        }
+        match fs::read_link(&p) {
+            Ok(to) => p = normal(&p.parent().unwrap_or(Path::new("/")).join(to)),
+            Err(_) => return (p, false),
+        }
+    }
+    (p, false)
+}
+
+/// Where a result for `path` goes (see the module's rules).
+pub fn output_target(path: &Path) -> io::Result<Target> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(io::Error::other("is a directory")),
+        Ok(m) if m.is_file() && !follow_links(path).1 => {
+            Ok(Target::Replace(fs::canonicalize(path)?))
+        }
+        Ok(_) => Ok(Target::Through(path.to_path_buf())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if fs::symlink_metadata(path).is_ok() {
+                Ok(Target::Replace(follow_links(path).0)) // a dangling link: make its file
+            } else {
+                Ok(Target::Replace(path.to_path_buf()))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A new file named `.{stem}.{pid}.{n}.tmp` in `dir`, created exclusively.
+fn temp_file(dir: &Path, stem: &str) -> io::Result<(PathBuf, File)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let p = dir.join(format!(".{stem}.{}.{n}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&p) {
+            Ok(f) => return Ok((p, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Fills a temporary file in `dir` with `f` and syncs it; the file is removed on error.
+fn fill_temp(
+    dir: &Path,
+    stem: &str,
+    f: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<PathBuf> {
+    let (tmp, file) = temp_file(dir, stem)?;
+    let result = (|| {
+        let mut w = BufWriter::new(file);
+        f(&mut w)?;
+        w.flush()?;
+        w.get_ref().sync_all() // a full disk shows here at the latest
+    })();
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Writes a file whole or not at all by the module's rules: on an error the path is
+/// left as it was and no temporary file stays.
+pub fn write_whole(
+    path: &Path,
+    f: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "result".into());
+    match output_target(path)? {
+        Target::Replace(target) => {
+            let dir = match target.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            let stem = target
+                .file_name()
+                .map_or(name, |n| n.to_string_lossy().into_owned());
+            let tmp = fill_temp(&dir, &stem, f)?;
+            fs::rename(&tmp, &target).inspect_err(|_| {
+                let _ = fs::remove_file(&tmp);
+            })
+        }
+        Target::Through(target) => {
+            let tmp = fill_temp(&std::env::temp_dir(), "vmsim-result", f)?;
+            let result = (|| {
+                let mut out = OpenOptions::new().write(true).open(&target)?;
+                io::copy(&mut File::open(&tmp)?, &mut out)?;
+                out.flush()
+            })();
+            let _ = fs::remove_file(&tmp);
+            result
+        }
+    }
+}
+
+/// The words of an I/O error without Rust's " (os error N)" tail, as Python's strerror.
+pub fn reason(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fd_links_are_recognised() {
+        assert!(is_fd_link(Path::new("/proc/self/fd/1")));
+        assert!(is_fd_link(Path::new("/proc/42/fd/3")));
+        assert!(is_fd_link(Path::new("/dev/fd/2")));
+        assert!(!is_fd_link(Path::new("/proc/self/fdinfo/1")));
+        assert!(!is_fd_link(Path::new("/tmp/fd/1")));
+    }
+
+    #[test]
+    fn normal_folds_dots() {
+        assert_eq!(normal(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+    }
+}
