@@ -307,15 +307,17 @@ def run_cmd(
     for path in memcg_stat:
         if path not in groups:
             known = ", ".join(groups) or "none: the scenario declares no [[cgroup]]"
-            raise UserError(f"--memcg-stat {path}: no such memory cgroup (known: {known})")
-        shown = "" if path == "/" else path + "/"
+            raise UserError(
+                f"--memcg-stat {shown(path)}: no such memory cgroup (known: {shown(known)})"
+            )
+        group_dir = "" if path == "/" else path + "/"
         memcg_events = groups[path].get("events")
         # cgroup v2 groups live at the top of /sys/fs/cgroup; v1's under memory/.
         base = "/sys/fs/cgroup/" if memcg_events is not None else "/sys/fs/cgroup/memory/"
-        out += [f"==> {base}{shown}memory.stat <=="]
+        out += [f"==> {base}{group_dir}memory.stat <=="]
         out += [f"{k} {v}" for k, v in groups[path]["stat"].items()]
         if memcg_events is not None:
-            out += [f"==> {base}{shown}memory.events <=="]
+            out += [f"==> {base}{group_dir}memory.events <=="]
             out += [f"{k} {v}" for k, v in memcg_events.items()]
     click.echo("\n".join(out).rstrip("\n"))
 
@@ -603,8 +605,8 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         op, target = targets.get(k, ("", None))
         shown_target = f"{target:,.0f}" if target is not None and target >= 1 else f"{target}"
         t = f"   (target {op} {shown_target})" if target is not None else ""
-        shown = f"{v:>16,.2f}" if v is not None else f"{'n/a (no Ray)':>16s}"
-        click.echo(f"{k:32s} {shown}{t}")
+        cell = f"{v:>16,.2f}" if v is not None else f"{'n/a (no Ray)':>16s}"
+        click.echo(f"{k:32s} {cell}{t}")
 
 
 @main_group.command("knobs")
