@@ -14,7 +14,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA_DIR, SMALL_SCENARIO
 
 CORPUS = DATA_DIR / "hostile-cli"
