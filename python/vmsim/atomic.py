@@ -13,8 +13,9 @@ Where a result for PATH goes (:func:`output_target`):
 * PATH exists and is not a regular file (a character or block device, a FIFO, a
   symbolic link to one, ``/dev/stdout``, anything under ``/proc/*/fd`` or
   ``/dev/fd``): the result is made whole in a temporary file first, then written
-  through, opening PATH for writing; PATH itself is never replaced. A FIFO waits
-  for its reader, as ``cat > FIFO`` does.
+  through, opening PATH for writing (a descriptor of this process, such as
+  ``/dev/stdout``, is written as it is, sharing its offset, as a shell does); PATH
+  itself is never replaced. A FIFO waits for its reader, as ``cat > FIFO`` does.
 * PATH is a directory, a symbolic link loop, or cannot be written (no such
   directory, no permission, a full disk): :class:`OutputError`, one line naming
   PATH as the user gave it; an earlier file of that name is left as it was.
@@ -90,17 +91,29 @@ class OutputError(OSError):
         return f"{shown(self.path)}: {self.what}: {self.why}"
 
 
-def _names_open_file(path: str) -> bool:
-    """Whether ``path`` or a link on its way is /dev/stdout's kind: /proc/PID/fd/N or
-    /dev/fd/N, which names an open file rather than a place in a directory."""
+def _fd_link(path: str | Path) -> str | None:
+    """The /proc/PID/fd/N or /dev/fd/N that ``path`` is or leads to through links (the
+    kind of /dev/stdout: it names an open file rather than a place in a directory)."""
     p = os.path.abspath(path)
     for _ in range(_MAX_LINKS):
         if _FD_LINK.match(p):
-            return True
+            return p
         if not os.path.islink(p):
-            return False
+            return None
         p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
-    return False
+    return None
+
+
+def _own_fd(path: str | Path) -> int | None:
+    """The descriptor N of this process that ``path`` names (/dev/stdout, /dev/fd/N,
+    /proc/self/fd/N): written through as it is, sharing its offset, as a shell does."""
+    link = _fd_link(path)
+    if link is None:
+        return None
+    parts = link.split("/")
+    if parts[1] == "dev" or parts[2] in ("self", "thread-self", str(os.getpid())):
+        return int(parts[-1])
+    return None
 
 
 def output_target(path: str | Path) -> tuple[Path, bool]:
@@ -119,14 +132,15 @@ def output_target(path: str | Path) -> tuple[Path, bool]:
         raise OutputError(path, reason(e)) from None
     if stat.S_ISDIR(st.st_mode):
         raise OutputError(path, "is a directory")
-    if stat.S_ISREG(st.st_mode) and not _names_open_file(str(p)):
+    if stat.S_ISREG(st.st_mode) and _fd_link(p) is None:
         return Path(os.path.realpath(p)), False
     return p, True
 
 
 def _write_through(src: Path, path: Path) -> None:
     """Copies ``src`` into the existing non-regular file ``path`` (opened, never replaced)."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    own = _own_fd(path)
+    fd = os.dup(own) if own is not None else os.open(path, os.O_WRONLY | os.O_NOCTTY)
     try:
         with open(src, "rb") as f:
             while chunk := f.read(1 << 20):
@@ -176,7 +190,7 @@ def write_with(
     try:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
     except OSError as e:
-        raise _wrap(e, path, target.parent, path) from None
+        raise OutputError(path, output_reason(e, Path(path))) from None
     tmp = Path(name)
     try:
         try:

@@ -9,7 +9,8 @@
 //! - A path that exists and is not a regular file (a device, a FIFO, a link to one,
 //!   `/dev/stdout`, anything under `/proc/*/fd` or `/dev/fd`): the result is made
 //!   whole in a temporary file first, then written through (opened for writing,
-//!   never replaced).
+//!   never replaced; a descriptor of this process such as `/dev/stdout` is written
+//!   as it is, sharing its offset, as a shell does).
 //! - A directory or a link loop: an error; nothing is written.
 
 use std::fs::{self, File, OpenOptions};
@@ -81,6 +82,41 @@ fn follow_links(path: &Path) -> (PathBuf, bool) {
         }
     }
     (p, false)
+}
+
+/// The descriptor N of this process that `path` names (`/dev/stdout`, `/dev/fd/N`,
+/// `/proc/self/fd/N`): written through as it is, sharing its offset, as a shell does.
+fn own_fd(path: &Path) -> Option<i32> {
+    let (link, is_fd) = follow_links(path);
+    if !is_fd {
+        return None;
+    }
+    let parts: Vec<String> = link
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let me = std::process::id().to_string();
+    let own =
+        parts[1] == "dev" || ["self", "thread-self", me.as_str()].contains(&parts[2].as_str());
+    if own {
+        parts.last()?.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// `path` opened for writing through: a duplicate of this process's descriptor for
+/// `/dev/stdout` and its kind, else the path opened (never created or truncated).
+fn open_through(path: &Path) -> io::Result<File> {
+    use std::os::fd::BorrowedFd;
+    match own_fd(path) {
+        // SAFETY: the descriptor is open (the path naming it exists) for the borrow's
+        // short life; it is duplicated, never closed here.
+        Some(fd) => Ok(File::from(
+            unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?,
+        )),
+        None => OpenOptions::new().write(true).open(path),
+    }
 }
 
 /// Where a result for `path` goes (see the module's rules).
@@ -165,7 +201,7 @@ pub fn write_whole(
         Target::Through(target) => {
             let tmp = fill_temp(&std::env::temp_dir(), "vmsim-result", f)?;
             let result = (|| {
-                let mut out = OpenOptions::new().write(true).open(&target)?;
+                let mut out = open_through(&target)?;
                 io::copy(&mut File::open(&tmp)?, &mut out)?;
                 out.flush()
             })();
@@ -195,6 +231,59 @@ mod tests {
         assert!(is_fd_link(Path::new("/dev/fd/2")));
         assert!(!is_fd_link(Path::new("/proc/self/fdinfo/1")));
         assert!(!is_fd_link(Path::new("/tmp/fd/1")));
+    }
+
+    /// A fresh directory under the system's temporary directory.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("vmsim-output-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_link_to_a_file_stays_a_link() {
+        let d = scratch("link");
+        fs::create_dir(d.join("real")).unwrap();
+        fs::write(d.join("real/t.txt"), "old").unwrap();
+        std::os::unix::fs::symlink(d.join("real/t.txt"), d.join("link.txt")).unwrap();
+        write_whole(&d.join("link.txt"), |w| w.write_all(b"new")).unwrap();
+        assert!(fs::symlink_metadata(d.join("link.txt")).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(d.join("real/t.txt")).unwrap(), "new");
+        assert_eq!(fs::read_dir(d.join("real")).unwrap().count(), 1); // no temporary left
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+        let d = scratch("fail");
+        fs::write(d.join("r.txt"), "old").unwrap();
+        let e = write_whole(&d.join("r.txt"), |w| {
+            w.write_all(b"half")?;
+            Err(io::Error::other("disk full"))
+        });
+        assert!(e.is_err());
+        assert_eq!(fs::read_to_string(d.join("r.txt")).unwrap(), "old");
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn targets_follow_the_rules() {
+        let d = scratch("targets");
+        assert!(output_target(&d).is_err()); // a directory
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        assert!(output_target(&d.join("loop")).is_err());
+        std::os::unix::fs::symlink("nowhere.txt", d.join("dangling")).unwrap();
+        assert_eq!(
+            output_target(&d.join("dangling")).unwrap(),
+            Target::Replace(d.join("nowhere.txt"))
+        );
+        assert_eq!(
+            output_target(Path::new("/dev/stdout")).unwrap_or(Target::Through("x".into())),
+            Target::Through("/dev/stdout".into())
+        );
+        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
