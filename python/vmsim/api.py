@@ -134,11 +134,39 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
     try:
         _vmsim.validate(merged)
     except ScenarioError as e:
-        # Line numbers of the merged text mean nothing to the user.
-        msg = re.sub(r"line \d+ in (\[[^\]]*\])", r"\1 (after --set)", str(e))
-        msg = re.sub(r"line \d+: ", "(after --set) ", msg)
-        raise ScenarioError(msg) from None
+        raise ScenarioError(_set_message(str(e), text, overrides)) from None
     return merged
+
+
+def _culprit(text: str, overrides: Mapping[str, Any]) -> str | None:
+    """The first --set key that alone makes the scenario ``text`` invalid, if one does."""
+    for key, value in overrides.items():
+        data = tomllib.loads(text)
+        node = data
+        for p in key.split(".")[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[key.split(".")[-1]] = value
+            try:
+                _vmsim.validate(_dumps(data))
+            except ScenarioError:
+                return key
+    return None
+
+
+def _set_message(msg: str, text: str, overrides: Mapping[str, Any]) -> str:
+    """The engine's message about a scenario with overrides, placed for the user: line
+    numbers of the merged text mean nothing to them, so the table is named when the
+    faulty --set key is in it, else the key itself."""
+    key = _culprit(text, overrides)
+    m = re.match(r"scenario: line \d+ in (\[+([^\]]*)\]+): (.*)$", msg, re.S)
+    if m and (key is None or key.split(".")[0] == m.group(2)):
+        return f"scenario: {m.group(1)} (after --set): {m.group(3)}"
+    rest = m.group(3) if m else re.sub(r"^scenario: (line \d+: )?", "", msg)
+    where = f"--set {atomic.shown(key)}" if key else "(after --set)"
+    return f"scenario: {where}: {rest}"
 
 
 @dataclass
