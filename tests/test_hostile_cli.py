@@ -51,6 +51,10 @@ def _places(tmp: Path, case: dict) -> dict[str, str]:
         places["full"] = str(tmp / "full")
     if "link" in case:
         os.symlink(_expand(case["link"], tmp, places), tmp / "full-link.png")
+    if case.get("fifo_parquet"):
+        os.mkfifo(tmp / "fifo.parquet")
+    if case.get("zero_link"):
+        os.symlink("/dev/zero", tmp / "zero.parquet")  # only looked at, never opened
     if case.get("full_vmstat"):
         os.mknod(tmp / "vmstat", 0o666 | 0o020000, os.makedev(1, 7))
     return places

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from vmsim.atomic import reason, shown
 
-__all__ = ["InputError", "iter_lines", "open_input", "read_limited"]
+__all__ = ["InputError", "check_regular", "iter_lines", "open_input", "read_limited"]
 
 #: What a stream is called in messages.
 STDIN_NAME = "<stdin>"
@@ -46,14 +46,31 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _refusal(path: str, mode: int, what: str) -> str:
-    """The message for an input path that is not a regular file."""
+def _refusal(path: str, mode: int, what: str, stream: bool) -> str:
+    """The message for an input path that is not a regular file; ``stream``: whether
+    the reader takes ``-`` (standard input) instead."""
     if stat.S_ISDIR(mode):
         return f"{shown(path)}: is a directory, not {what}"
-    return (
-        f"{shown(path)}: is {_kind(mode)}, not a regular file; to read a stream, "
-        f"give - and redirect it (< {shown(path, 60)})"
-    )
+    hint = f"; to read a stream, give - and redirect it (< {shown(path, 60)})" if stream else ""
+    return f"{shown(path)}: is {_kind(mode)}, not a regular file{hint}"
+
+
+def check_regular(
+    path: str | os.PathLike[str],
+    what: str,
+    error: type[Exception] = InputError,
+    stream: bool = True,
+) -> None:
+    """Raises ``error`` (one line) unless ``path`` names a regular file (through links);
+    ``what`` names what it should be ("a trace file"); ``stream``: whether the reader
+    takes ``-`` instead, which the message then suggests."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        why = "no such file" if e.errno == errno.ENOENT else reason(e)
+        raise error(f"{shown(path)}: {why}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise error(_refusal(str(path), st.st_mode, what, stream))
 
 
 def open_input(path: str, what: str, error: type[Exception] = InputError) -> BinaryIO:
@@ -62,13 +79,7 @@ def open_input(path: str, what: str, error: type[Exception] = InputError) -> Bin
     ("a trace file")."""
     if path == "-":
         return sys.stdin.buffer
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        why = "no such file" if e.errno == errno.ENOENT else reason(e)
-        raise error(f"{shown(path)}: {why}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise error(_refusal(path, st.st_mode, what))
+    check_regular(path, what, error)
     try:
         # O_NONBLOCK: if a FIFO took the file's place since the stat, open returns at once.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
@@ -77,7 +88,7 @@ def open_input(path: str, what: str, error: type[Exception] = InputError) -> Bin
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise error(_refusal(path, mode, what))
+        raise error(_refusal(path, mode, what, True))
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
