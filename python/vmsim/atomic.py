@@ -59,6 +59,7 @@ os.umask(_UMASK)
 SHOWN_MAX = 200
 #: Links followed while looking for a /proc/*/fd or /dev/fd link (the kernel's MAXSYMLINKS).
 _MAX_LINKS = 40
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _FD_LINK = re.compile(r"^/(?:proc/[^/]+|dev)/fd/\d+$")
 
 
@@ -68,7 +69,7 @@ def shown(text: object, limit: int = SHOWN_MAX) -> str:
     s = str(text)
     if len(s) > 4 * limit:
         s = s[: 4 * limit]  # escaping a huge name whole would cost as much as echoing it
-    s = s.encode("unicode_escape").decode("ascii") if not s.isprintable() else s
+    s = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 

@@ -248,7 +248,10 @@ mod tests {
         fs::write(d.join("real/t.txt"), "old").unwrap();
         std::os::unix::fs::symlink(d.join("real/t.txt"), d.join("link.txt")).unwrap();
         write_whole(&d.join("link.txt"), |w| w.write_all(b"new")).unwrap();
-        assert!(fs::symlink_metadata(d.join("link.txt")).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(d.join("link.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_to_string(d.join("real/t.txt")).unwrap(), "new");
         assert_eq!(fs::read_dir(d.join("real")).unwrap().count(), 1); // no temporary left
         fs::remove_dir_all(&d).unwrap();
