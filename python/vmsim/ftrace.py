@@ -20,7 +20,9 @@ from vmsim.atomic import shown
 __all__ = [
     "LINE_RE",
     "LOST_N_RE",
+    "LONG_NUMBER_RE",
     "LOST_RE",
+    "MAX_DIGITS",
     "MAX_LINE_BYTES",
     "TraceInputError",
     "TraceLine",
@@ -50,6 +52,11 @@ LINE_RE = re.compile(
 LOST_RE = re.compile(r"^\s*CPU:\s*\d+ \[LOST \d+ EVENTS\]\s*$")
 LOST_N_RE = re.compile(r"\[LOST (\d+) EVENTS\]")
 
+#: The most digits of a number in a trace line: the kernel prints 64-bit values (20
+#: decimal digits at most); a longer run of digits is not ftrace's.
+MAX_DIGITS = 20
+LONG_NUMBER_RE = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+
 _TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 
 
@@ -65,7 +72,10 @@ class TraceLine(NamedTuple):
 
 
 def parse_line(line: str) -> TraceLine | None:
-    """The parts of an event line; None for anything else (headers, lost-event lines)."""
+    """The parts of an event line; None for anything else (headers, lost-event lines,
+    a line with a number longer than MAX_DIGITS)."""
+    if LONG_NUMBER_RE.search(line):
+        return None
     m = LINE_RE.match(line)
     if m is None:
         return None

@@ -695,6 +695,10 @@ class _Reader:
         s = raw.strip()
         if not s or s.startswith("#"):
             return
+        if ftrace.LONG_NUMBER_RE.search(s):
+            why = f"a number of more than {ftrace.MAX_DIGITS} digits (the kernel's are 64-bit)"
+            self.bad(lineno, why, vmscan="mm_vmscan_" in raw)
+            return
         if ftrace.LOST_RE.match(s):
             m = ftrace.LOST_N_RE.search(s)
             r.lost_events += int(m.group(1)) if m else 0
