@@ -757,7 +757,8 @@ def test_a_number_longer_than_64_bits_is_a_line_not_understood() -> None:
     understood (int() of 5000 digits would raise), the good lines are still read."""
     digits = "9" * 5000
     text = (
-        f"dd-100 [000] .... 1.0: mm_vmscan_direct_reclaim_begin: order={digits} gfp_flags=GFP_KERNEL\n"
+        "dd-100 [000] .... 1.0: mm_vmscan_direct_reclaim_begin: "
+        f"order={digits} gfp_flags=GFP_KERNEL\n"
         "dd-100 [000] .... 1.0: mm_vmscan_direct_reclaim_begin: order=0 gfp_flags=GFP_KERNEL\n"
         "dd-100 [000] .... 2.0: mm_vmscan_direct_reclaim_end: nr_reclaimed=1\n"
     )
