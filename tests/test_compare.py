@@ -654,11 +654,11 @@ class TestLoadResults:
 
     def test_unreadable_file(self, tmp_path):
         missing = str(tmp_path / "nope.json")
-        with pytest.raises(CompareError, match="nope.json: cannot read") as exc:
+        with pytest.raises(CompareError, match="nope.json: no such file") as exc:
             load_results([missing])
         assert "\n" not in str(exc.value)
-        with pytest.raises(CompareError, match="cannot read"):
-            load_results([str(tmp_path)])  # a directory
+        with pytest.raises(CompareError, match="is a directory, not a result file"):
+            load_results([str(tmp_path)])
 
     def test_bad_json(self, tmp_path):
         p = tmp_path / "bad.json"

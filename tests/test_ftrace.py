@@ -46,4 +46,5 @@ def test_a_binary_trace_dat_is_refused_in_one_line(tmp_path) -> None:
     p = tmp_path / "trace.dat"
     p.write_bytes(b"\x17\x08\x44tracing6\x00")
     with pytest.raises(ftrace.TraceInputError, match=r"trace-cmd report"):
-        ftrace.load(p)
+        with ftrace.lines(p):
+            pass

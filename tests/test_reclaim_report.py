@@ -750,3 +750,18 @@ def test_cli_reads_stdin_as_a_subprocess() -> None:
         proc.stderr
         == "vmsim: error: <stdin>: line 1: not an ftrace event line; no trace event parsed\n"
     )
+
+
+def test_a_number_longer_than_64_bits_is_a_line_not_understood() -> None:
+    """A run of more than 20 digits is no kernel number: the line is counted as not
+    understood (int() of 5000 digits would raise), the good lines are still read."""
+    digits = "9" * 5000
+    text = (
+        "dd-100 [000] .... 1.0: mm_vmscan_direct_reclaim_begin: "
+        f"order={digits} gfp_flags=GFP_KERNEL\n"
+        "dd-100 [000] .... 1.0: mm_vmscan_direct_reclaim_begin: order=0 gfp_flags=GFP_KERNEL\n"
+        "dd-100 [000] .... 2.0: mm_vmscan_direct_reclaim_end: nr_reclaimed=1\n"
+    )
+    d = report_dict(text)
+    assert d["lines_not_understood"] == 1
+    assert d["direct_reclaims"] == 1

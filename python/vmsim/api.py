@@ -17,10 +17,13 @@ from typing import Any
 
 import tomli_w
 
-from vmsim import _vmsim
+from vmsim import _vmsim, atomic
 from vmsim._vmsim import ScenarioError
 
 ScenarioLike = str | Path | Mapping[str, Any] | None
+
+#: The most parts of a dotted --set key (scenario tables nest two deep).
+MAX_KEY_PARTS = 8
 
 
 def version() -> str:
@@ -50,9 +53,31 @@ def table_knobs() -> list[dict[str, Any]]:
 NAME_KEYS = frozenset({"kernel.version", "kernel.name"})
 
 
+#: The deepest nesting of arrays and inline tables in a --set value.
+MAX_VALUE_DEPTH = 16
+_TOML_TOKENS = re.compile(r""""(?:[^"\\]|\\.)*"|'[^']*'|[\[\]{}]""")
+
+
+def _value_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in a TOML value (strings skipped)."""
+    depth = deepest = 0
+    for m in _TOML_TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_set_value(text: str, key: str | None = None) -> Any:
     """Reads a --set value as TOML (numbers, booleans, strings, arrays); bare words are strings,
     and so is any value of a key in NAME_KEYS."""
+    if _value_depth(text) > MAX_VALUE_DEPTH:
+        raise ScenarioError(
+            f"--set value {atomic.shown(text, 60)}: nested more than {MAX_VALUE_DEPTH} deep"
+        )
     try:
         v = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -103,23 +128,60 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
     for key, value in overrides.items():
         parts = key.split(".")
         if not all(parts):
-            raise ScenarioError(f"--set {key}: not a dotted key like kernel.min_free_kbytes")
+            raise ScenarioError(
+                f"--set {atomic.shown(key)}: not a dotted key like kernel.min_free_kbytes"
+            )
+        if len(parts) > MAX_KEY_PARTS:
+            raise ScenarioError(
+                f"--set {atomic.shown(key)}: {len(parts)} levels; a scenario key has at most "
+                f"{MAX_KEY_PARTS} (like kernel.min_free_kbytes)"
+            )
         node = data
         for p in parts[:-1]:
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
-                raise ScenarioError(f"--set {key}: '{p}' is not a table")
+                raise ScenarioError(
+                    f"--set {atomic.shown(key)}: '{atomic.shown(p)}' is not a table"
+                )
             node = nxt
         node[parts[-1]] = value
     merged = _dumps(data)
     try:
         _vmsim.validate(merged)
     except ScenarioError as e:
-        # Line numbers of the merged text mean nothing to the user.
-        msg = re.sub(r"line \d+ in (\[\[?[^\]]*\]\]?(?: #\d+)?)", r"\1 (after --set)", str(e))
-        msg = re.sub(r"line \d+: ", "(after --set) ", msg)
-        raise ScenarioError(msg) from None
+        raise ScenarioError(_set_message(str(e), text, overrides)) from None
     return merged
+
+
+def _culprit(text: str, overrides: Mapping[str, Any]) -> str | None:
+    """The first --set key that alone makes the scenario ``text`` invalid, if one does."""
+    for key, value in overrides.items():
+        data = tomllib.loads(text)
+        node = data
+        for p in key.split(".")[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[key.split(".")[-1]] = value
+            try:
+                _vmsim.validate(_dumps(data))
+            except ScenarioError:
+                return key
+    return None
+
+
+def _set_message(msg: str, text: str, overrides: Mapping[str, Any]) -> str:
+    """The engine's message about a scenario with overrides, placed for the user: line
+    numbers of the merged text mean nothing to them, so the table is named when the
+    faulty --set key is in it, else the key itself."""
+    key = _culprit(text, overrides)
+    m = re.match(r"scenario: line \d+ in (\[+([^\]]*)\]+(?: #\d+)?): (.*)$", msg, re.S)
+    if m and (key is None or key.split(".")[0] == m.group(2)):
+        return f"scenario: {m.group(1)} (after --set): {m.group(3)}"
+    rest = m.group(3) if m else re.sub(r"^scenario: (line \d+: )?", "", msg)
+    where = f"--set {atomic.shown(key)}" if key else "(after --set)"
+    return f"scenario: {where}: {rest}"
 
 
 @dataclass
@@ -194,5 +256,12 @@ def run(
     if events is not None and trace is None:
         raise ScenarioError("events select what a trace records: give trace=FILE too")
     selectors = [events] if isinstance(events, str) else None if events is None else list(events)
-    out = _vmsim.run(text, seed, progress, str(trace) if trace else None, trace_format, selectors)
+    try:
+        out = _vmsim.run(
+            text, seed, progress, str(trace) if trace else None, trace_format, selectors
+        )
+    except OSError as e:
+        if trace is None or e.filename != str(trace):
+            raise
+        raise atomic.OutputError(trace, atomic.output_reason(e, Path(trace))) from None
     return Result(json_text=out, data=json.loads(out))

@@ -6,8 +6,10 @@ with code 2; nothing the user wrote or produced is overwritten half-way.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ import click
 
 from vmsim import api, atomic
 from vmsim._vmsim import ScenarioError
+from vmsim.atomic import shown
 from vmsim.compare import CompareError, compare_results, load_results
 from vmsim.sweep.grid import SweepError
 
@@ -27,8 +30,17 @@ class UserError(Exception):
     """A problem with the user's input: printed as one line, exit code 2."""
 
 
+#: The longest error message printed [characters]; a longer one ends in "…".
+MESSAGE_MAX = 1000
+
+
+def _one_line(msg: str) -> str:
+    """A message as one line of at most MESSAGE_MAX characters."""
+    return shown(" ".join(msg.splitlines()), MESSAGE_MAX)
+
+
 def _fail(msg: str) -> None:
-    click.echo(f"vmsim: error: {msg}", err=True)
+    click.echo(f"vmsim: error: {_one_line(msg)}", err=True)
     sys.exit(EXIT_USAGE)
 
 
@@ -78,13 +90,51 @@ def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
 
 def _check_readable_file(path: str) -> None:
     """Raises UserError naming the problem if ``path`` is not a regular file."""
-    p = Path(path)
-    if p.is_dir():
-        raise UserError(f"{path}: is a directory, not a scenario file")
-    if not p.exists():
-        raise UserError(f"{path}: no such file")
-    if not p.is_file():
-        raise UserError(f"{path}: not a regular file")
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        why = "no such file" if e.errno == errno.ENOENT else atomic.reason(e)
+        raise UserError(f"{shown(path)}: {why}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{shown(path)}: is a directory, not a scenario file")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{shown(path)}: not a regular file")
+
+
+def _check_output(option: str, path: Path | None, suffix: str = "", what: str = "") -> None:
+    """Raises UserError before a run if the file ``path`` given to ``option`` cannot be
+    written by :mod:`vmsim.atomic`'s rules (a directory, a link loop, no directory)."""
+    if path is None:
+        return
+    if suffix and path.suffix.lower() != suffix:
+        raise UserError(
+            f"{option} {shown(path)}: {what} is written as {suffix[1:].upper()}; name it *{suffix}"
+        )
+    try:
+        target, through = atomic.output_target(path)
+    except atomic.OutputError as e:
+        raise UserError(f"{option} {e}") from None
+    if not through and not target.parent.is_dir():
+        raise UserError(f"{option} {shown(path)}: directory {shown(target.parent)} does not exist")
+
+
+def _check_output_dir(option: str, path: Path | None) -> None:
+    """Raises UserError before a run if ``path`` cannot become or be an output directory."""
+    if path is None:
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = Path(os.path.realpath(path)).parent
+        if not parent.is_dir():
+            raise UserError(
+                f"{option} {shown(path)}: directory {shown(parent)} does not exist"
+            ) from None
+        return
+    except OSError as e:
+        raise UserError(f"{option} {shown(path)}: {atomic.reason(e)}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{option} {shown(path)}: exists and is not a directory")
 
 
 def _summary_text(r: api.Result) -> str:
@@ -204,20 +254,12 @@ def run_cmd(
         overrides[k.strip()] = api.parse_set_value(v.strip(), k.strip())
     if scenario is not None:
         _check_readable_file(scenario)
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise UserError(f"--plot {plot}: the picture is written as PNG; name it *.png")
-    if plot is not None and not plot.resolve().parent.is_dir():
-        raise UserError(f"--plot {plot}: directory {plot.parent} does not exist")
-    if pbmap_path is not None and pbmap_path.suffix.lower() != ".png":
-        raise UserError(f"--map {pbmap_path}: the map is written as PNG; name it *.png")
-    if pbmap_path is not None and not pbmap_path.resolve().parent.is_dir():
-        raise UserError(f"--map {pbmap_path}: directory {pbmap_path.parent} does not exist")
-    if trace is not None and not trace.resolve().parent.is_dir():
-        raise UserError(f"--trace {trace}: directory {trace.parent} does not exist")
+    _check_output("--plot", plot, ".png", "the picture")
+    _check_output("--map", pbmap_path, ".png", "the map")
+    _check_output("--trace", trace)
     if events and trace is None:
         raise UserError("--events selects what --trace records: give --trace FILE too")
-    if output_dir is not None and not output_dir.resolve().parent.is_dir():
-        raise UserError(f"--output-dir {output_dir}: directory {output_dir.parent} does not exist")
+    _check_output_dir("--output-dir", output_dir)
     update, close = _progress_reporter()
     try:
         r = api.run(
@@ -265,15 +307,17 @@ def run_cmd(
     for path in memcg_stat:
         if path not in groups:
             known = ", ".join(groups) or "none: the scenario declares no [[cgroup]]"
-            raise UserError(f"--memcg-stat {path}: no such memory cgroup (known: {known})")
-        shown = "" if path == "/" else path + "/"
+            raise UserError(
+                f"--memcg-stat {shown(path)}: no such memory cgroup (known: {shown(known)})"
+            )
+        group_dir = "" if path == "/" else path + "/"
         memcg_events = groups[path].get("events")
         # cgroup v2 groups live at the top of /sys/fs/cgroup; v1's under memory/.
         base = "/sys/fs/cgroup/" if memcg_events is not None else "/sys/fs/cgroup/memory/"
-        out += [f"==> {base}{shown}memory.stat <=="]
+        out += [f"==> {base}{group_dir}memory.stat <=="]
         out += [f"{k} {v}" for k, v in groups[path]["stat"].items()]
         if memcg_events is not None:
-            out += [f"==> {base}{shown}memory.events <=="]
+            out += [f"==> {base}{group_dir}memory.events <=="]
             out += [f"{k} {v}" for k, v in memcg_events.items()]
     click.echo("\n".join(out).rstrip("\n"))
 
@@ -561,8 +605,8 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         op, target = targets.get(k, ("", None))
         shown_target = f"{target:,.0f}" if target is not None and target >= 1 else f"{target}"
         t = f"   (target {op} {shown_target})" if target is not None else ""
-        shown = f"{v:>16,.2f}" if v is not None else f"{'n/a (no Ray)':>16s}"
-        click.echo(f"{k:32s} {shown}{t}")
+        cell = f"{v:>16,.2f}" if v is not None else f"{'n/a (no Ray)':>16s}"
+        click.echo(f"{k:32s} {cell}{t}")
 
 
 @main_group.command("knobs")
@@ -633,21 +677,13 @@ def reclaim_report_cmd(
     """The reclaim report of trace-vmscan-postprocess.pl for an ftrace text file.
 
     TRACE is /sys/kernel/tracing/trace output (6.18 or 2.6.35-era event formats),
-    or - for standard input. Without --user-seconds/--sys-seconds/--elapsed-seconds
+    or - for standard input (a FIFO or device only as -); lines are read one at a
+    time, at most 64 KiB each. Without --user-seconds/--sys-seconds/--elapsed-seconds
     the percentages of time print n/a.
     """
     from vmsim import reclaim_report as rr
 
-    if trace == "-":
-        source: str | bytes = sys.stdin.buffer.read()
-    else:
-        p = Path(trace)
-        if p.is_dir():
-            raise UserError(f"{trace}: is a directory, not a trace file")
-        if not p.exists():
-            raise UserError(f"{trace}: no such file")
-        source = trace
-    name = "<stdin>" if trace == "-" else None
+    source, name = trace, None
     try:
         if as_json:
             d = rr.report_dict(
@@ -689,7 +725,7 @@ def reclaim_report_cmd(
     type=float,
     default=1.0,
     show_default=True,
-    help="Shrink memory and workload together, 0 < F <= 1 (1 is the seed's size).",
+    help="Shrink memory and workload together, 0.001 <= F <= 1 (1 is the seed's size).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
 @click.option(
@@ -910,8 +946,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except click.ClickException as e:
         _fail(e.format_message().replace("\n", " "))
-    except (ScenarioError, CompareError, UserError, SweepError) as e:
-        _fail(str(e).replace("\n", " "))
+    except (ScenarioError, CompareError, UserError, SweepError, atomic.OutputError) as e:
+        _fail(_one_line(str(e)))
     except KeyboardInterrupt:
         click.echo("vmsim: interrupted", err=True)
         sys.exit(130)
@@ -919,7 +955,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.close()
         sys.exit(0)
     except OSError as e:
-        _fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+        _fail(f"{shown(e.filename)}: {atomic.reason(e)}" if e.filename else atomic.reason(e))
     except Exception as e:  # noqa: BLE001 - a bug in vmsim itself: one line, not a traceback
         if os.environ.get("VMSIM_DEBUG"):
             raise

@@ -54,6 +54,8 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
+from vmsim.atomic import shown
+
 __all__ = [
     "QNORM_975",
     "CompareError",
@@ -640,7 +642,7 @@ def _is_number(value: object) -> bool:
 def _parse_spec(spec: str) -> tuple[str | None, list[str]]:
     if not isinstance(spec, str) or not spec:
         raise CompareError(f"invalid result file argument {spec!r}")
-    if os.path.exists(spec):
+    if spec == "-" or os.path.lexists(spec):
         return None, [spec]
     name: str | None = None
     rest = spec
@@ -679,26 +681,87 @@ def _validate_run(run: object, where: str) -> dict:
     return run
 
 
+#: The largest result file read [bytes]; a run's JSON is well under a megabyte.
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+#: The deepest nesting of arrays and objects read (a run's JSON nests 5 deep).
+MAX_JSON_DEPTH = 64
+#: The largest magnitude of a number read: vmsim's counters are 64-bit.
+MAX_NUMBER = 2**64
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _check_depth(text: str, path: str) -> None:
+    """Refuses JSON nested deeper than MAX_JSON_DEPTH (strings skipped)."""
+    depth = 0
+    for m in _JSON_TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                line = text.count("\n", 0, m.start()) + 1
+                raise CompareError(
+                    f"{path}: line {line}: nested more than {MAX_JSON_DEPTH} deep; "
+                    "not a vmsim result"
+                )
+        elif c in "]}":
+            depth -= 1
+
+
+def _number_parsers(path: str) -> dict:
+    """json.loads hooks that refuse NaN, infinities and numbers beyond MAX_NUMBER."""
+
+    def out_of_range(text: str) -> CompareError:
+        digits = f"{text[:20]}… ({len(text)} characters)" if len(text) > 24 else text
+        return CompareError(
+            f"{path}: the number {digits} is beyond the range of vmsim's figures (2^64)"
+        )
+
+    def parse_int(text: str) -> int:
+        if len(text) > 21 or abs(int(text)) > MAX_NUMBER:
+            raise out_of_range(text)
+        return int(text)
+
+    def parse_float(text: str) -> float:
+        value = float(text)
+        if not abs(value) <= MAX_NUMBER:
+            raise out_of_range(text)
+        return value
+
+    def parse_constant(text: str) -> float:
+        raise CompareError(f"{path}: {text} is not a number (vmsim never writes it)")
+
+    return {"parse_int": parse_int, "parse_float": parse_float, "parse_constant": parse_constant}
+
+
 def _read_runs(path: str) -> list[dict]:
+    """The runs of one result file: read whole up to MAX_RESULT_BYTES (a regular file,
+    or - for standard input), nesting and numbers checked before and while parsing."""
+    from vmsim import inputs
+
+    where = inputs.STDIN_NAME if path == "-" else shown(path)
+    f = inputs.open_input(path, "a result file", CompareError)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise CompareError(f"{path}: cannot read: {reason}") from None
+        data = inputs.read_limited(f, where, MAX_RESULT_BYTES, CompareError)
+    finally:
+        if path != "-":
+            f.close()
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CompareError(f"{path}: not UTF-8 text: {exc.reason}") from None
+        raise CompareError(f"{where}: not UTF-8 text: {exc.reason}") from None
+    _check_depth(text, where)
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, **_number_parsers(where))
     except json.JSONDecodeError as exc:
         raise CompareError(
-            f"{path}: invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
+            f"{where}: invalid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
         ) from None
     if isinstance(doc, list):
         if not doc:
-            raise CompareError(f"{path}: the list of runs is empty")
-        return [_validate_run(run, f"{path}: run {k}") for k, run in enumerate(doc)]
-    return [_validate_run(doc, path)]
+            raise CompareError(f"{where}: the list of runs is empty")
+        return [_validate_run(run, f"{where}: run {k}") for k, run in enumerate(doc)]
+    return [_validate_run(doc, where)]
 
 
 def load_results(paths: list[str]) -> list[tuple[str, list[dict]]]:

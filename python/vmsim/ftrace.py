@@ -8,12 +8,31 @@ the optional irq-info flags (4 characters on 2.6.35, 5 today), the timestamp,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from pathlib import Path
+from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["LINE_RE", "LOST_N_RE", "LOST_RE", "TraceInputError", "TraceLine", "load", "parse_line"]
+from vmsim import inputs
+from vmsim.atomic import shown
+
+__all__ = [
+    "LINE_RE",
+    "LOST_N_RE",
+    "LONG_NUMBER_RE",
+    "LOST_RE",
+    "MAX_DIGITS",
+    "MAX_LINE_BYTES",
+    "TraceInputError",
+    "TraceLine",
+    "lines",
+    "parse_line",
+]
+
+#: The longest line of ftrace text read [bytes]. The kernel prints an event into one
+#: page (trace_seq, 4 KiB); trace-cmd report lines are as short.
+MAX_LINE_BYTES = 64 * 1024
 
 
 class TraceInputError(ValueError):
@@ -33,6 +52,11 @@ LINE_RE = re.compile(
 LOST_RE = re.compile(r"^\s*CPU:\s*\d+ \[LOST \d+ EVENTS\]\s*$")
 LOST_N_RE = re.compile(r"\[LOST (\d+) EVENTS\]")
 
+#: The most digits of a number in a trace line: the kernel prints 64-bit values (20
+#: decimal digits at most); a longer run of digits is not ftrace's.
+MAX_DIGITS = 20
+LONG_NUMBER_RE = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+
 _TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 
 
@@ -48,7 +72,10 @@ class TraceLine(NamedTuple):
 
 
 def parse_line(line: str) -> TraceLine | None:
-    """The parts of an event line; None for anything else (headers, lost-event lines)."""
+    """The parts of an event line; None for anything else (headers, lost-event lines,
+    a line with a number longer than MAX_DIGITS)."""
+    if LONG_NUMBER_RE.search(line):
+        return None
     m = LINE_RE.match(line)
     if m is None:
         return None
@@ -62,43 +89,64 @@ def parse_line(line: str) -> TraceLine | None:
     )
 
 
-def _decode(data: bytes, source: str, error: type[TraceInputError]) -> str:
-    if data.startswith(_TRACE_DAT_MAGIC):
+def _check_not_dat(head: bytes, source: str, error: type[TraceInputError]) -> None:
+    """Refuses a binary trace-cmd .dat file by its magic."""
+    if head.startswith(_TRACE_DAT_MAGIC):
         raise error(
             f"{source}: line 1: a binary trace-cmd .dat file; convert it with "
             "`trace-cmd report -i FILE > trace.txt` first"
         )
-    return data.decode("utf-8", errors="replace")
 
 
-def load(
+def _text_lines(text: str) -> Iterator[tuple[int, str, bool]]:
+    """The lines of a trace given as text, as :func:`vmsim.inputs.iter_lines` gives them."""
+    pieces = text.splitlines()
+    ended = text.endswith(("\n", "\r"))
+    for i, piece in enumerate(pieces):
+        yield i + 1, piece, ended or i < len(pieces) - 1
+
+
+def _is_text(path_or_text: str | os.PathLike[str] | bytes) -> bool:
+    """Whether a str is a trace's text rather than a path (it has a newline, or is an
+    event line naming no file)."""
+    return isinstance(path_or_text, str) and (
+        not path_or_text
+        or "\n" in path_or_text
+        or bool(LINE_RE.match(path_or_text))
+        and not os.path.exists(path_or_text)
+    )
+
+
+@contextlib.contextmanager
+def lines(
     path_or_text: str | os.PathLike[str] | bytes,
     name: str | None = None,
     error: type[TraceInputError] = TraceInputError,
-) -> tuple[str, str]:
-    """(source name, text) for a path, a trace text (str with a newline) or trace bytes.
+) -> Iterator[tuple[str, Iterator[tuple[int, str, bool]]]]:
+    """(source name, lines) of a trace: a path (``-`` is standard input), a trace text
+    (a str with a newline) or trace bytes. Each line is (number, text, whether it ended
+    in a newline); a file is read one line at a time, at most :data:`MAX_LINE_BYTES` a line.
 
-    Raises ``error`` (one line) for a directory, a missing or unreadable file, or a
-    binary trace-cmd .dat file.
+    Raises ``error`` (one line) for a directory, a FIFO or device (unless ``-``), a
+    missing or unreadable file, a line too long, or a binary trace-cmd .dat file.
     """
     if isinstance(path_or_text, bytes):
-        return name or "<text>", _decode(path_or_text, name or "<text>", error)
-    if isinstance(path_or_text, str) and (
-        not path_or_text
-        or "\n" in path_or_text
-        or LINE_RE.match(path_or_text)
-        and not os.path.exists(path_or_text)
-    ):
-        return name or "<text>", path_or_text
-    path = Path(path_or_text)
-    src = str(path_or_text)
-    if path.is_dir():
-        raise error(f"{src}: is a directory, not a trace file")
+        src = name or "<text>"
+        _check_not_dat(path_or_text, src, error)
+        yield src, _text_lines(path_or_text.decode("utf-8", errors="replace"))
+        return
+    if _is_text(path_or_text):
+        assert isinstance(path_or_text, str)
+        yield name or "<text>", _text_lines(path_or_text)
+        return
+    path = os.fspath(path_or_text)
+    src = name or (inputs.STDIN_NAME if path == "-" else shown(path))
+    f = inputs.open_input(path, "a trace file", error)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise error(f"{src}: no such file") from None
-    except OSError as e:
-        raise error(f"{src}: cannot read: {e.strerror or e}") from None
-    src = name or src
-    return src, _decode(data, src, error)
+        peek = getattr(f, "peek", None)  # a buffered reader: look without consuming
+        if peek is not None:
+            _check_not_dat(peek(len(_TRACE_DAT_MAGIC))[: len(_TRACE_DAT_MAGIC)], src, error)
+        yield src, inputs.iter_lines(f, src, MAX_LINE_BYTES, error)
+    finally:
+        if path != "-":
+            f.close()

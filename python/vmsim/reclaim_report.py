@@ -695,6 +695,10 @@ class _Reader:
         s = raw.strip()
         if not s or s.startswith("#"):
             return
+        if ftrace.LONG_NUMBER_RE.search(s):
+            why = f"a number of more than {ftrace.MAX_DIGITS} digits (the kernel's are 64-bit)"
+            self.bad(lineno, why, vmscan="mm_vmscan_" in raw)
+            return
         if ftrace.LOST_RE.match(s):
             m = ftrace.LOST_N_RE.search(s)
             r.lost_events += int(m.group(1)) if m else 0
@@ -854,7 +858,8 @@ def parse(
     memcg_as_direct: bool = True,
     name: str | None = None,
 ) -> ReclaimReport:
-    """Reads a trace: a file path, or the trace itself as str (with a newline) or bytes.
+    """Reads a trace: a file path (``-`` is standard input), or the trace itself as str
+    (with a newline) or bytes; a file is read one line at a time.
 
     ``name`` is how messages call the input (default: the path, or ``<text>``).
 
@@ -862,13 +867,12 @@ def parse(
     is a trace event, or if it has reclaim events and none of them could be read.
     Unknown events are skipped; other unreadable lines are counted and reported.
     """
-    source, text = ftrace.load(path_or_text, name, ReclaimReportError)
-    reader = _Reader(source, memcg_as_direct)
-    lines = text.splitlines()
-    if text and not text.endswith(("\n", "\r")):
-        reader.truncated_at = len(lines)
-    for lineno, raw in enumerate(lines, 1):
-        reader.line(lineno, raw)
+    with ftrace.lines(path_or_text, name, ReclaimReportError) as (source, lines):
+        reader = _Reader(source, memcg_as_direct)
+        for lineno, raw, ended in lines:
+            if not ended:
+                reader.truncated_at = lineno
+            reader.line(lineno, raw)
     return reader.finish()
 
 

@@ -2,6 +2,8 @@
 //!
 //! Results cross the boundary as JSON text, which the Python side parses once.
 
+mod output;
+
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -118,35 +120,12 @@ fn run(
         return Err(e);
     }
     if let (Some(path), Some(t)) = (trace_path, tracer) {
-        write_whole(&path, |w| t.write_to(w)).map_err(|e| {
-            pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display()))
+        output::write_whole(&path, |w| t.write_to(w)).map_err(|e| {
+            let path = path.display().to_string();
+            pyo3::exceptions::PyOSError::new_err((e.raw_os_error(), output::reason(&e), path))
         })?;
     }
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
-}
-
-/// Writes a file whole or not at all: a temporary file beside it, then a rename.
-fn write_whole(
-    path: &std::path::Path,
-    f: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    use std::io::Write;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = (|| {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        f(&mut w)?;
-        w.flush()?;
-        drop(w);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// Checks a scenario without running it; raises ScenarioError with one line if it is wrong.

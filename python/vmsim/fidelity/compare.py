@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from vmsim import api
+from vmsim import api, ftrace, inputs
 from vmsim.fidelity import host
 from vmsim.fidelity.experiment import Experiment, FidelityError, Metric
 from vmsim.fidelity.record import load_recording
@@ -213,8 +213,8 @@ def count_trace(path: Path, keys: list[str], bounds: list[float]) -> list[dict[s
     """Trace counts per interval between consecutive ``bounds`` [s] of an ftrace text file."""
     counters = [host.TraceCounter(keys) for _ in range(len(bounds) - 1)]
     i = 0
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
+    with inputs.open_input(str(path), "a trace file", FidelityError) as f:
+        for _, line, _ in inputs.iter_lines(f, str(path), ftrace.MAX_LINE_BYTES, FidelityError):
             parsed = host.parse_trace_line(line)
             if parsed is None or not bounds[0] < parsed[0] <= bounds[-1]:
                 continue

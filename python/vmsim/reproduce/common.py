@@ -10,6 +10,8 @@ own parser).
 from __future__ import annotations
 
 import math
+import os
+import stat
 import sys
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -17,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from vmsim.atomic import reason, shown
 from vmsim.units import PAGE_SIZE, parse_size
 
 __all__ = [
@@ -34,6 +37,9 @@ __all__ = [
 ]
 
 MAX_RUNS = 100
+#: The smallest --scale: one thousandth of the seed's sizes (below it, memory and
+#: workloads hit their minimum sizes and the experiment is another one).
+MIN_SCALE = 0.001
 
 
 class ReproduceError(ValueError):
@@ -41,12 +47,17 @@ class ReproduceError(ValueError):
 
 
 def check_args(runs: int, scale: float) -> None:
-    """Raises ReproduceError unless 1 <= runs <= MAX_RUNS and 0 < scale <= 1."""
+    """Raises ReproduceError unless 1 <= runs <= MAX_RUNS and MIN_SCALE <= scale <= 1."""
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
         raise ReproduceError(f"--runs {runs}: must be an integer from 1 to {MAX_RUNS}")
     if not isinstance(scale, int | float) or not math.isfinite(scale) or not 0 < scale <= 1:
         raise ReproduceError(
             f"--scale {scale}: must be a number with 0 < F <= 1 (1 is the seed's size)"
+        )
+    if scale < MIN_SCALE:
+        raise ReproduceError(
+            f"--scale {scale}: below {MIN_SCALE} the experiment's sizes reach their minimums "
+            f"and it is no longer the seed's; give {MIN_SCALE} <= F <= 1"
         )
 
 
@@ -54,10 +65,19 @@ def check_output_dir(out: Path | None) -> None:
     """Raises ReproduceError if ``out`` cannot be used as the output directory."""
     if out is None:
         return
-    if out.exists() and not out.is_dir():
-        raise ReproduceError(f"--output-dir {out}: exists and is not a directory")
-    if not out.resolve().parent.is_dir():
-        raise ReproduceError(f"--output-dir {out}: directory {out.parent} does not exist")
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        parent = Path(os.path.realpath(out)).parent
+        if not parent.is_dir():
+            raise ReproduceError(
+                f"--output-dir {shown(out)}: directory {shown(parent)} does not exist"
+            ) from None
+        return
+    except OSError as e:
+        raise ReproduceError(f"--output-dir {shown(out)}: {reason(e)}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ReproduceError(f"--output-dir {shown(out)}: exists and is not a directory")
 
 
 def scaled_bytes(size: str | float, scale: float, *, minimum: int = PAGE_SIZE) -> int:

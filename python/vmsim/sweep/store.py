@@ -15,13 +15,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from vmsim import atomic
 from vmsim.sweep.grid import SweepError
 from vmsim.sweep.worker import ID_COLUMNS, RESULT_PREFIXES, RUN_COLUMNS
 
@@ -37,29 +37,10 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-#: Mode of the files written, as open() would make them (mkstemp makes 0600).
-_MODE = 0o666 & ~_umask()
-
-
 def write_atomic(path: Path, data: bytes) -> None:
-    """Writes ``path`` whole or not at all: a temporary file beside it, fsync, rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, _MODE)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Writes ``path`` whole or not at all (:func:`vmsim.atomic.write_with`: a temporary
+    file beside it, fsync, rename), then syncs the directory."""
+    atomic.write_with(path, lambda tmp: tmp.write_bytes(data), suffix=".tmp")
     _fsync_dir(path.parent)
 
 
@@ -92,14 +73,23 @@ class ResultStore:
         self.parts = self.path.with_name(self.path.name + ".parts")
         self._lock_path = self.path.with_name(f".{self.path.name}.lock")
         self._lock_fd: int | None = None
+        self.target = self.path  # the file renamed over: a symbolic link's target
 
     def open(self) -> ResultStore:
         """Takes the lock, checks the file is a sweep's, removes half-written temporaries."""
+        try:
+            target, through = atomic.output_target(self.path)
+        except atomic.OutputError as e:
+            raise SweepError(str(e)) from None
+        if through:
+            raise SweepError(
+                f"{atomic.shown(self.path)}: exists and is not a regular file (a sweep's "
+                "results are a Parquet file, read and rewritten)"
+            )
+        self.target = target
         parent = self.path.parent
         if not parent.is_dir():
-            raise SweepError(f"{self.path}: directory {parent} does not exist")
-        if self.path.exists() and not self.path.is_file():
-            raise SweepError(f"{self.path}: exists and is not a file")
+            raise SweepError(f"{atomic.shown(self.path)}: directory {parent} does not exist")
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -108,7 +98,8 @@ class ResultStore:
             raise SweepError(f"{self.path}: another vmsim sweep is writing it") from None
         self._lock_fd = fd
         self.parts.mkdir(exist_ok=True)
-        for stale in [*self.parts.glob(".*.tmp"), *parent.glob(f".{self.path.name}.*.tmp")]:
+        stale_here = [*self.parts.glob(".*.tmp"), *parent.glob(f".{self.path.name}.*.tmp")]
+        for stale in [*stale_here, *target.parent.glob(f".{target.name}.*.tmp")]:
             stale.unlink(missing_ok=True)
         self.read_file(["run_key"])  # a file not a sweep's is refused before anything runs
         return self
@@ -205,21 +196,10 @@ class ResultStore:
         return df
 
     def _write(self, df: pl.DataFrame) -> None:
-        """Writes the whole table to the Parquet file (temporary file, then rename)."""
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-        )
-        os.fchmod(fd, _MODE)
-        os.close(fd)
-        try:
-            df.write_parquet(tmp)
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        _fsync_dir(self.path.parent)
+        """Writes the whole table to the Parquet file (:func:`vmsim.atomic.write_with`:
+        a temporary file, fsync, then rename)."""
+        atomic.write_with(self.path, lambda tmp: df.write_parquet(tmp), suffix=".tmp")
+        _fsync_dir(self.target.parent)
 
 
 def _column_order(df: pl.DataFrame) -> pl.DataFrame:

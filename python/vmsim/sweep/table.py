@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from vmsim import inputs
 from vmsim.sweep.grid import SweepError
 from vmsim.sweep.store import knob_columns
 
@@ -15,8 +16,7 @@ from vmsim.sweep.store import knob_columns
 def read(path: str | Path) -> pl.DataFrame:
     """The rows of a sweep's Parquet file; SweepError (one line) if it is not one."""
     p = Path(path)
-    if not p.is_file():
-        raise SweepError(f"{path}: no such file")
+    inputs.check_regular(p, "a sweep's Parquet file", SweepError, stream=False)
     try:
         df = pl.read_parquet(p)
     except Exception as e:  # noqa: BLE001 - polars raises several kinds for a bad file
