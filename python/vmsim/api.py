@@ -144,6 +144,12 @@ class Result:
         return value
 
     @property
+    def cut(self) -> dict[str, Any] | None:
+        """Where a limit (``max_wall``) cut the run short: ``at_seconds`` and ``reason``."""
+        value: dict[str, Any] | None = self.data.get("cut")
+        return value
+
+    @property
     def kernel(self) -> str:
         """The kernel's name."""
         value: str = self.data["kernel"]
@@ -159,6 +165,8 @@ def run(
     trace: str | Path | None = None,
     trace_format: str = "modern",
     events: str | Sequence[str] | None = None,
+    max_wall: float | None = None,
+    check_invariants: bool = False,
 ) -> Result:
     """Runs a scenario and returns its Result.
 
@@ -169,6 +177,12 @@ def run(
     does (``"vmscan"``, ``"kmem:mm_page_alloc"``, ``"all"``; a string of
     comma-separated selectors or a list of them); without it, every event of
     vmscan, compaction and writeback is traced, and none of kmem.
+    ``max_wall`` is a wall-clock budget in seconds: when it is spent the run
+    ends there and the result is the partial one, with ``cut`` saying at which
+    simulated time (``Result.cut``). ``check_invariants`` checks the kernel's
+    invariants at every sample and at the end, and raises InvariantError (one
+    line naming the invariant and the simulated time) at the first one broken.
+    Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     Raises ScenarioError (one line) if the scenario or a selector is wrong.
     """
     text = load_scenario(scenario, overrides)
@@ -179,5 +193,16 @@ def run(
     if events is not None and trace is None:
         raise ScenarioError("events select what a trace records: give trace=FILE too")
     selectors = [events] if isinstance(events, str) else None if events is None else list(events)
-    out = _vmsim.run(text, seed, progress, str(trace) if trace else None, trace_format, selectors)
+    if max_wall is not None and not (isinstance(max_wall, int | float) and 0 < max_wall <= 1e9):
+        raise ScenarioError(f"max_wall {max_wall}: a number of seconds above 0 (at most 1e9)")
+    out = _vmsim.run(
+        text,
+        seed,
+        progress,
+        str(trace) if trace else None,
+        trace_format,
+        selectors,
+        max_wall=None if max_wall is None else float(max_wall),
+        check_invariants=check_invariants,
+    )
     return Result(json_text=out, data=json.loads(out))

@@ -556,9 +556,13 @@ impl Kernel {
             + t.held.iter().map(|&(_, o)| 1u64 << o).sum::<u64>()
     }
 
-    /// Checks that per-node counters agree with what tasks hold (expensive).
+    /// Checks the kernel's invariants (expensive): every frame in exactly one state and
+    /// the free counts ([`Mm::check_invariants`]), the LRU lists against their sizes and
+    /// counters ([`Mm::check_lru`]), memcg charges against the frames
+    /// ([`Kernel::check_memcg`]), and the per-node counters against what tasks hold.
     pub fn check_accounting(&self) -> Result<(), String> {
         self.mm.check_invariants()?;
+        self.mm.check_lru()?;
         self.check_memcg()?;
         let anon: u64 = self.tasks.iter().map(|t| t.rss).sum();
         let pt: u64 = self.tasks.iter().map(|t| t.pgtables.len() as u64).sum();
