@@ -8,6 +8,7 @@ structure); ``overrides`` set single keys with dotted names, e.g.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -107,6 +108,14 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
     return merged
 
 
+CHECK_INVARIANTS_ENV = "VMSIM_CHECK_INVARIANTS"
+
+
+def checking_invariants() -> bool:
+    """Whether runs check the kernel's invariants by default: ``VMSIM_CHECK_INVARIANTS=1``."""
+    return os.environ.get(CHECK_INVARIANTS_ENV) == "1"
+
+
 @dataclass
 class Result:
     """What one run reports.
@@ -166,7 +175,7 @@ def run(
     trace_format: str = "modern",
     events: str | Sequence[str] | None = None,
     max_wall: float | None = None,
-    check_invariants: bool = False,
+    check_invariants: bool | None = None,
 ) -> Result:
     """Runs a scenario and returns its Result.
 
@@ -181,7 +190,10 @@ def run(
     ends there and the result is the partial one, with ``cut`` saying at which
     simulated time (``Result.cut``). ``check_invariants`` checks the kernel's
     invariants at every sample and at the end, and raises InvariantError (one
-    line naming the invariant and the simulated time) at the first one broken.
+    line naming the invariant and the simulated time) at the first one broken;
+    None checks when the environment has ``VMSIM_CHECK_INVARIANTS=1`` (how
+    ``vmsim reproduce --check-invariants`` reaches every run, in worker
+    processes too).
     Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     Raises ScenarioError (one line) if the scenario or a selector is wrong.
     """
@@ -203,6 +215,6 @@ def run(
         trace_format,
         selectors,
         max_wall=None if max_wall is None else float(max_wall),
-        check_invariants=check_invariants,
+        check_invariants=checking_invariants() if check_invariants is None else check_invariants,
     )
     return Result(json_text=out, data=json.loads(out))

@@ -747,8 +747,20 @@ def reclaim_report_cmd(
     is_flag=True,
     help="Take the seed's patched kernel apart instead (fragmentation: V19's three parts).",
 )
+@click.option(
+    "--check-invariants",
+    is_flag=True,
+    help="Check the kernel's invariants at every sample of every run (as vmsim run "
+    "--check-invariants); the first one broken is an internal error (exit 70).",
+)
 def reproduce_cmd(
-    name: str, runs: int, scale: float, as_json: bool, output_dir: Path | None, ablation: bool
+    name: str,
+    runs: int,
+    scale: float,
+    as_json: bool,
+    output_dir: Path | None,
+    ablation: bool,
+    check_invariants: bool,
 ) -> None:
     """Reproduce a seed experiment: NAME is throttle, writeback, softlimit, fragmentation,
     boost or all (see docs/reproduce.md).
@@ -766,6 +778,9 @@ def reproduce_cmd(
             )
         if ablation and output_dir is not None:
             raise rep.ReproduceError("--ablation writes no files: drop --output-dir")
+        if check_invariants:
+            # Every run of the reproduction, in sweep workers too, inherits it.
+            os.environ[api.CHECK_INVARIANTS_ENV] = "1"
         result = rep.reproduce(name, runs, scale, output_dir=output_dir, ablation=ablation)
     except rep.ReproduceError as e:
         raise UserError(str(e)) from None

@@ -366,6 +366,10 @@ section! {
     }
 }
 
+/// The most samples a run's time series may hold (a few hundred bytes each in memory,
+/// about 1 KB each in the JSON result): `duration / sampling.interval` above it is refused.
+pub const MAX_SAMPLES: u64 = 200_000;
+
 section! {
     /// What is recorded while the simulation runs.
     Sampling, "sampling" {
@@ -879,6 +883,14 @@ impl Scenario {
         }
         if self.duration.0 == 0 {
             return inv("duration must be > 0".into());
+        }
+        let samples = self.duration.0.div_ceil(self.sampling.interval.0) + 1;
+        if samples > MAX_SAMPLES {
+            return inv(format!(
+                "duration = {} sampled every sampling.interval = {} needs {samples} samples; \
+                 the maximum is {MAX_SAMPLES} (raise sampling.interval)",
+                self.duration, self.sampling.interval
+            ));
         }
         let mut total_tasks = 0u64;
         for (i, t) in self.tasks.iter().enumerate() {

@@ -578,12 +578,23 @@ impl Kernel {
         if node_sum(NodeStat::NR_PAGE_TABLE_PAGES) != pt as i64 {
             return Err("nr_page_table_pages disagrees with the tasks' page tables".into());
         }
-        let slab_pages: u64 = self.slab.caches.iter().map(|c| c.nr_slabs << c.order).sum();
+        // Slab caches' pages, and the pages of the skbs queued on AF_UNIX sockets.
+        let slab_pages: u64 = self
+            .slab
+            .caches
+            .iter()
+            .map(|c| c.nr_slabs << c.order)
+            .sum::<u64>()
+            + self
+                .sockets
+                .iter()
+                .map(|s| s.pages.len() as u64)
+                .sum::<u64>();
         let counted =
             node_sum(NodeStat::NR_SLAB_RECLAIMABLE) + node_sum(NodeStat::NR_SLAB_UNRECLAIMABLE);
         if counted != slab_pages as i64 {
             return Err(format!(
-                "slab counters {counted} but caches hold {slab_pages} pages"
+                "slab counters {counted} but caches and socket buffers hold {slab_pages} pages"
             ));
         }
         Ok(())
