@@ -315,7 +315,7 @@ section! {
         slab_object: u64 = 40, "[ns]";
         /// One object scanned by a shrinker (do_shrink_slab).
         shrink_object: u64 = 100, "[ns]";
-        /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): the least a program operation that enters the kernel costs. Measured here: 150-160 ns per syscall(SYS_getppid) on a 6.18 guest (scripts/syscall_cost.c).
+        /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured: 150-160 ns per syscall(SYS_getppid) on a 6.18 guest (scripts/syscall_cost.c, docs/cost-model.md).
         syscall: u64 = 150, "[ns]";
         /// A context switch (schedule, switch_mm).
         context_switch: u64 = 2000, "[ns]";

@@ -107,6 +107,17 @@ pub fn is_syscall(op: &Op) -> bool {
     )
 }
 
+/// What a step that spent `spent` [ns] on operations, `syscalls` of which entered the
+/// kernel, is charged on top: `syscalls` × `syscall` when the operations took no time at
+/// all, else nothing (the modelled kernel work stands for the whole call).
+pub fn syscall_floor(spent: u64, syscalls: u64, syscall: u64) -> u64 {
+    if spent == 0 {
+        syscalls.saturating_mul(syscall)
+    } else {
+        0
+    }
+}
+
 /// Whether an operation can never take time: a zero-length compute, touch or thp_fault.
 fn is_empty_op(op: &Op) -> bool {
     match op {
@@ -198,34 +209,42 @@ pub fn alloc_type_gfp(kind: AllocType) -> Gfp {
 
 impl Program<Kernel> for OpProgram {
     /// Runs the program's operations for up to a quantum ([`OpProgram::run_ops`]); a step
-    /// that started operations entering the kernel costs at least `cost.syscall` each,
-    /// so that simulated time moves on however cheap the operations are.
+    /// that would move the task on by no time at all costs `cost.syscall` for each
+    /// operation that entered the kernel, so that simulated time moves on however cheap
+    /// the operations are.
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
         let acc0 = cx.k.mm.cur.acc;
         self.syscalls = 0;
         let out = self.run_ops(cx);
-        let spent = out.user_ns + (cx.k.mm.cur.acc - acc0);
-        let floor = self.syscalls * cx.k.mm.cost.syscall;
-        if spent < floor {
+        let cur = &cx.k.mm.cur;
+        let spent = out.user_ns + (cur.acc - acc0);
+        // A sleep, a wait on a queue or an exit moves the task on by itself.
+        let stays = match out.next {
+            Step::Run => cur.sleep == 0 && cur.block_on.is_none(),
+            Step::Sleep(d) => d == 0 && cur.sleep == 0,
+            Step::Block { .. } | Step::Exit => false,
+        };
+        if stays {
             // entry_SYSCALL_64 and the return to user space of operations that did
-            // (next to) nothing in the kernel.
-            cx.k.mm.cur.acc += floor - spent;
+            // nothing else; a step that did modelled work is charged what it costs.
+            cx.k.mm.cur.acc += syscall_floor(spent, self.syscalls, cx.k.mm.cost.syscall);
         }
         out
     }
 }
 
 impl OpProgram {
-    /// The step's operations: runs on until a quantum of time is spent (counting at least
-    /// `cost.syscall` per system call started) or [`MAX_OPS_PER_STEP`] were started.
+    /// The step's operations: runs on until a quantum of time is spent (counting
+    /// [`syscall_floor`]) or [`MAX_OPS_PER_STEP`] were started.
     fn run_ops(&mut self, cx: &mut StepCtx) -> StepOut {
         let mut user = 0u64;
         let tid = cx.tid;
         let acc0 = cx.k.mm.cur.acc;
         let mut starts = 0u32;
         loop {
-            let spent = (user + cx.k.mm.cur.acc - acc0).max(self.syscalls * cx.k.mm.cost.syscall);
-            if acc0 + spent >= cx.quantum || starts >= MAX_OPS_PER_STEP {
+            let spent = user + cx.k.mm.cur.acc - acc0;
+            let spent = spent + syscall_floor(spent, self.syscalls, cx.k.mm.cost.syscall);
+            if acc0.saturating_add(spent) >= cx.quantum || starts >= MAX_OPS_PER_STEP {
                 return StepOut {
                     user_ns: user,
                     next: Step::Run,
