@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from vmsim import api
 
 #: How long after SIGINT the process must be gone [s] (the engine looks every 4096 events).

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from vmsim import ScenarioError, api
 
 ZERO_TIME_OPS = [
