@@ -6,12 +6,13 @@
 >>> r.summary["sys_seconds"]
 """
 
-from vmsim._vmsim import ScenarioError
+from vmsim._vmsim import InvariantError, ScenarioError
 from vmsim.api import Result, default_scenario, knobs, load_scenario, run, version
 
 __version__ = version()
 
 __all__ = [
+    "InvariantError",
     "Result",
     "ScenarioError",
     "default_scenario",

@@ -9,6 +9,9 @@ from os import PathLike
 class ScenarioError(ValueError):
     """A scenario that cannot be run; the message is one line."""
 
+class InvariantError(RuntimeError):
+    """A kernel invariant broken during a run: a bug in vmsim; the message is one line."""
+
 def run(
     scenario: str,
     seed: int | None = None,
@@ -16,9 +19,13 @@ def run(
     trace_path: str | PathLike[str] | None = None,
     trace_format: str = "modern",
     events: list[str] | None = None,
+    max_wall: float | None = None,
+    check_invariants: bool = False,
 ) -> str:
     """Runs a scenario given as TOML text; returns the result as JSON text. ``events``
-    selects the traced events as set_event does (None: the default selection)."""
+    selects the traced events as set_event does (None: the default selection);
+    ``max_wall`` is a wall-clock budget [s] (the partial result carries ``cut``);
+    ``check_invariants`` raises InvariantError at the first kernel invariant broken."""
 
 def validate(scenario: str) -> None:
     """Checks a scenario without running it; raises ScenarioError if it is wrong."""

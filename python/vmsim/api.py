@@ -8,6 +8,7 @@ structure); ``overrides`` set single keys with dotted names, e.g.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -182,6 +183,12 @@ def _set_message(msg: str, text: str, overrides: Mapping[str, Any]) -> str:
     rest = m.group(3) if m else re.sub(r"^scenario: (line \d+: )?", "", msg)
     where = f"--set {atomic.shown(key)}" if key else "(after --set)"
     return f"scenario: {where}: {rest}"
+CHECK_INVARIANTS_ENV = "VMSIM_CHECK_INVARIANTS"
+
+
+def checking_invariants() -> bool:
+    """Whether runs check the kernel's invariants by default: ``VMSIM_CHECK_INVARIANTS=1``."""
+    return os.environ.get(CHECK_INVARIANTS_ENV) == "1"
 
 
 @dataclass
@@ -221,6 +228,12 @@ class Result:
         return value
 
     @property
+    def cut(self) -> dict[str, Any] | None:
+        """Where a limit (``max_wall``) cut the run short: ``at_seconds`` and ``reason``."""
+        value: dict[str, Any] | None = self.data.get("cut")
+        return value
+
+    @property
     def kernel(self) -> str:
         """The kernel's name."""
         value: str = self.data["kernel"]
@@ -236,6 +249,8 @@ def run(
     trace: str | Path | None = None,
     trace_format: str = "modern",
     events: str | Sequence[str] | None = None,
+    max_wall: float | None = None,
+    check_invariants: bool | None = None,
 ) -> Result:
     """Runs a scenario and returns its Result.
 
@@ -246,6 +261,15 @@ def run(
     does (``"vmscan"``, ``"kmem:mm_page_alloc"``, ``"all"``; a string of
     comma-separated selectors or a list of them); without it, every event of
     vmscan, compaction and writeback is traced, and none of kmem.
+    ``max_wall`` is a wall-clock budget in seconds: when it is spent the run
+    ends there and the result is the partial one, with ``cut`` saying at which
+    simulated time (``Result.cut``). ``check_invariants`` checks the kernel's
+    invariants at every sample and at the end, and raises InvariantError (one
+    line naming the invariant and the simulated time) at the first one broken;
+    None checks when the environment has ``VMSIM_CHECK_INVARIANTS=1`` (how
+    ``vmsim reproduce --check-invariants`` reaches every run, in worker
+    processes too).
+    Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     Raises ScenarioError (one line) if the scenario or a selector is wrong.
     """
     text = load_scenario(scenario, overrides)
@@ -256,9 +280,20 @@ def run(
     if events is not None and trace is None:
         raise ScenarioError("events select what a trace records: give trace=FILE too")
     selectors = [events] if isinstance(events, str) else None if events is None else list(events)
+    if max_wall is not None and not (isinstance(max_wall, int | float) and 0 < max_wall <= 1e9):
+        raise ScenarioError(f"max_wall {max_wall}: a number of seconds above 0 (at most 1e9)")
+    if check_invariants is None:
+        check_invariants = checking_invariants()
     try:
         out = _vmsim.run(
-            text, seed, progress, str(trace) if trace else None, trace_format, selectors
+            text,
+            seed,
+            progress,
+            str(trace) if trace else None,
+            trace_format,
+            selectors,
+            max_wall=None if max_wall is None else float(max_wall),
+            check_invariants=check_invariants,
         )
     except OSError as e:
         if trace is None or e.filename != str(trace):

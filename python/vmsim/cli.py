@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from vmsim import api, atomic
-from vmsim._vmsim import ScenarioError
+from vmsim._vmsim import InvariantError, ScenarioError
 from vmsim.atomic import shown
 from vmsim.compare import CompareError, compare_results, load_results
 from vmsim.sweep.grid import SweepError
@@ -137,6 +137,37 @@ def _check_output_dir(option: str, path: Path | None) -> None:
         raise UserError(f"{option} {shown(path)}: exists and is not a directory")
 
 
+EXIT_CUT = 3  # a run cut short by --max-wall: partial results written
+EXIT_INTERNAL = 70  # a bug in vmsim (EX_SOFTWARE): an internal error or a broken invariant
+MAX_TRACE_EVENTS = 10_000_000  # trace lines kept (crates/vmsim-core/src/trace/tracer.rs)
+
+
+def _end_note(r: api.Result) -> str:
+    """How the run ended, after the task counts: nothing when every task exited."""
+    if r.cut is not None:
+        return f"  [cut at {r.cut['at_seconds']:.3f} s: {r.cut['reason']}]"
+    return "" if r.summary["completed"] else "  [time limit reached]"
+
+
+def _report_limits(r: api.Result, trace: Path | None) -> None:
+    """One line on stderr for each limit the run reached; exit code 3 when it was cut short
+    (its results are written by then)."""
+    dropped = r.data.get("trace_events_dropped")
+    if dropped:
+        click.echo(
+            f"vmsim: --trace {trace}: the buffer is full at {MAX_TRACE_EVENTS} events; "
+            f"{dropped} later events were not recorded",
+            err=True,
+        )
+    if r.cut is not None:
+        click.echo(
+            f"vmsim: run cut at simulated time {r.cut['at_seconds']:.3f} s: "
+            f"{r.cut['reason']} (--max-wall); the results written cover the run up to there",
+            err=True,
+        )
+        sys.exit(EXIT_CUT)
+
+
 def _summary_text(r: api.Result) -> str:
     s = r.summary
     lines = [
@@ -147,7 +178,7 @@ def _summary_text(r: api.Result) -> str:
         f"allocation stalls {s['alloc_stall_seconds']:.3f} s",
         f"tasks {s['tasks_started']} started, {s['oom_kills']} OOM-killed, "
         f"{s['fork_failures']} fork failures; {s['alloc_failures']} failed allocations"
-        + ("" if s["completed"] else "  [time limit reached]"),
+        + _end_note(r),
         f"fragmentation: {s['extfrag_events']} extfrag events; mixed pageblocks "
         f"{s['mixed_pageblocks_max']} at most, {s['mixed_pageblocks']} at the end",
     ]
@@ -230,6 +261,20 @@ def main_group() -> None:
     help="Trace these events, as set_event / trace-cmd -e select them: SYSTEM, "
     "SYSTEM:EVENT, all (comma-separated; repeatable). Default: vmscan, compaction, writeback.",
 )
+@click.option(
+    "--max-wall",
+    "max_wall",
+    type=float,
+    metavar="SECONDS",
+    help="Wall-clock budget: when spent, the run stops there, its partial results are "
+    "written and vmsim exits with code 3.",
+)
+@click.option(
+    "--check-invariants",
+    is_flag=True,
+    help="Check the kernel's invariants (frame states, counters, memcg charges, LRU sizes) "
+    "at every sample; the first one broken is an internal error (exit 70).",
+)
 def run_cmd(
     scenario: str | None,
     as_json: bool,
@@ -244,6 +289,8 @@ def run_cmd(
     trace: Path | None,
     trace_format: str,
     events: tuple[str, ...],
+    max_wall: float | None,
+    check_invariants: bool,
 ) -> None:
     """Run SCENARIO (a TOML file; the built-in default without one)."""
     overrides = {}
@@ -260,6 +307,8 @@ def run_cmd(
     if events and trace is None:
         raise UserError("--events selects what --trace records: give --trace FILE too")
     _check_output_dir("--output-dir", output_dir)
+    if max_wall is not None and not (0 < max_wall <= 1e9):
+        raise UserError(f"--max-wall {max_wall}: a number of seconds above 0 (at most 1e9)")
     update, close = _progress_reporter()
     try:
         r = api.run(
@@ -270,6 +319,8 @@ def run_cmd(
             trace=trace,
             trace_format=trace_format,
             events=list(events) if events else None,
+            max_wall=max_wall,
+            check_invariants=check_invariants,
         )
     finally:
         close()
@@ -293,6 +344,7 @@ def run_cmd(
         pbmap.save_atomic(pbmap.pageblock_map_figure([r.data]), pbmap_path)
     if as_json:
         click.echo(r.json_text)
+        _report_limits(r, trace)
         return
     out = [_summary_text(r), "==> /proc/buddyinfo <==", r.proc["buddyinfo"]]
     out += ["==> /proc/pagetypeinfo <==", r.proc["pagetypeinfo"]]
@@ -320,6 +372,7 @@ def run_cmd(
             out += [f"==> {base}{group_dir}memory.events <=="]
             out += [f"{k} {v}" for k, v in memcg_events.items()]
     click.echo("\n".join(out).rstrip("\n"))
+    _report_limits(r, trace)
 
 
 @main_group.command("compare")
@@ -738,8 +791,20 @@ def reclaim_report_cmd(
     is_flag=True,
     help="Take the seed's patched kernel apart instead (fragmentation: V19's three parts).",
 )
+@click.option(
+    "--check-invariants",
+    is_flag=True,
+    help="Check the kernel's invariants at every sample of every run (as vmsim run "
+    "--check-invariants); the first one broken is an internal error (exit 70).",
+)
 def reproduce_cmd(
-    name: str, runs: int, scale: float, as_json: bool, output_dir: Path | None, ablation: bool
+    name: str,
+    runs: int,
+    scale: float,
+    as_json: bool,
+    output_dir: Path | None,
+    ablation: bool,
+    check_invariants: bool,
 ) -> None:
     """Reproduce a seed experiment: NAME is throttle, writeback, softlimit, fragmentation,
     boost or all (see docs/reproduce.md).
@@ -757,6 +822,9 @@ def reproduce_cmd(
             )
         if ablation and output_dir is not None:
             raise rep.ReproduceError("--ablation writes no files: drop --output-dir")
+        if check_invariants:
+            # Every run of the reproduction, in sweep workers too, inherits it.
+            os.environ[api.CHECK_INVARIANTS_ENV] = "1"
         result = rep.reproduce(name, runs, scale, output_dir=output_dir, ablation=ablation)
     except rep.ReproduceError as e:
         raise UserError(str(e)) from None
@@ -948,6 +1016,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail(e.format_message().replace("\n", " "))
     except (ScenarioError, CompareError, UserError, SweepError, atomic.OutputError) as e:
         _fail(_one_line(str(e)))
+    except InvariantError as e:
+        click.echo(f"vmsim: internal error: {e}", err=True)
+        sys.exit(EXIT_INTERNAL)
     except KeyboardInterrupt:
         click.echo("vmsim: interrupted", err=True)
         sys.exit(130)
@@ -963,7 +1034,7 @@ def main(argv: list[str] | None = None) -> None:
             f"vmsim: internal error: {type(e).__name__}: {e} (set VMSIM_DEBUG=1 for a traceback)",
             err=True,
         )
-        sys.exit(70)
+        sys.exit(EXIT_INTERNAL)
 
 
 if __name__ == "__main__":

@@ -542,6 +542,8 @@ section! {
         slab_object: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One object scanned by a shrinker (do_shrink_slab).
         shrink_object: u64 = 100, "[ns]", max MAX_OP_COST;
+        /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured: 150-160 ns per syscall(SYS_getppid) on a 6.18 guest (scripts/syscall_cost.c, docs/cost-model.md).
+        syscall: u64 = 150, "[ns]", max MAX_OP_COST;
         /// A context switch (schedule, switch_mm).
         context_switch: u64 = 2000, "[ns]", max MAX_OP_COST;
         /// Creating a task (fork: copy_process without memory copy).
@@ -590,6 +592,10 @@ section! {
         quantum: Nanos = Nanos(50_000), "[time]", max MAX_OP_COST;
     }
 }
+
+/// The most samples a run's time series may hold (a few hundred bytes each in memory,
+/// about 1 KB each in the JSON result): `duration / sampling.interval` above it is refused.
+pub const MAX_SAMPLES: u64 = 200_000;
 
 section! {
     /// What is recorded while the simulation runs.
@@ -1132,6 +1138,14 @@ impl Scenario {
         }
         if self.duration.0 == 0 {
             return inv("duration must be > 0".into());
+        }
+        let samples = self.duration.0.div_ceil(self.sampling.interval.0) + 1;
+        if samples > MAX_SAMPLES {
+            return inv(format!(
+                "duration = {} sampled every sampling.interval = {} needs {samples} samples; \
+                 the maximum is {MAX_SAMPLES} (raise sampling.interval)",
+                self.duration, self.sampling.interval
+            ));
         }
         let mut total_tasks = 0u64;
         for (i, t) in self.tasks.iter().enumerate() {

@@ -563,9 +563,13 @@ impl Kernel {
             + t.held.iter().map(|&(_, o)| 1u64 << o).sum::<u64>()
     }
 
-    /// Checks that per-node counters agree with what tasks hold (expensive).
+    /// Checks the kernel's invariants (expensive): every frame in exactly one state and
+    /// the free counts ([`Mm::check_invariants`]), the LRU lists against their sizes and
+    /// counters ([`Mm::check_lru`]), memcg charges against the frames
+    /// ([`Kernel::check_memcg`]), and the per-node counters against what tasks hold.
     pub fn check_accounting(&self) -> Result<(), String> {
         self.mm.check_invariants()?;
+        self.mm.check_lru()?;
         self.check_memcg()?;
         let anon: u64 = self.tasks.iter().map(|t| t.rss).sum();
         let pt: u64 = self.tasks.iter().map(|t| t.pgtables.len() as u64).sum();
@@ -581,12 +585,23 @@ impl Kernel {
         if node_sum(NodeStat::NR_PAGE_TABLE_PAGES) != pt as i64 {
             return Err("nr_page_table_pages disagrees with the tasks' page tables".into());
         }
-        let slab_pages: u64 = self.slab.caches.iter().map(|c| c.nr_slabs << c.order).sum();
+        // Slab caches' pages, and the pages of the skbs queued on AF_UNIX sockets.
+        let slab_pages: u64 = self
+            .slab
+            .caches
+            .iter()
+            .map(|c| c.nr_slabs << c.order)
+            .sum::<u64>()
+            + self
+                .sockets
+                .iter()
+                .map(|s| s.pages.len() as u64)
+                .sum::<u64>();
         let counted =
             node_sum(NodeStat::NR_SLAB_RECLAIMABLE) + node_sum(NodeStat::NR_SLAB_UNRECLAIMABLE);
         if counted != slab_pages as i64 {
             return Err(format!(
-                "slab counters {counted} but caches hold {slab_pages} pages"
+                "slab counters {counted} but caches and socket buffers hold {slab_pages} pages"
             ));
         }
         Ok(())

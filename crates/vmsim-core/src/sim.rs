@@ -242,6 +242,13 @@ pub struct RunResult {
     /// /proc files read by the workload's `snapshot` operations.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<crate::mm::vmstat::ProcSnapshot>,
+    /// Where a limit (the wall-clock budget) cut the run short, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
+    /// Trace events not kept because the trace buffer held its maximum
+    /// ([`crate::trace::MAX_TRACE_EVENTS`]), when any were dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_events_dropped: Option<u64>,
 }
 
 /// Items recorded in the time series.
@@ -368,6 +375,81 @@ pub fn run_traced(
     trace: Option<(crate::trace::TraceFormat, crate::trace::EventFilter)>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> (RunResult, Option<crate::trace::Tracer>) {
+    let mut ctl = Control::new(progress);
+    match run_controlled(sc, trace, &mut ctl) {
+        Ok(r) => r,
+        Err(e) => unreachable!("a run without checks or interruption cannot stop: {e}"),
+    }
+}
+
+/// Events the engine processes between two looks at a run's [`Control`] (Ctrl-C, the
+/// wall-clock budget): a few milliseconds of wall time at the engine's speed.
+pub const POLL_EVENTS: u64 = 4096;
+
+/// How a caller watches and bounds a run.
+pub struct Control<'a> {
+    /// Called after each sample with the simulated time and the run's end [ns].
+    pub progress: &'a mut dyn FnMut(u64, u64),
+    /// Asked every [`POLL_EVENTS`] events and after each sample; true stops the run at
+    /// once without a result (Ctrl-C).
+    pub interrupted: Option<&'a mut dyn FnMut() -> bool>,
+    /// Wall-clock budget: when it is spent the run ends there, and its result is the
+    /// partial one, marked [`Cut`].
+    pub max_wall: Option<std::time::Duration>,
+    /// Check the kernel's invariants ([`Kernel::check_accounting`]) at every sample and at
+    /// the end; the first one broken stops the run.
+    pub check_invariants: bool,
+}
+
+impl<'a> Control<'a> {
+    /// A run watched only by `progress`: no interruption, no budget, no checks.
+    pub fn new(progress: &'a mut dyn FnMut(u64, u64)) -> Control<'a> {
+        Control {
+            progress,
+            interrupted: None,
+            max_wall: None,
+            check_invariants: cfg!(feature = "expensive-checks"),
+        }
+    }
+}
+
+/// Why a run ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stopped {
+    /// The caller stopped it (Ctrl-C).
+    #[error("interrupted at simulated time {:.3} s", ns_to_s(*at_ns))]
+    Interrupted {
+        /// Simulated time reached [ns].
+        at_ns: u64,
+    },
+    /// A kernel invariant did not hold at a check.
+    #[error("invariant broken at simulated time {:.3} s: {what}", ns_to_s(*at_ns))]
+    Invariant {
+        /// Simulated time of the check [ns].
+        at_ns: u64,
+        /// The invariant and how it failed.
+        what: String,
+    },
+}
+
+/// A run that a limit cut short: where, and which limit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cut {
+    /// Simulated time the run reached; the result describes the run up to here [s].
+    pub at_seconds: f64,
+    /// The limit reached, e.g. `wall-clock budget of 5 s (--max-wall)`.
+    pub reason: String,
+}
+
+/// [`run_traced`] under a [`Control`]: stops when interrupted (no result), cuts the run
+/// short when the wall-clock budget is spent (the partial result, with [`RunResult::cut`]),
+/// and checks the kernel's invariants when asked.
+pub fn run_controlled(
+    sc: &Scenario,
+    trace: Option<(crate::trace::TraceFormat, crate::trace::EventFilter)>,
+    ctl: &mut Control,
+) -> Result<(RunResult, Option<crate::trace::Tracer>), Stopped> {
+    let wall = std::time::Instant::now();
     let mut eng = build(sc);
     if let Some((fmt, events)) = trace {
         let tracer = crate::trace::Tracer::with_events(fmt, sc.machine.cpus, events);
@@ -382,30 +464,81 @@ pub fn run_traced(
     let end = sc.duration.0;
     let interval = sc.sampling.interval.0;
     let mut t = 0;
-    while t < end && eng.live_user_tasks > 0 {
+    let mut cut: Option<Cut> = None;
+    // Whether to stop now: Err when interrupted, true when the wall-clock budget is spent.
+    let look = |ctl: &mut Control, now: u64| -> Result<bool, Stopped> {
+        if ctl.interrupted.as_mut().is_some_and(|f| f()) {
+            return Err(Stopped::Interrupted { at_ns: now });
+        }
+        Ok(ctl.max_wall.is_some_and(|w| wall.elapsed() >= w))
+    };
+    'run: while t < end && eng.live_user_tasks > 0 {
         t = (t + interval).min(end);
-        eng.run_until(t);
+        while !eng.run_until_at_most(t, POLL_EVENTS) {
+            if look(ctl, eng.now)? {
+                cut = Some(wall_cut(ctl, eng.now));
+                break 'run;
+            }
+        }
         let snap = eng.kernel.vmstat_snapshot();
         eng.kernel.mm.sample(&snap, &mut ts, t);
-        progress(t, end);
-    }
-    #[cfg(feature = "expensive-checks")]
-    if let Err(e) = eng.kernel.check_accounting() {
-        panic!("invariant violated at the end of the run: {e}");
+        (ctl.progress)(t, end);
+        if ctl.check_invariants {
+            check_invariants(&eng, t)?;
+        }
+        if look(ctl, t)? && t < end && eng.live_user_tasks > 0 {
+            cut = Some(wall_cut(ctl, t));
+            break;
+        }
     }
     let completed = eng.live_user_tasks == 0;
-    let last_exit = eng
-        .kernel
-        .tasks
-        .iter()
-        .map(|t| t.stats.exit_ns)
-        .max()
-        .unwrap_or(0);
-    let elapsed = if completed { last_exit } else { end };
+    let elapsed = match &cut {
+        Some(_) => {
+            // The state at the cut, as the last sample.
+            let at = eng.now;
+            if ts.time_seconds.last() != Some(&ns_to_s(at)) {
+                let snap = eng.kernel.vmstat_snapshot();
+                eng.kernel.mm.sample(&snap, &mut ts, at);
+            }
+            at
+        }
+        None if completed => eng
+            .kernel
+            .tasks
+            .iter()
+            .map(|t| t.stats.exit_ns)
+            .max()
+            .unwrap_or(0),
+        None => end,
+    };
+    if ctl.check_invariants {
+        check_invariants(&eng, eng.now)?;
+    }
     // When every task has exited, the CPUs have been idle since at most the last exit.
     eng.finish_at(elapsed.min(eng.now));
-    let r = result(sc, &eng, &boot_snap, ts, elapsed, completed);
-    (r, eng.kernel.mm.tracer.take())
+    let mut r = result(sc, &eng, &boot_snap, ts, elapsed, completed);
+    r.cut = cut;
+    let tracer = eng.kernel.mm.tracer.take();
+    if let Some(tr) = &tracer {
+        r.trace_events_dropped = (tr.dropped() > 0).then_some(tr.dropped());
+    }
+    Ok((r, tracer))
+}
+
+/// The cut of a run whose wall-clock budget ran out at simulated time `now`.
+fn wall_cut(ctl: &Control, now: u64) -> Cut {
+    let budget = ctl.max_wall.map(|w| w.as_secs_f64()).unwrap_or(0.0);
+    Cut {
+        at_seconds: ns_to_s(now),
+        reason: format!("wall-clock budget of {budget} s reached"),
+    }
+}
+
+/// The kernel's expensive invariants at simulated time `at`.
+fn check_invariants(eng: &Engine, at: u64) -> Result<(), Stopped> {
+    eng.kernel
+        .check_accounting()
+        .map_err(|what| Stopped::Invariant { at_ns: at, what })
 }
 
 fn result(
@@ -516,5 +649,7 @@ fn result(
         workload: k.metrics.clone(),
         memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
         snapshots: k.proc_snapshots.clone(),
+        cut: None,
+        trace_events_dropped: None,
     }
 }

@@ -58,13 +58,26 @@ fn to_py(e: vmsim_core::Error) -> PyErr {
     ScenarioError::new_err(e.to_string())
 }
 
+create_exception!(
+    _vmsim,
+    InvariantError,
+    pyo3::exceptions::PyRuntimeError,
+    "A kernel invariant broken during a run (check_invariants): a bug in vmsim; the message \
+     names the invariant and the simulated time."
+);
+
 /// Runs a scenario given as TOML text; returns the result as JSON text.
 ///
-/// `progress(now_ns, end_ns)` is called after every sample; Ctrl-C stops the run.
-/// `events` lists trace event selectors (`vmscan`, `kmem:mm_page_alloc`, `all`,
-/// comma-separated within an item); without it the default events are traced.
+/// `progress(now_ns, end_ns)` is called after every sample. Ctrl-C (any pending Python
+/// signal whose handler raises) stops the run within a few thousand events and raises
+/// KeyboardInterrupt; nothing is written. `events` lists trace event selectors (`vmscan`,
+/// `kmem:mm_page_alloc`, `all`, comma-separated within an item); without it the default
+/// events are traced. `max_wall` is a wall-clock budget [s]: when spent, the run ends
+/// and the partial result says where (`cut`). `check_invariants` checks the kernel's
+/// invariants at every sample and raises InvariantError at the first one broken.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern", events=None))]
+#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern", events=None, max_wall=None, check_invariants=false))]
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     scenario: &str,
@@ -73,6 +86,8 @@ fn run(
     trace_path: Option<std::path::PathBuf>,
     trace_format: &str,
     events: Option<Vec<String>>,
+    max_wall: Option<f64>,
+    check_invariants: bool,
 ) -> PyResult<String> {
     let fmt = match trace_format {
         "modern" => vmsim_core::trace::TraceFormat::Modern,
@@ -80,6 +95,17 @@ fn run(
         other => {
             return Err(ScenarioError::new_err(format!(
                 "trace format '{other}': use modern or legacy"
+            )))
+        }
+    };
+    let max_wall = match max_wall {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        Some(s) => {
+            return Err(ScenarioError::new_err(format!(
+                "max_wall {s}: a number of seconds above 0 (at most 1e9)"
             )))
         }
     };
@@ -96,29 +122,51 @@ fn run(
         sc
     };
     vmsim_core::capacity::check(&sc).map_err(to_py)?;
-    let mut err: Option<PyErr> = None;
-    let mut cb = |now: u64, end: u64| {
-        if err.is_some() {
-            return;
-        }
-        if let Err(e) = py.check_signals() {
-            err = Some(e);
+    // The first Python exception raised (Ctrl-C's KeyboardInterrupt, or one from `progress`)
+    // stops the run.
+    let err: std::cell::RefCell<Option<PyErr>> = std::cell::RefCell::new(None);
+    let mut on_progress = |now: u64, end: u64| {
+        if err.borrow().is_some() {
             return;
         }
         if let Some(p) = &progress {
             if let Err(e) = p.call1(py, (now, end)) {
-                err = Some(e);
+                *err.borrow_mut() = Some(e);
             }
         }
     };
-    let (r, tracer) =
-        vmsim_core::sim::run_traced(&sc, trace_path.as_ref().map(|_| (fmt, events)), &mut cb);
-    if let Some(e) = err {
-        if e.is_instance_of::<PyKeyboardInterrupt>(py) {
-            return Err(e);
+    let mut interrupted = || {
+        if err.borrow().is_some() {
+            return true;
         }
+        match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                *err.borrow_mut() = Some(e);
+                true
+            }
+        }
+    };
+    let mut ctl = vmsim_core::sim::Control {
+        progress: &mut on_progress,
+        interrupted: Some(&mut interrupted),
+        max_wall,
+        check_invariants,
+    };
+    let outcome =
+        vmsim_core::sim::run_controlled(&sc, trace_path.as_ref().map(|_| (fmt, events)), &mut ctl);
+    if let Some(e) = err.into_inner() {
         return Err(e);
     }
+    let (r, tracer) = match outcome {
+        Ok(v) => v,
+        Err(e @ vmsim_core::sim::Stopped::Invariant { .. }) => {
+            return Err(InvariantError::new_err(e.to_string()))
+        }
+        Err(e @ vmsim_core::sim::Stopped::Interrupted { .. }) => {
+            return Err(PyKeyboardInterrupt::new_err(e.to_string()))
+        }
+    };
     if let (Some(path), Some(t)) = (trace_path, tracer) {
         output::write_whole(&path, |w| t.write_to(w)).map_err(|e| {
             let path = path.display().to_string();
@@ -232,5 +280,6 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("InvariantError", m.py().get_type::<InvariantError>())?;
     Ok(())
 }

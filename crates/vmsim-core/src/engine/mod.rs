@@ -237,10 +237,21 @@ impl<K: Os> Engine<K> {
 
     /// Processes every event up to and including time `t`, then sets the clock to `t`.
     pub fn run_until(&mut self, t: u64) {
+        self.run_until_at_most(t, u64::MAX);
+    }
+
+    /// [`Engine::run_until`], processing at most `max_events` events; true when the clock
+    /// reached `t`, false when it stopped earlier (the caller looks up, then goes on).
+    pub fn run_until_at_most(&mut self, t: u64, max_events: u64) -> bool {
+        let mut budget = max_events;
         while let Some(&Reverse((et, _, ev))) = self.queue.peek() {
             if et > t {
                 break;
             }
+            if budget == 0 {
+                return false;
+            }
+            budget -= 1;
             self.queue.pop();
             self.now = et;
             self.events += 1;
@@ -252,6 +263,7 @@ impl<K: Os> Engine<K> {
             }
         }
         self.now = self.now.max(t);
+        true
     }
 
     /// Closes the books at time `t` (at most the current time): idle CPUs get their idle time up to `t`.

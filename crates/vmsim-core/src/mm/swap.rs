@@ -50,6 +50,97 @@ impl Mm {
         super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid)
     }
 
+    /// Checks the LRU lists against their sizes (expensive): every page on a list is PageLRU,
+    /// belongs on that list (folio_lru_list), to the list's node and memcg, and is on no
+    /// other list; every PageLRU frame is on one; each list's length is its lruvec's size,
+    /// and the node and zone NR_*_ANON/FILE and NR_UNEVICTABLE counters are the recount.
+    pub fn check_lru(&self) -> Result<(), String> {
+        use super::memcontrol::{NO_MEMCG, ROOT_MEM_CGROUP};
+        let nr_nodes = self.nodes.len();
+        // The group of each per-node lruvec of the memcg table.
+        let mut pn_group = vec![NO_MEMCG; self.memcg.pn.len()];
+        for (id, g) in self.memcg.groups.iter().enumerate() {
+            if g.pn != NO_MEMCG {
+                for nid in 0..nr_nodes {
+                    pn_group[g.pn as usize + nid] = id as u32;
+                }
+            }
+        }
+        let lruvecs = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(nid, n)| (nid, ROOT_MEM_CGROUP, &n.lruvec))
+            .chain(self.memcg.pn.iter().enumerate().filter_map(|(i, pn)| {
+                (pn_group[i] != NO_MEMCG).then_some((i % nr_nodes, pn_group[i], &pn.lruvec))
+            }));
+        let mut seen = vec![false; self.map.len()];
+        let mut node_nr = vec![[0i64; lru::NR_LRU_LISTS]; nr_nodes];
+        let mut zone_nr = vec![[0i64; lru::NR_LRU_LISTS]; self.zones.len()];
+        for (nid, memcg, lv) in lruvecs {
+            for l in 0..lru::NR_LRU_LISTS {
+                let mut len = 0u64;
+                for p in lv.lists[l].iter(&self.map) {
+                    let page = &self.map[p as usize];
+                    let at = format!("pfn {p} on LRU list {l} of node {nid} memcg {memcg}");
+                    if seen[p as usize] {
+                        return Err(format!("{at}: on two LRU lists (or a cycle)"));
+                    }
+                    seen[p as usize] = true;
+                    if !page.test(pg::LRU) {
+                        return Err(format!("{at}: not PageLRU (flags {:#x})", page.flags));
+                    }
+                    if self.folio_lru_list(p) != l {
+                        return Err(format!("{at}: belongs on list {}", self.folio_lru_list(p)));
+                    }
+                    if self.pfn_to_nid(p) != nid {
+                        return Err(format!("{at}: on node {}", self.pfn_to_nid(p)));
+                    }
+                    let owner = self.memcg.folio_memcg(page.kind(), page.owner);
+                    if owner != memcg {
+                        return Err(format!("{at}: charged to memcg {owner}"));
+                    }
+                    zone_nr[self.page_zone(p)][l] += 1;
+                    len += 1;
+                }
+                if len != lv.nr[l] {
+                    return Err(format!(
+                        "LRU list {l} of node {nid} memcg {memcg}: size {} but the list holds {len}",
+                        lv.nr[l]
+                    ));
+                }
+                node_nr[nid][l] += len as i64;
+            }
+        }
+        if let Some(p) = (0..self.map.len()).find(|&p| self.map[p].test(pg::LRU) && !seen[p]) {
+            return Err(format!("pfn {p} is PageLRU but on no LRU list"));
+        }
+        for (nid, (n, listed)) in self.nodes.iter().zip(&node_nr).enumerate() {
+            for (l, &held) in listed.iter().enumerate() {
+                let counter = n.vm_stat[NodeStat::NR_INACTIVE_ANON as usize + l];
+                if counter != held {
+                    return Err(format!(
+                        "node {nid}: LRU counter {} is {counter} but its lists hold {held}",
+                        NodeStat::NAMES[NodeStat::NR_INACTIVE_ANON as usize + l],
+                    ));
+                }
+            }
+        }
+        for (zone, listed) in self.zones.iter().zip(&zone_nr) {
+            for (l, &held) in listed.iter().enumerate() {
+                let counter = zone.vm_stat[ZoneStat::NR_ZONE_INACTIVE_ANON as usize + l];
+                if counter != held {
+                    return Err(format!(
+                        "zone {} of node {}: LRU counter {counter} for list {l} but its lists hold {held}",
+                        zone.zone_type.name(),
+                        zone.nid,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Puts a page on the head of its LRU list (lruvec_add_folio).
     #[inline]
     pub fn lruvec_add_folio(&mut self, pfn: Pfn) {

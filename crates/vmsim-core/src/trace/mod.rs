@@ -80,7 +80,9 @@ pub use format::{
     event_name, hashed_ptr, page_address, render, PAGEBLOCK_ORDER, STRUCT_PAGE_SIZE, VMEMMAP_BASE,
 };
 pub use tracepoint::{LegacyForm, TraceEventInfo};
-pub use tracer::{default_flags, format_line, header, LineFlags, Tracer};
+pub use tracer::{
+    default_flags, format_line, header, header_written, LineFlags, Tracer, MAX_TRACE_EVENTS,
+};
 
 /// Which kernel's text formats to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -919,6 +919,33 @@ fn tracer_merges_cpus_like_the_kernel() {
 }
 
 #[test]
+fn a_full_tracer_keeps_the_first_lines_and_counts_the_rest() {
+    let mut t = Tracer::new(TraceFormat::Modern, 2);
+    t.set_limit(3);
+    for nid in 0..10 {
+        t.emit(
+            1_000 * nid as u64,
+            0,
+            "a",
+            1,
+            &TraceEvent::MmVmscanKswapdSleep { nid },
+        );
+    }
+    assert_eq!((t.len(), t.dropped()), (3, 7));
+    let mut out = Vec::new();
+    t.write_to(&mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    // ftrace's header shows the loss: entries in the buffer / entries written.
+    assert!(
+        out.contains("# entries-in-buffer/entries-written: 3/10   #P:2\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("mm_vmscan_kswapd_sleep: nid=2\n"));
+    t.clear();
+    assert_eq!((t.len(), t.dropped()), (0, 0));
+}
+
+#[test]
 fn tracer_replays_real_excerpt() {
     // KERNEL-FORMATS.md §2.5: one memcg limit-reclaim cycle.
     let real = [

@@ -228,10 +228,16 @@ fn truncate_comm(comm: &str) -> &str {
 /// (`irq-info` on, `record-tgid` off), for `entries` lines and `nr_cpus`
 /// online CPUs.
 pub fn header(entries: usize, nr_cpus: u32) -> String {
+    header_written(entries, entries as u64, nr_cpus)
+}
+
+/// [`header`] of a buffer that kept `entries` of the `written` events fired (ftrace's
+/// `entries-in-buffer/entries-written` differ when events were lost).
+pub fn header_written(entries: usize, written: u64, nr_cpus: u32) -> String {
     format!(
         "# tracer: nop\n\
          #\n\
-         # entries-in-buffer/entries-written: {entries}/{entries}   #P:{nr_cpus}\n\
+         # entries-in-buffer/entries-written: {entries}/{written}   #P:{nr_cpus}\n\
          #\n\
          #                                _-----=> irqs-off/BH-disabled\n\
          #                               / _----=> need-resched\n\
@@ -274,7 +280,17 @@ pub struct Tracer {
     cpus: Vec<Vec<(u64, String)>>,
     entries: usize,
     events: EventFilter,
+    /// Lines kept at most; later events are dropped and counted.
+    limit: usize,
+    /// Events fired after the buffer was full.
+    dropped: u64,
 }
+
+/// The most trace lines a run keeps (about 150 bytes each in memory, so ~1.5 GB):
+/// when the buffer is full, later events are dropped and counted, as ftrace drops
+/// them when its ring buffer is full and not in overwrite mode, and the header's
+/// `entries-in-buffer/entries-written` shows how many were lost.
+pub const MAX_TRACE_EVENTS: usize = 10_000_000;
 
 impl Tracer {
     /// An empty buffer printing `fmt`, on a machine with `nr_cpus` CPUs
@@ -292,7 +308,19 @@ impl Tracer {
             cpus: vec![Vec::new(); nr_cpus.max(1) as usize],
             entries: 0,
             events,
+            limit: MAX_TRACE_EVENTS,
+            dropped: 0,
         }
+    }
+
+    /// Keeps at most `limit` lines from now on (default [`MAX_TRACE_EVENTS`]).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
+    /// Events fired after the buffer was full, not kept.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
     }
 
     /// The events this buffer records.
@@ -349,6 +377,10 @@ impl Tracer {
         let Some(details) = render(ev, self.fmt) else {
             return;
         };
+        if self.entries >= self.limit {
+            self.dropped += 1;
+            return;
+        }
         let line = format_line(
             ts_ns,
             cpu,
@@ -402,7 +434,11 @@ impl Tracer {
 
     /// The header for the current contents.
     pub fn header(&self) -> String {
-        header(self.entries, self.nr_cpus)
+        header_written(
+            self.entries,
+            self.entries as u64 + self.dropped,
+            self.nr_cpus,
+        )
     }
 
     /// Writes the whole `trace` file: header, then one line per event.
@@ -421,5 +457,6 @@ impl Tracer {
             b.clear();
         }
         self.entries = 0;
+        self.dropped = 0;
     }
 }

@@ -88,23 +88,67 @@ pub struct OpProgram {
     read_pages: u64,
     /// State of the thpfioscale operations.
     thp: crate::workload::thpfioscale::ThpOpState,
+    /// System calls started in the current step.
+    syscalls: u64,
+}
+
+/// Operations a program may start in one step before it yields to the engine, whose
+/// clock then moves on (at least 1 ns a step): the bound on a step's wall time when
+/// operations take no simulated time (every cost set to 0).
+pub const MAX_OPS_PER_STEP: u32 = 4096;
+
+/// Whether an operation enters the kernel as a system call, and so costs at least
+/// `cost.syscall`; `compute`, `touch` and `thp_fault` run in user space (their faults are
+/// charged per page).
+pub fn is_syscall(op: &Op) -> bool {
+    !matches!(
+        op,
+        Op::Compute { .. } | Op::Touch { .. } | Op::ThpFault { .. }
+    )
+}
+
+/// What a step that spent `spent` [ns] on operations, `syscalls` of which entered the
+/// kernel, is charged on top: `syscalls` × `syscall` when the operations took no time at
+/// all, else nothing (the modelled kernel work stands for the whole call).
+pub fn syscall_floor(spent: u64, syscalls: u64, syscall: u64) -> u64 {
+    if spent == 0 {
+        syscalls.saturating_mul(syscall)
+    } else {
+        0
+    }
+}
+
+/// Whether an operation can never take time: a zero-length compute, touch or thp_fault.
+fn is_empty_op(op: &Op) -> bool {
+    match op {
+        Op::Compute { time } => time.0 == 0,
+        Op::Touch { size } | Op::ThpFault { size } => size.0 == 0,
+        _ => false,
+    }
 }
 
 impl OpProgram {
-    /// A program for one copy of a task spec.
+    /// A program for one copy of a task spec. A program of empty operations only
+    /// (`compute 0s`) does nothing however often it is repeated, so it runs once.
     pub fn new(spec: &TaskSpec, ops: Arc<Vec<Op>>, rng: Stream) -> Self {
+        let repeat = if ops.iter().all(is_empty_op) {
+            1
+        } else {
+            spec.repeat
+        };
         OpProgram {
             ops,
             pc: 0,
             left: 0,
             started: false,
-            repeat_left: spec.repeat,
+            repeat_left: repeat,
             rng,
             failed_allocs: 0,
             file_base: 0,
             dirtied: 0,
             read_pages: 0,
             thp: Default::default(),
+            syscalls: 0,
         }
     }
 }
@@ -164,11 +208,43 @@ pub fn alloc_type_gfp(kind: AllocType) -> Gfp {
 }
 
 impl Program<Kernel> for OpProgram {
+    /// Runs the program's operations for up to a quantum ([`OpProgram::run_ops`]); a step
+    /// that would move the task on by no time at all costs `cost.syscall` for each
+    /// operation that entered the kernel, so that simulated time moves on however cheap
+    /// the operations are.
     fn step(&mut self, cx: &mut StepCtx) -> StepOut {
+        let acc0 = cx.k.mm.cur.acc;
+        self.syscalls = 0;
+        let out = self.run_ops(cx);
+        let cur = &cx.k.mm.cur;
+        let spent = out.user_ns + (cur.acc - acc0);
+        // A sleep, a wait on a queue or an exit moves the task on by itself.
+        let stays = match out.next {
+            Step::Run => cur.sleep == 0 && cur.block_on.is_none(),
+            Step::Sleep(d) => d == 0 && cur.sleep == 0,
+            Step::Block { .. } | Step::Exit => false,
+        };
+        if stays {
+            // entry_SYSCALL_64 and the return to user space of operations that did
+            // nothing else; a step that did modelled work is charged what it costs.
+            cx.k.mm.cur.acc += syscall_floor(spent, self.syscalls, cx.k.mm.cost.syscall);
+        }
+        out
+    }
+}
+
+impl OpProgram {
+    /// The step's operations: runs on until a quantum of time is spent (counting
+    /// [`syscall_floor`]) or [`MAX_OPS_PER_STEP`] were started.
+    fn run_ops(&mut self, cx: &mut StepCtx) -> StepOut {
         let mut user = 0u64;
         let tid = cx.tid;
+        let acc0 = cx.k.mm.cur.acc;
+        let mut starts = 0u32;
         loop {
-            if user + cx.k.mm.cur.acc >= cx.quantum {
+            let spent = user + cx.k.mm.cur.acc - acc0;
+            let spent = spent + syscall_floor(spent, self.syscalls, cx.k.mm.cost.syscall);
+            if acc0.saturating_add(spent) >= cx.quantum || starts >= MAX_OPS_PER_STEP {
                 return StepOut {
                     user_ns: user,
                     next: Step::Run,
@@ -196,6 +272,8 @@ impl Program<Kernel> for OpProgram {
             let op = &ops[self.pc];
             if !self.started {
                 self.started = true;
+                starts += 1;
+                self.syscalls += is_syscall(op) as u64;
                 self.left = match op {
                     Op::Compute { time } => time.0,
                     Op::Touch { size } | Op::Unmap { size } => size.0.div_ceil(PAGE_SIZE),
