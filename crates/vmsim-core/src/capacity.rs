@@ -284,15 +284,15 @@ mod tests {
     #[test]
     fn samples_name_their_keys() {
         let s = sc(
-            "duration = \"100000s\"\n[sampling]\ninterval = \"1ms\"\n[machine]\nmemory=\"64MiB\"\n",
+            "duration = \"199s\"\n[sampling]\ninterval = \"1ms\"\n[machine]\nmemory=\"64MiB\"\n",
         );
         let limit = HostLimit {
-            bytes: 1 << 30,
+            bytes: 100 << 20,
             what: "available",
         };
         let e = check_against(&s, Some(limit)).unwrap_err().to_string();
         assert!(
-            e.contains("duration = 100000s sampled every 1ms (100000001 samples)"),
+            e.contains("duration = 199s sampled every 1ms (199001 samples)"),
             "{e}"
         );
     }
