@@ -240,15 +240,21 @@ def validate_case(scenario: dict[str, Any]) -> str | None:
     return None
 
 
+#: Wall-clock budget of one small run [s]: a run of at most 200 ms simulated on a 1 GiB
+#: machine that has not ended by then has stopped advancing simulated time.
+RUN_WALL_BUDGET = 30.0
+
+
 def run_case(scenario: dict[str, Any]) -> str | None:
-    """Runs one small case; the refusal's message, or None after a whole run."""
+    """Runs one small case with the invariant checks on; the refusal's message, or None
+    after a whole run."""
     try:
-        result = api.run(scenario)
+        result = api.run(scenario, max_wall=RUN_WALL_BUDGET, check_invariants=True)
     except api.ScenarioError as e:
         check_message(str(e))
         return str(e)
-    summary = result.summary
-    for key, value in summary.items():
+    assert result.cut is None, f"a small run did not end in {RUN_WALL_BUDGET} s: {result.cut}"
+    for key, value in result.summary.items():
         if isinstance(value, float):
             assert math.isfinite(value), f"summary {key} = {value}"
     return None
