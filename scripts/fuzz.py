@@ -22,6 +22,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from vmsim import fuzz
 
 CRASHERS = Path(__file__).resolve().parent.parent / "tests" / "data" / "fuzz-crashers"
+#: The case being run, for a failure that kills the process before it can be kept.
+CURRENT = Path("/tmp/vmsim-fuzz-current.json")
 
 
 def keep(kind: str, scenario: dict[str, Any], error: BaseException) -> Path:
@@ -45,6 +47,8 @@ def main() -> int:
 
     def count(kind: str, scenario: dict[str, Any], check: Any) -> None:
         last["case"] = (kind, scenario)
+        # A case that kills the process (an abort, the host's OOM killer) is left here.
+        CURRENT.write_text(json.dumps({"kind": kind, "scenario": scenario}, default=str))
         outcomes[f"{kind}: " + ("refused" if check(scenario) else "accepted")] += 1
 
     t0 = time.monotonic()
