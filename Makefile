@@ -3,7 +3,7 @@
 # (mypy), and runs every test (Rust and Python).
 PYTHON ?= python3
 
-.PHONY: all install fidelity-vm lint test test-rust test-python bench docs fmt
+.PHONY: all install fidelity-vm lint test test-rust test-python bench docs fmt fuzz
 
 all: install fidelity-vm lint test
 
@@ -33,6 +33,14 @@ test-python:
 
 bench:
 	vmsim bench --json
+
+# A fuzz campaign over the scenario schema (FUZZ_SECONDS, default 600) and the Rust
+# parsers' property tests with many more cases; failures are kept under
+# tests/data/fuzz-crashers/ (docs/bad-input.md).
+FUZZ_SECONDS ?= 600
+fuzz:
+	PROPTEST_CASES=20000 cargo test --release -p vmsim-core --test fuzz_parsers
+	$(PYTHON) scripts/fuzz.py --seconds $(FUZZ_SECONDS)
 
 docs:
 	vmsim knobs --markdown > docs/knobs.md

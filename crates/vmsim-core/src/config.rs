@@ -597,6 +597,10 @@ section! {
 /// about 1 KB each in the JSON result): `duration / sampling.interval` above it is refused.
 pub const MAX_SAMPLES: u64 = 200_000;
 
+/// The most `snapshot` operations a run may take, over every task, count and repetition
+/// (each keeps /proc/vmstat, buddyinfo, slabinfo, meminfo and memory.stat: ~10 KB).
+pub const MAX_SNAPSHOTS: u64 = 10_000;
+
 section! {
     /// What is recorded while the simulation runs.
     Sampling, "sampling" {
@@ -812,6 +816,19 @@ pub struct TaskSpec {
     /// Memory cgroup the tasks run in (a `[[cgroup]]` path); the root when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
+}
+
+impl TaskSpec {
+    /// Snapshots the task's copies take at most: count x repeat x its `snapshot` operations.
+    fn snapshots_taken(&self) -> u64 {
+        let ops = self
+            .program
+            .iter()
+            .filter(|op| matches!(op, Op::Snapshot { .. }));
+        (ops.count() as u64)
+            .saturating_mul(self.repeat)
+            .saturating_mul(self.count)
+    }
 }
 
 /// Shapes of generated empty hierarchies below a group.
@@ -1153,6 +1170,15 @@ impl Scenario {
             total_tasks = total_tasks.saturating_add(n);
         }
         total_tasks = total_tasks.saturating_add(self.validate_workloads()?);
+        let snapshots = self
+            .tasks
+            .iter()
+            .fold(0u64, |n, t| n.saturating_add(t.snapshots_taken()));
+        if snapshots > MAX_SNAPSHOTS {
+            return inv(format!(
+                "the tasks take up to {snapshots} snapshots together; the maximum is {MAX_SNAPSHOTS} per run"
+            ));
+        }
         self.validate_cgroups()?;
         if total_tasks > MAX_TASKS {
             return inv(format!(
@@ -1254,6 +1280,13 @@ impl Scenario {
             return inv("repeat must be >= 1".into());
         }
         max("", "repeat", t.repeat, &t.repeat)?;
+        let taken = t.snapshots_taken();
+        if taken > MAX_SNAPSHOTS {
+            return inv(format!(
+                "takes up to {taken} snapshots (count x repeat x snapshot operations); \
+                 the maximum is {MAX_SNAPSHOTS} per run"
+            ));
+        }
         for (j, op) in t.program.iter().enumerate() {
             let at_op = |msg: String| inv(format!("program[{j}] {msg}"));
             let op_at = format!("program[{j}] ");

@@ -898,3 +898,42 @@ fn stocks_shared_by_more_groups_than_slots_balance_and_are_deterministic() {
         }
     }
 }
+
+/// A THP fault in group A with `limit`, holding the huge page for 10 s (so the usage is read
+/// while it is mapped).
+fn thp_in_group(limit: &str, thp_enabled: &str) -> Scenario {
+    scenario(
+        "256MiB",
+        "0B",
+        &format!("thp_enabled = \"{thp_enabled}\""),
+        &format!(
+            r#"
+[[cgroup]]
+path = "A"
+limit_in_bytes = "{limit}"
+[[task]]
+name = "thp"
+cgroup = "A"
+program = [ {{ op = "thp_fault", size = "2MiB" }}, {{ op = "snapshot", name = "mapped" }}, {{ op = "sleep", time = "10s" }} ]
+"#
+        ),
+    )
+}
+
+#[test]
+fn a_thp_fault_is_charged_whole_or_falls_back() {
+    // Room for the folio: charged whole (mem_cgroup_charge of 512 pages), as the base pages
+    // of the same region would be.
+    let r = run_checked(&thp_in_group("8MiB", "always"));
+    assert_eq!(r.vmstat["thp_fault_alloc"], 1);
+    assert_eq!(r.vmstat["thp_fault_fallback_charge"], 0);
+    let mapped = &r.snapshots[0].memcg.as_ref().expect("groups").groups["A"];
+    assert_eq!(mapped.usage_in_bytes, 2 << 20);
+    assert_eq!(mapped.stat["rss"], 2 << 20);
+    // No room: the huge page is freed and the fault falls back to base pages
+    // (THP_FAULT_FALLBACK_CHARGE), which reclaim and the memcg OOM killer then handle.
+    let r = run_checked(&thp_in_group("1MiB", "always"));
+    assert_eq!(r.vmstat["thp_fault_alloc"], 0);
+    assert_eq!(r.vmstat["thp_fault_fallback"], 1);
+    assert_eq!(r.vmstat["thp_fault_fallback_charge"], 1);
+}

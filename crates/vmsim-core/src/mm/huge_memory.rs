@@ -166,7 +166,16 @@ impl Kernel {
         self.mm.cur.acc += self.mm.cost.page_fault;
         match self.alloc_pages(gfp, HPAGE_PMD_ORDER, tid) {
             AllocResult::Page(p) => {
-                self.map_huge_anon(tid, base, slot0, p);
+                let memcg = self.task_memcg(tid);
+                if !self.mem_cgroup_charge_huge(memcg, HPAGE_PMD_NR, gfp, tid) {
+                    // vma_alloc_anon_folio_pmd: folio_put and count_vm_event(THP_FAULT_FALLBACK{,_CHARGE}).
+                    let cpu = self.tasks[t].cpu;
+                    self.mm.free_pages(p, HPAGE_PMD_ORDER, cpu);
+                    self.mm.count_vm_events(Event::THP_FAULT_FALLBACK, 1);
+                    self.mm.count_vm_events(Event::THP_FAULT_FALLBACK_CHARGE, 1);
+                    return None;
+                }
+                self.map_huge_anon(tid, base, slot0, p, memcg);
                 Some(Fault::Minor)
             }
             AllocResult::Failed => {
@@ -178,8 +187,9 @@ impl Kernel {
         }
     }
 
-    /// Zeroes and maps a new huge page over a region (clear_huge_page, map_anon_folio_pmd).
-    fn map_huge_anon(&mut self, tid: TaskId, base: u64, slot0: u32, p: Pfn) {
+    /// Zeroes and maps a new huge page, charged to group `memcg`, over a region
+    /// (clear_huge_page, map_anon_folio_pmd).
+    fn map_huge_anon(&mut self, tid: TaskId, base: u64, slot0: u32, p: Pfn, memcg: u32) {
         self.mm.count_vm_events(Event::THP_FAULT_ALLOC, 1);
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
@@ -188,6 +198,7 @@ impl Kernel {
         let cpu = self.tasks[tid as usize].cpu;
         for i in 0..HPAGE_PMD_NR as u32 {
             self.map_anon_page(tid, slot0 + i, p + i);
+            self.mem_cgroup_commit_charge(p + i, memcg);
             self.mm.folio_add_lru(p + i, cpu);
         }
         let task = &mut self.tasks[tid as usize];

@@ -35,7 +35,7 @@
 //! distribution among siblings). Per-memcg lruvec sizes are not split by
 //! zone. The root group's lruvec is the node's.
 
-use super::gfp::GFP_KERNEL;
+use super::gfp::{Gfp, __GFP_DIRECT_RECLAIM, GFP_KERNEL};
 use super::mmzone::{lru, Lruvec, PgData};
 use super::page::{PageKind, Pfn, NIL};
 use super::vmscan::{ScanControl, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
@@ -1178,6 +1178,51 @@ impl Kernel {
                 });
                 return AllocResult::Retry;
             }
+        }
+    }
+
+    /// Charges a new huge page of `nr_pages` to group `id` (mem_cgroup_charge from
+    /// vma_alloc_anon_folio_pmd, try_charge_memcg with nr_pages > 1): the whole folio or
+    /// nothing. Over the limit, a fault whose `gfp` may not block fails at once
+    /// (`!gfpflags_allow_blocking`); one that may reclaims `nr_pages` from the limited
+    /// group up to MAX_RECLAIM_RETRIES times while the margin stays short, never retries
+    /// merely because something was reclaimed (huge pages "are rather unlikely to succeed so
+    /// close to the limit") and never calls the memcg OOM killer (mem_cgroup_oom refuses
+    /// orders above PAGE_ALLOC_COSTLY_ORDER): the fault falls back to base pages. A reclaim
+    /// that would sleep (a throttle, a wait on writeback) ends the attempt too, where the
+    /// kernel would sleep and retry (a simplification). True when charged.
+    pub fn mem_cgroup_charge_huge(
+        &mut self,
+        id: u32,
+        nr_pages: u64,
+        gfp: Gfp,
+        tid: TaskId,
+    ) -> bool {
+        if !self.mm.memcg.enabled() {
+            return true;
+        }
+        let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
+        self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        loop {
+            let over = match self.mm.memcg.page_counter_try_charge(id, nr_pages) {
+                Ok(()) => {
+                    if self.mm.memcg.dfl {
+                        self.mem_cgroup_note_over_high(id, tid, nr_pages);
+                    }
+                    return true;
+                }
+                Err(over) => over,
+            };
+            if !gfp.has(__GFP_DIRECT_RECLAIM) || nr_retries == 0 {
+                return false;
+            }
+            self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
+            self.try_to_free_mem_cgroup_pages(over, nr_pages, tid);
+            if self.mm.cur.sleep > 0 {
+                return false;
+            }
+            nr_retries -= 1;
         }
     }
 

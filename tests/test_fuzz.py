@@ -1,0 +1,63 @@
+"""The scenario fuzzer (vmsim.fuzz) for a bounded number of cases, and its kept crashers.
+
+``make all`` runs ``VMSIM_FUZZ_CASES`` cases of each generator (default 300
+validations and 60 small runs, about a minute); ``make fuzz`` runs the same
+generators for as long as asked (scripts/fuzz.py). Every case a campaign
+found failing is kept under tests/data/fuzz-crashers/ and replayed here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from vmsim import fuzz
+
+CRASHERS = Path(__file__).parent / "data" / "fuzz-crashers"
+CASES = int(os.environ.get("VMSIM_FUZZ_CASES", "300"))
+FUZZ_SETTINGS = settings(
+    max_examples=CASES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@FUZZ_SETTINGS
+@given(scenario=fuzz.hostile_scenarios())
+def test_hostile_scenarios_are_validated_or_refused_in_one_line(scenario: dict[str, Any]) -> None:
+    fuzz.validate_case(scenario)
+
+
+@settings(FUZZ_SETTINGS, max_examples=max(1, CASES // 5))
+@given(scenario=fuzz.small_runs())
+def test_small_random_programs_run_or_are_refused_in_one_line(scenario: dict[str, Any]) -> None:
+    fuzz.run_case(scenario)
+
+
+def test_the_checks_can_fail() -> None:
+    with pytest.raises(AssertionError):
+        fuzz.check_message("data did not match any variant of untagged enum NumOrStr")
+    with pytest.raises(AssertionError):
+        fuzz.check_message("two\nlines")
+    with pytest.raises(AssertionError):
+        fuzz.check_message("x" * (fuzz.MAX_MESSAGE + 1))
+
+
+def _crashers() -> list[Path]:
+    return sorted(CRASHERS.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", _crashers(), ids=lambda p: p.stem)
+def test_kept_crashers(path: Path) -> None:
+    case = json.loads(path.read_text())
+    if case["kind"] == "run":
+        fuzz.run_case(case["scenario"])
+    else:
+        fuzz.validate_case(case["scenario"])
