@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, seed, settings
-
 from vmsim import fuzz
 
 CRASHERS = Path(__file__).resolve().parent.parent / "tests" / "data" / "fuzz-crashers"
@@ -81,7 +80,10 @@ def main() -> int:
                 print(f"kept as {keep(kind, scenario, e)}", file=sys.stderr)
                 return 1
         elapsed = time.monotonic() - t0
-        print(f"{elapsed:7.0f} s  round {rnd}  " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+        print(
+            f"{elapsed:7.0f} s  round {rnd}  "
+            + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
+        )
     print(json.dumps({"seconds": round(time.monotonic() - t0, 1), "rounds": rnd,
                       "cases": sum(outcomes.values()), "outcomes": dict(outcomes)}))  # fmt: skip
     return 0

@@ -408,7 +408,7 @@ def test_kernel_version_is_set_as_a_name_and_a_bad_one_is_one_line(cli, small_sc
     bad = cli("run", small_scenario, "--set", "kernel.version=6.0")
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
-        'vmsim: error: scenario: [kernel] (after --set): kernel.version = "6.0" is not a '
+        'vmsim: error: scenario: [kernel] (after --set): version: "6.0" is not a '
         'modelled kernel (known: "6.18", "6.1")'
     ]
 

@@ -330,7 +330,7 @@ impl<'de> Deserialize<'de> for KernelVersion {
         let v = toml::Value::deserialize(d)?;
         let Some(name) = v.as_str() else {
             return Err(serde::de::Error::custom(format!(
-                "kernel.version = {v} must be a string ({known})"
+                "{v} must be a string ({known})"
             )));
         };
         KernelVersion::ALL
@@ -338,9 +338,7 @@ impl<'de> Deserialize<'de> for KernelVersion {
             .find(|(n, _)| *n == name)
             .map(|&(_, k)| k)
             .ok_or_else(|| {
-                serde::de::Error::custom(format!(
-                    "kernel.version = \"{name}\" is not a modelled kernel ({known})"
-                ))
+                serde::de::Error::custom(format!("\"{name}\" is not a modelled kernel ({known})"))
             })
     }
 }

@@ -851,9 +851,9 @@ fn a_bad_kernel_version_or_stock_size_is_one_line() {
     for (k, want) in [
         (
             "version = \"5.4\"",
-            "kernel.version = \"5.4\" is not a modelled kernel",
+            "version: \"5.4\" is not a modelled kernel",
         ),
-        ("version = 6.1", "kernel.version = 6.1 must be a string"),
+        ("version = 6.1", "version: 6.1 must be a string"),
         (
             "memcg_stock_groups = 0",
             "kernel.memcg_stock_groups = 0 is out of range",
