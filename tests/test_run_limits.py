@@ -134,6 +134,7 @@ def test_too_many_samples_are_refused_before_the_run() -> None:
     )
     assert p.returncode == 2
     assert p.stderr == (
-        "vmsim: error: scenario: --set duration: duration = 100000s sampled every sampling.interval = 1ms "
-        "needs 100000001 samples; the maximum is 200000 (raise sampling.interval)\n"
+        "vmsim: error: scenario: --set duration: duration = 100000s sampled every "
+        "sampling.interval = 1ms needs 100000001 samples; the maximum is 200000 "
+        "(raise sampling.interval)\n"
     )

@@ -235,6 +235,23 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> None:
     write_with(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=dpi))
 
 
+def output_dir_problem(option: str, path: Path) -> str | None:
+    """Why ``path`` cannot become or be an output directory (one line naming ``option``
+    and the user's path), or None if it can: checked before a run, so nothing is lost."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = Path(os.path.realpath(path)).parent
+        if not parent.is_dir():
+            return f"{option} {shown(path)}: directory {shown(parent)} does not exist"
+        return None
+    except OSError as e:
+        return f"{option} {shown(path)}: {reason(e)}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{option} {shown(path)}: exists and is not a directory"
+    return None
+
+
 def write_dir(out: str | Path, files: Mapping[str, str]) -> None:
     """Writes text files (name → text) into directory ``out``, each whole or not at all.
 

@@ -120,21 +120,9 @@ def _check_output(option: str, path: Path | None, suffix: str = "", what: str = 
 
 def _check_output_dir(option: str, path: Path | None) -> None:
     """Raises UserError before a run if ``path`` cannot become or be an output directory."""
-    if path is None:
-        return
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        parent = Path(os.path.realpath(path)).parent
-        if not parent.is_dir():
-            raise UserError(
-                f"{option} {shown(path)}: directory {shown(parent)} does not exist"
-            ) from None
-        return
-    except OSError as e:
-        raise UserError(f"{option} {shown(path)}: {atomic.reason(e)}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise UserError(f"{option} {shown(path)}: exists and is not a directory")
+    problem = None if path is None else atomic.output_dir_problem(option, path)
+    if problem:
+        raise UserError(problem)
 
 
 EXIT_CUT = 3  # a run cut short by --max-wall: partial results written

@@ -1589,6 +1589,11 @@ fn plain_serde_words(msg: &str) -> String {
     for what in ["invalid type: ", "invalid value: "] {
         if let Some(rest) = m.strip_prefix(what) {
             if let Some((got, expected)) = rest.split_once(", expected ") {
+                // serde names a table by its Rust type ("struct Machine").
+                let expected = match expected.strip_prefix("struct ") {
+                    Some(_) => "a table",
+                    None => expected,
+                };
                 m = format!("expected {expected}, got {got}");
             }
         }

@@ -10,8 +10,6 @@ own parser).
 from __future__ import annotations
 
 import math
-import os
-import stat
 import sys
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -19,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from vmsim.atomic import reason, shown
+from vmsim import atomic
 from vmsim.units import PAGE_SIZE, parse_size
 
 __all__ = [
@@ -63,21 +61,9 @@ def check_args(runs: int, scale: float) -> None:
 
 def check_output_dir(out: Path | None) -> None:
     """Raises ReproduceError if ``out`` cannot be used as the output directory."""
-    if out is None:
-        return
-    try:
-        st = os.stat(out)
-    except FileNotFoundError:
-        parent = Path(os.path.realpath(out)).parent
-        if not parent.is_dir():
-            raise ReproduceError(
-                f"--output-dir {shown(out)}: directory {shown(parent)} does not exist"
-            ) from None
-        return
-    except OSError as e:
-        raise ReproduceError(f"--output-dir {shown(out)}: {reason(e)}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise ReproduceError(f"--output-dir {shown(out)}: exists and is not a directory")
+    problem = None if out is None else atomic.output_dir_problem("--output-dir", out)
+    if problem:
+        raise ReproduceError(problem)
 
 
 def scaled_bytes(size: str | float, scale: float, *, minimum: int = PAGE_SIZE) -> int:
