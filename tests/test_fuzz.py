@@ -60,3 +60,24 @@ def test_kept_crashers(path: Path) -> None:
         fuzz.run_case(case["scenario"])
     else:
         fuzz.validate_case(case["scenario"])
+
+
+_TRACE_LINES = [
+    line
+    for p in sorted((Path(__file__).parent / "data" / "traces").glob("*.txt"))
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
+]
+
+
+@FUZZ_SETTINGS
+@given(trace=fuzz.hostile_traces(_TRACE_LINES))
+def test_hostile_traces_are_reported_or_refused_in_one_line(trace: bytes) -> None:
+    """The trace reader (vmsim reclaim-report): a report, or one ReclaimReportError line."""
+    from vmsim import reclaim_report
+
+    try:
+        text = reclaim_report.report_text(trace)
+    except reclaim_report.ReclaimReportError as e:
+        fuzz.check_message(str(e), trace)
+    else:
+        assert isinstance(text, str)

@@ -272,3 +272,26 @@ def run_case(scenario: dict[str, Any]) -> str | None:
         if isinstance(value, float):
             assert math.isfinite(value), f"summary {key} = {value}"
     return None
+
+
+@st.composite
+def hostile_traces(draw: st.DrawFn, seed_lines: list[str]) -> bytes:
+    """An ftrace text built from real trace lines, each kept, cut, spliced, repeated or
+    overwritten with hostile text (huge numbers, control characters, very long fields)."""
+    hostile = st.sampled_from(
+        ["9" * 5000, "-1", "nan", "\x00", "\r", "\t", "order=", "nr_reclaimed=99999999999999999999",
+         "mm_vmscan_direct_reclaim_begin:", "# tracer: nop", "x" * 70000, "é", "\ufffd"]
+    )  # fmt: skip
+    out: list[str] = []
+    for _ in range(draw(st.integers(1, 40))):
+        line = draw(st.sampled_from(seed_lines))
+        how = draw(st.integers(0, 5))
+        if how == 1:
+            line = line[: draw(st.integers(0, len(line)))]
+        elif how == 2:
+            at = draw(st.integers(0, len(line)))
+            line = line[:at] + draw(hostile) + line[at:]
+        elif how == 3:
+            line = draw(st.text(max_size=80))
+        out.append(line)
+    return ("\n".join(out) + draw(st.sampled_from(["\n", ""]))).encode("utf-8", "surrogatepass")
