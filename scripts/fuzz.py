@@ -25,6 +25,14 @@ CRASHERS = Path(__file__).resolve().parent.parent / "tests" / "data" / "fuzz-cra
 CURRENT = Path("/tmp/vmsim-fuzz-current.json")
 
 
+#: Real trace lines the trace generator splices (tests/data/traces).
+TRACE_LINES = [
+    line
+    for p in sorted((CRASHERS.parent / "traces").glob("*.txt"))
+    for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
+]
+
+
 def keep(kind: str, scenario: dict[str, Any], error: BaseException) -> Path:
     """Writes a failing case where the tests replay it."""
     text = json.dumps({"kind": kind, "error": repr(error)[:500], "scenario": scenario},
@@ -69,7 +77,17 @@ def main() -> int:
         def runs(s: dict[str, Any]) -> None:
             count("run", s, fuzz.run_case)
 
-        for test in (validations, runs):
+        @seed(rnd)
+        @cfg
+        @given(fuzz.hostile_traces(TRACE_LINES))
+        def traces(t: bytes) -> None:
+            count(
+                "trace",
+                {"trace": t.decode("utf-8", "replace")},
+                lambda c: fuzz.trace_case(c["trace"].encode()),
+            )
+
+        for test in (validations, runs, traces):
             try:
                 test()
             except BaseException as e:  # a failure of the contract, shrunk by hypothesis

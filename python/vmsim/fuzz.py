@@ -295,3 +295,16 @@ def hostile_traces(draw: st.DrawFn, seed_lines: list[str]) -> bytes:
             line = draw(st.text(max_size=80))
         out.append(line)
     return ("\n".join(out) + draw(st.sampled_from(["\n", ""]))).encode("utf-8", "surrogatepass")
+
+
+def trace_case(trace: bytes) -> str | None:
+    """Reads one trace as ``vmsim reclaim-report`` does; the refusal's message, or None
+    after a whole report."""
+    from vmsim import reclaim_report
+
+    try:
+        reclaim_report.report_text(trace)
+    except reclaim_report.ReclaimReportError as e:
+        check_message(str(e), trace)
+        return str(e)
+    return None
