@@ -518,65 +518,65 @@ section! {
     /// Simulated cost of kernel and user operations. Defaults are order-of-magnitude
     /// figures for a 2010s x86-64 server; see docs/cost-model.md for where each comes from.
     Cost, "cost" {
-        /// Order-0 allocation served from the per-CPU list (rmqueue_pcplist).
+        /// Order-0 allocation served from the per-CPU list (rmqueue_pcplist). Source: an estimate (tens of ns for a per-CPU list operation with IRQs off); docs/cost-model.md.
         pcp_alloc: u64 = 60, "[ns]", max MAX_OP_COST;
-        /// Order-0 free onto the per-CPU list (free_unref_page).
+        /// Order-0 free onto the per-CPU list (free_unref_page). Source: an estimate, as pcp_alloc; docs/cost-model.md.
         pcp_free: u64 = 50, "[ns]", max MAX_OP_COST;
-        /// One page taken from the buddy lists under zone->lock (__rmqueue).
+        /// One page taken from the buddy lists under zone->lock (__rmqueue). Source: an estimate (a free-list operation under zone->lock with cache misses on struct page); docs/cost-model.md.
         buddy_alloc: u64 = 120, "[ns]", max MAX_OP_COST;
-        /// One split step of expand() or merge step of __free_one_page.
+        /// One split step of expand() or merge step of __free_one_page. Source: an estimate; docs/cost-model.md.
         buddy_split: u64 = 15, "[ns]", max MAX_OP_COST;
-        /// One page returned to the buddy lists under zone->lock (__free_one_page).
+        /// One page returned to the buddy lists under zone->lock (__free_one_page). Source: an estimate, as buddy_alloc; docs/cost-model.md.
         buddy_free: u64 = 80, "[ns]", max MAX_OP_COST;
-        /// Entering the allocator slow path (__alloc_pages_slowpath), per pass.
+        /// Entering the allocator slow path (__alloc_pages_slowpath), per pass. Source: an estimate; docs/cost-model.md.
         slowpath: u64 = 500, "[ns]", max MAX_OP_COST;
-        /// A page fault's fixed overhead (exception entry, handle_mm_fault, return).
+        /// A page fault's fixed overhead (exception entry, handle_mm_fault, return). Source: an estimate (the widely quoted ~1 µs minor fault on x86-64); docs/cost-model.md.
         page_fault: u64 = 700, "[ns]", max MAX_OP_COST;
-        /// Zeroing one 4 KiB page (clear_page at ~16 GB/s).
+        /// Zeroing one 4 KiB page (clear_page at ~16 GB/s). Source: 4 KiB at ~16 GB/s; folio_zero_user measured at 8–12 GB/s in the multi-page clearing series (kernel-notes seeds-003-004 §6); docs/cost-model.md.
         clear_page: u64 = 250, "[ns]", max MAX_OP_COST;
-        /// User access to an already-mapped page (cache miss and TLB).
+        /// User access to an already-mapped page (cache miss and TLB). Source: an estimate (one cache-missing access); docs/cost-model.md.
         touch_page: u64 = 40, "[ns]", max MAX_OP_COST;
-        /// One slab object allocation or free (kmem_cache_alloc fast path).
+        /// One slab object allocation or free (kmem_cache_alloc fast path). Source: an estimate (kmem_cache_alloc fast path); docs/cost-model.md.
         slab_object: u64 = 40, "[ns]", max MAX_OP_COST;
-        /// One object scanned by a shrinker (do_shrink_slab).
+        /// One object scanned by a shrinker (do_shrink_slab). Source: an estimate (freeing one dentry or inode); docs/cost-model.md.
         shrink_object: u64 = 100, "[ns]", max MAX_OP_COST;
         /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured: 150-160 ns per syscall(SYS_getppid) on a 6.18 guest (scripts/syscall_cost.c, docs/cost-model.md).
         syscall: u64 = 150, "[ns]", max MAX_OP_COST;
-        /// A context switch (schedule, switch_mm).
+        /// A context switch (schedule, switch_mm). Source: an estimate (schedule and switch_mm with cache effects); docs/cost-model.md.
         context_switch: u64 = 2000, "[ns]", max MAX_OP_COST;
-        /// Creating a task (fork: copy_process without memory copy).
+        /// Creating a task (fork: copy_process without memory copy). Source: an estimate (copy_process without copying memory); docs/cost-model.md.
         fork: u64 = 30000, "[ns]", max MAX_OP_COST;
-        /// Selecting and killing a victim in the OOM killer (out_of_memory).
+        /// Selecting and killing a victim in the OOM killer (out_of_memory). Source: an estimate (scanning the tasks and killing one); docs/cost-model.md.
         oom_kill: u64 = 200000, "[ns]", max MAX_OP_COST;
-        /// Adding a page to a per-CPU LRU batch (folio_add_lru).
+        /// Adding a page to a per-CPU LRU batch (folio_add_lru). Source: an estimate, no measurement; docs/cost-model.md.
         lru_add: u64 = 30, "[ns]", max MAX_OP_COST;
-        /// Holding lru_lock per page moved on or off an LRU list.
+        /// Holding lru_lock per page moved on or off an LRU list. Source: an estimate, no measurement; docs/cost-model.md.
         lru_lock_page: u64 = 40, "[ns]", max MAX_OP_COST;
-        /// One page through shrink_folio_list (references, rmap walk, freeing).
+        /// One page through shrink_folio_list (references, rmap walk, freeing). Source: an estimate, no measurement; docs/cost-model.md.
         shrink_page: u64 = 400, "[ns]", max MAX_OP_COST;
-        /// Unmapping one page (try_to_unmap with the TLB flush share).
+        /// Unmapping one page (try_to_unmap with the TLB flush share). Source: an estimate, no measurement; docs/cost-model.md.
         unmap_page: u64 = 300, "[ns]", max MAX_OP_COST;
-        /// Building and submitting one block request (submit_bio).
+        /// Building and submitting one block request (submit_bio). Source: an estimate, no measurement; docs/cost-model.md.
         submit_bio: u64 = 2000, "[ns]", max MAX_OP_COST;
-        /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter).
+        /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter). Source: an estimate, as clear_page's bandwidth for a copy; docs/cost-model.md.
         copy_page: u64 = 300, "[ns]", max MAX_OP_COST;
         /// Migrating one page in compaction: unmap, copy, remap, TLB flush (migrate_folio). No published figure; an estimate.
         migrate_page: u64 = 1500, "[ns]", max MAX_OP_COST;
-        /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block).
+        /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block). Source: an estimate, no measurement; docs/cost-model.md.
         compact_scan_page: u64 = 8, "[ns]", max MAX_OP_COST;
-        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader).
+        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader). Source: an estimate (perf bench sched messaging runs at a few µs of CPU per message on current x86-64); docs/cost-model.md.
         unix_sendmsg: u64 = 2000, "[ns]", max MAX_OP_COST;
-        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free).
+        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free). Source: an estimate, as unix_sendmsg; docs/cost-model.md.
         unix_recvmsg: u64 = 1500, "[ns]", max MAX_OP_COST;
-        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper).
+        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper). Source: back-solved from seed 000's own user time (14 s over 48 M messages), so vmsim's user time in `vmsim reproduce throttle` agrees with the seed by construction; docs/cost-model.md.
         msg_user: u64 = 150, "[ns]", max MAX_OP_COST;
-        /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup).
+        /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup). Source: an estimate (a couple of ~50 ns cache misses on a cold mem_cgroup); docs/cost-model.md.
         memcg_iter: u64 = 100, "[ns]", max MAX_OP_COST;
-        /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty).
+        /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty). Source: an estimate; docs/cost-model.md.
         memcg_shrink_lruvec: u64 = 200, "[ns]", max MAX_OP_COST;
-        /// One level of the soft-limit eligibility climb (res_counter_soft_limit_excess under the counter's spinlock).
+        /// One level of the soft-limit eligibility climb (res_counter_soft_limit_excess under the counter's spinlock). Source: an estimate (an uncontended lock round trip); docs/cost-model.md.
         memcg_soft_check: u64 = 40, "[ns]", max MAX_OP_COST;
-        /// Charging or uncharging one page at one level of the hierarchy (page_counter_try_charge).
+        /// Charging or uncharging one page at one level of the hierarchy (page_counter_try_charge). Source: an estimate (an atomic add on a shared counter); docs/cost-model.md.
         memcg_charge: u64 = 20, "[ns]", max MAX_OP_COST;
     }
 }
