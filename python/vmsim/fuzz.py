@@ -42,7 +42,7 @@ INTERNAL_WORDS = ("untagged enum", "NumOrStr", "panicked", "RUST_BACKTRACE", "Tr
 OPS = (
     "compute", "touch", "unmap", "alloc", "free", "slab", "slab_free", "write", "read",
     "unlink", "madvise", "thp_fault", "fio_write", "fio_read", "signal", "wait",
-    "nr_hugepages", "snapshot", "sleep", "exit",
+    "nr_hugepages", "snapshot", "sleep", "exit", "drop_caches", "compact_memory", "sysctl",
 )  # fmt: skip
 
 _INT_EDGES = [0, 1, -1, 2**31 - 1, 2**31, 2**32, 2**53, 2**63 - 1, -(2**63), 10**12, 10**18]
@@ -79,7 +79,7 @@ def _op(values: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
     """One program operation whose fields take ``values`` (and sometimes an unknown field)."""
     fields = ["time", "size", "order", "count", "type", "gfp", "which", "cache", "objects",
               "file", "advice", "files", "file_size", "until", "name", "pages", "node",
-              "bogus"]  # fmt: skip
+              "value", "bogus"]  # fmt: skip
     return st.builds(
         lambda op, kv: {"op": op, **kv},
         st.sampled_from(OPS),
@@ -177,6 +177,12 @@ _VALID_OPS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "snapshot": {"name": _NAMES},
     "sleep": {"time": _TIMES},
     "exit": {},
+    "drop_caches": {"value": st.integers(0, 5)},
+    "compact_memory": {},
+    "sysctl": {"name": st.sampled_from(["vm.swappiness", "vm.dirty_ratio", "vm.dirty_bytes",
+                                        "vm.min_free_kbytes", "vm.watermark_scale_factor",
+                                        "vm.nr_hugepages", "vm.drop_caches", "vm.x"]),
+               "value": _COUNTS},
 }  # fmt: skip
 
 

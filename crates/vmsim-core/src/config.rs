@@ -285,12 +285,18 @@ section! {
         dirty_ratio: u64 = 20, "[%]", max 100;
         /// vm.dirty_background_ratio: dirty page cache at which the flusher starts background writeback.
         dirty_background_ratio: u64 = 10, "[%]", max 100;
+        /// vm.dirty_bytes: the hard dirty threshold as an amount; when set (at least two pages) it replaces dirty_ratio (domain_dirty_limits).
+        dirty_bytes: Bytes = Bytes(0), "[bytes]", max i64::MAX as u64;
+        /// vm.dirty_background_bytes: the background threshold as an amount; when set it replaces dirty_background_ratio.
+        dirty_background_bytes: Bytes = Bytes(0), "[bytes]", max i64::MAX as u64;
         /// vm.dirty_expire_centisecs: age at which dirty data is written by periodic writeback.
         dirty_expire_centisecs: u64 = 3000, "[1/100 s]", max INT_MAX;
         /// vm.dirty_writeback_centisecs: interval of the flusher's periodic writeback.
         dirty_writeback_centisecs: u64 = 500, "[1/100 s]", max INT_MAX;
         /// vm.watermark_boost_factor: boost of the watermarks after a fragmenting fallback, in 1/10000 of the high mark; 0 turns boosting off ('lowzone' in seed 004).
         watermark_boost_factor: u64 = 15000, "[1/10000]", max 1_000_000;
+        /// vm.vfs_cache_pressure: how hard the dentry and inode shrinkers scan, in percent of their unused objects (super_cache_count → vfs_pressure_ratio); 0 never reclaims them.
+        vfs_cache_pressure: u64 = 100, "[%]", max INT_MAX;
         /// vm.extfrag_threshold: fragmentation index (0..1000) at or below which a costly order is left to reclaim rather than compaction.
         extfrag_threshold: u64 = 500, "[0..1000]", max 1000;
         /// Memory compaction (CONFIG_COMPACTION): direct compaction for costly orders and kcompactd.
@@ -774,6 +780,24 @@ pub enum Op {
         #[serde(default)]
         node: Option<u32>,
     },
+    /// `echo VALUE > /proc/sys/vm/drop_caches` as root (drop_caches_sysctl_handler): 1 frees
+    /// the clean, unmapped page cache, 2 the unused dentries and inodes, 3 both (4 only
+    /// silences the kernel's log line).
+    DropCaches {
+        /// The value written (1..=4).
+        value: u32,
+    },
+    /// `echo 1 > /proc/sys/vm/compact_memory` as root (sysctl_compaction_handler →
+    /// compact_nodes): every zone of every node compacted whole.
+    CompactMemory {},
+    /// Writes one sysctl as root (`sysctl -w NAME=VALUE`), with the kernel's bounds and its
+    /// handler's side effects (docs/operator.md lists the names).
+    Sysctl {
+        /// The sysctl's name (`vm.dirty_ratio`, `vm.min_free_kbytes`, …).
+        name: String,
+        /// The value written.
+        value: u64,
+    },
     /// Read /proc/vmstat, /proc/buddyinfo, /proc/slabinfo, /proc/meminfo and every memory cgroup's
     /// memory.stat now, as a person between two steps of an experiment does; the run
     /// result lists them under `snapshots`.
@@ -895,6 +919,17 @@ pub struct CgroupSpec {
     pub generate: Option<CgroupGenerate>,
 }
 
+/// A file on the disk when the run starts (`[[file]]`): it exists with its size and has
+/// no page in the page cache, so its first read comes from the disk.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// File name, as the `read`, `write` and `unlink` operations name it.
+    pub name: String,
+    /// Size (i_size, rounded up to whole pages) [bytes].
+    pub size: Bytes,
+}
+
 scenario! {
 /// A whole scenario as read from TOML.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -938,6 +973,9 @@ pub struct Scenario {
         deserialize_with = "cgroup_tables"
     )]
     pub cgroups: Vec<CgroupSpec>,
+    /// Files on the disk at the start of the run, none of them cached.
+    #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileSpec>,
 }
 // The workload kinds beside `[[task]]`, each a `[[NAME]]` table of a type in its own file
 // under workload/ that implements `workload::WorkloadSpec`: one line each.
@@ -1047,6 +1085,7 @@ pub const TABLE_KNOBS: &[Knob] = &[
     table_knob("[[task]]", "fio_read.count", "[count]", "Value of the counter that ends a `fio_read` operation.", MAX_OP_COUNT),
     table_knob("[[task]]", "wait.count", "[count]", "Value of the counter a `wait` operation waits for.", MAX_OP_COUNT),
     table_knob("[[task]]", "nr_hugepages.pages", "[pages]", "Huge pages an `nr_hugepages` operation asks for (also at most the machine's memory).", MAX_MEMORY / HPAGE_SIZE),
+    table_knob("[[file]]", "size", "[bytes]", "Size of a file on the disk at the start (each file has its own extent on the disk).", crate::mm::filemap::FILE_EXTENT_SECTORS * 512),
     table_knob("[[cgroup]]", "generate.groups", "[count]", "Empty groups generated below a group (every group together: at most the same figure).", MAX_CGROUPS),
     table_knob("[[hackbench]]", "groups", "[count]", "hackbench groups (2 × groups × fds + 1 tasks count against the task maximum).", MAX_TASKS),
     table_knob("[[hackbench]]", "fds", "[count]", "Senders and receivers per group.", MAX_TASKS),
@@ -1178,6 +1217,7 @@ impl Scenario {
             ));
         }
         self.validate_cgroups()?;
+        self.validate_files()?;
         if total_tasks > MAX_TASKS {
             return inv(format!(
                 "{total_tasks} tasks is too many (at most {MAX_TASKS} over every workload table)"
@@ -1243,8 +1283,18 @@ impl Scenario {
                 k.hz
             ));
         }
-        if k.dirty_ratio == 0 {
-            return inv("kernel.dirty_ratio = 0 is below the minimum 1".into());
+        if k.dirty_ratio == 0 && k.dirty_bytes.0 == 0 {
+            return inv(
+                "kernel.dirty_ratio = 0 is below the minimum 1 (or set kernel.dirty_bytes)".into(),
+            );
+        }
+        // dirty_bytes_min: two pages (page-writeback.c).
+        if (1..2 * crate::mm::page::PAGE_SIZE).contains(&k.dirty_bytes.0) {
+            return inv(format!(
+                "kernel.dirty_bytes = {} is below the minimum {} (two pages; 0 uses dirty_ratio)",
+                k.dirty_bytes.0,
+                2 * crate::mm::page::PAGE_SIZE
+            ));
         }
         if k.dirty_writeback_centisecs == 0 {
             return inv("kernel.dirty_writeback_centisecs must be > 0".into());
@@ -1378,6 +1428,32 @@ impl Scenario {
                 Op::Unlink { file } if file.is_empty() => {
                     return at_op("unlink: file must be a non-empty name".into());
                 }
+                Op::DropCaches { value } if !(1..=4).contains(value) => {
+                    return at_op(format!(
+                        "drop_caches value {value} is outside the kernel's bounds 1..=4"
+                    ));
+                }
+                Op::Sysctl { name, value } => {
+                    if let Some(msg) = crate::mm::sysctl::check_vm_sysctl(name, *value) {
+                        return at_op(msg);
+                    }
+                    if name == "vm.nr_hugepages" {
+                        max_op("nr_hugepages.pages", *value, value)?;
+                        if value.saturating_mul(HPAGE_SIZE) > m.memory.0 {
+                            return at_op(format!(
+                                "sysctl vm.nr_hugepages = {value} ({} MiB) is more than the machine's memory ({})",
+                                value.saturating_mul(2),
+                                m.memory
+                            ));
+                        }
+                    }
+                    if name == "vm.min_free_kbytes" && value.saturating_mul(1024) >= m.memory.0 {
+                        return at_op(format!(
+                            "sysctl vm.min_free_kbytes = {value} is not below the machine's memory ({})",
+                            m.memory
+                        ));
+                    }
+                }
                 Op::Touch { size } | Op::Unmap { size } | Op::ThpFault { size }
                     if size.0 > m.memory.0.saturating_mul(64) =>
                 {
@@ -1389,6 +1465,35 @@ impl Scenario {
             }
         }
         Ok(t.count)
+    }
+
+    /// Checks the `[[file]]` tables: a non-empty name each, no name twice, a size that fits
+    /// the file's extent on the disk.
+    fn validate_files(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let at = format!(
+                "[[file]] #{} \"{}\"",
+                i + 1,
+                clip(&f.name.escape_debug().to_string())
+            );
+            if f.name.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{at}: name must be a non-empty file name"
+                )));
+            }
+            if !seen.insert(f.name.as_str()) {
+                return Err(Error::Invalid(format!(
+                    "{at}: a file of this name is already declared"
+                )));
+            }
+            if let Some(msg) = table_knob_named("[[file]]", "size").exceeds(f.size.0, &f.size) {
+                return Err(Error::Invalid(format!(
+                    "{at}: {msg} (a file's extent on the disk)"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Checks the `[[cgroup]]` entries and the tasks' `cgroup` keys.

@@ -354,6 +354,7 @@ pub fn build(sc: &Scenario) -> Engine {
         eng.kernel
             .hugetlb_hstate_alloc_pages(sc.kernel.nr_hugepages);
     }
+    eng.kernel.create_disk_files(&sc.files);
     crate::kernel::start_kthreads(&mut eng);
     eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
     eng.kernel.mm.memcg.stock =

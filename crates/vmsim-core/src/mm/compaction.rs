@@ -222,6 +222,10 @@ pub struct CompactControl {
     pub whole_zone: bool,
     /// Scan blocks whatever their skip bits say (cc->ignore_skip_hint).
     pub ignore_skip_hint: bool,
+    /// Asked for through /proc/sys/vm/compact_memory: cc->order is -1
+    /// (is_via_compact_memory), so the run goes on until the scanners meet and `order`
+    /// is 0.
+    pub via_compact_memory: bool,
     /// Isolated free pages, each an allocated order-0 frame.
     pub freepages: Vec<Pfn>,
     /// Frames looked at by the migrate scanner.
@@ -249,11 +253,23 @@ impl CompactControl {
             free_pfn: 0,
             whole_zone: false,
             ignore_skip_hint: false,
+            via_compact_memory: false,
             freepages: Vec::new(),
             total_migrate_scanned: 0,
             total_free_scanned: 0,
             nr_migrated: 0,
             tid,
+        }
+    }
+}
+
+impl CompactControl {
+    /// cc->order as the tracepoints print it: -1 for /proc/sys/vm/compact_memory.
+    pub fn trace_order(&self) -> i32 {
+        if self.via_compact_memory {
+            -1
+        } else {
+            self.order as i32
         }
     }
 }
@@ -541,7 +557,7 @@ impl Kernel {
             let zc = self.compact.zone(cc.zid);
             zc.cached_migrate_pfn = 0;
             zc.cached_free_pfn = 0;
-            if !cc.kcompactd {
+            if !cc.kcompactd && !cc.via_compact_memory {
                 zc.blockskip_flush = true;
             }
             if cc.whole_zone {
@@ -552,6 +568,8 @@ impl Kernel {
         } else if cc.migrate_pfn & (PAGEBLOCK_NR_PAGES as Pfn - 1) != 0 {
             // Only look at the free lists at pageblock boundaries.
             return CompactResult::Continue;
+        } else if cc.via_compact_memory {
+            CompactResult::Continue
         } else if self
             .mm
             .compact_page_available(cc.zid, cc.order, cc.migratetype)
@@ -564,7 +582,7 @@ impl Kernel {
         self.trace(TraceEvent::MmCompactionFinished {
             nid,
             idx,
-            order: cc.order as i32,
+            order: cc.trace_order(),
             ret: ret as i32,
         });
         ret
@@ -898,18 +916,21 @@ impl Kernel {
 
     /// Compacts one zone to the end (compact_zone).
     pub fn compact_zone(&mut self, cc: &mut CompactControl) -> CompactResult {
-        let ret = self.compaction_suit_allocation_order(
-            cc.zid,
-            cc.order,
-            cc.highest_zoneidx,
-            cc.alloc_flags,
-        );
-        if ret != CompactResult::Continue {
-            return ret;
-        }
-        // Clear the skip bits if compaction is retried after the longest deferral.
-        if self.compaction_restarting(cc.zid, cc.order) {
-            self.__reset_isolation_suitable(cc.zid);
+        if !cc.via_compact_memory {
+            let ret = self.compaction_suit_allocation_order(
+                cc.zid,
+                cc.order,
+                cc.highest_zoneidx,
+                cc.alloc_flags,
+            );
+            if ret != CompactResult::Continue {
+                return ret;
+            }
+            // Clear the skip bits if compaction is retried after the longest deferral
+            // (never for order -1, below every compact_order_failed).
+            if self.compaction_restarting(cc.zid, cc.order) {
+                self.__reset_isolation_suitable(cc.zid);
+            }
         }
         self.compact_zone_begin(cc);
         let ret = loop {
@@ -920,6 +941,31 @@ impl Kernel {
         };
         self.compact_zone_end(cc, ret);
         ret
+    }
+
+    /// Compacts every populated zone of a node whole, as a write to
+    /// /proc/sys/vm/compact_memory does (compact_node with proactive = false): order -1,
+    /// MIGRATE_SYNC, the whole zone, skip bits ignored, GFP_KERNEL's migratetype.
+    pub fn compact_node(&mut self, nid: usize, tid: TaskId) {
+        for zid in self.mm.nodes[nid].zones {
+            if self.mm.zones[zid].managed_pages == 0 {
+                continue;
+            }
+            let mut cc = CompactControl::new(zid, 0, true, tid);
+            cc.via_compact_memory = true;
+            cc.whole_zone = true;
+            cc.ignore_skip_hint = true;
+            cc.migratetype = MigrateType::Unmovable;
+            self.compact_zone(&mut cc);
+        }
+    }
+
+    /// `echo 1 > /proc/sys/vm/compact_memory` (sysctl_compaction_handler → compact_nodes):
+    /// every zone of every node compacted whole.
+    pub fn compact_nodes(&mut self, tid: TaskId) {
+        for nid in 0..self.mm.nodes.len() {
+            self.compact_node(nid, tid);
+        }
     }
 
     /// Direct compaction of every eligible zone for an allocation (try_to_compact_pages).
@@ -1343,5 +1389,52 @@ mod compact_retry_tests {
         assert_eq!(n, 4);
         // Order 0 never retries compaction.
         assert!(!k.should_compact_retry(&ac, 0, CompactResult::Complete, &mut prio, &mut retries));
+    }
+}
+
+#[cfg(test)]
+mod compact_memory_tests {
+    use crate::config::Scenario;
+
+    /// Free pages in blocks of order >= 9, from /proc/buddyinfo text.
+    fn huge_free(buddyinfo: &str) -> u64 {
+        buddyinfo
+            .lines()
+            .map(|l| {
+                let counts: Vec<u64> = l
+                    .split_whitespace()
+                    .skip(4)
+                    .map(|n| n.parse().unwrap())
+                    .collect();
+                (9..counts.len()).map(|o| counts[o] << o).sum::<u64>()
+            })
+            .sum()
+    }
+
+    #[test]
+    fn compact_memory_rebuilds_free_huge_blocks_of_a_fragmented_layout() {
+        // Two readers fill memory side by side, one file is deleted: holes everywhere.
+        let text = "duration = \"60s\"\n[machine]\nmemory = \"1GiB\"\ncpus = 2\n\
+            [disk]\nread_bandwidth = 500000000\nlatency = 100000\n\
+            [[file]]\nname = \"a\"\nsize = \"400MiB\"\n[[file]]\nname = \"b\"\nsize = \"400MiB\"\n\
+            [[task]]\nname = \"a\"\nprogram = [{ op = \"read\", file = \"a\" },\
+              { op = \"signal\", name = \"read\" }, { op = \"wait\", name = \"read\", count = 2 },\
+              { op = \"unlink\", file = \"a\" }, { op = \"snapshot\", name = \"holes\" },\
+              { op = \"compact_memory\" }, { op = \"snapshot\", name = \"compacted\" }]\n\
+            [[task]]\nname = \"b\"\nprogram = [{ op = \"read\", file = \"b\" },\
+              { op = \"signal\", name = \"read\" }]\n";
+        let sc = Scenario::from_toml(text).unwrap();
+        let r = crate::sim::run(&sc, &mut |_, _| {});
+        let (holes, done) = (&r.snapshots[0], &r.snapshots[1]);
+        let d = |name: &str| done.vmstat[name] - holes.vmstat[name];
+        let (before, after) = (huge_free(&holes.buddyinfo), huge_free(&done.buddyinfo));
+        assert!(after > before + 50 * 512, "{before} -> {after}");
+        assert!(d("compact_migrate_scanned") > 0);
+        assert!(d("compact_free_scanned") > 0);
+        assert!(d("compact_isolated") > 0);
+        assert!(d("pgmigrate_success") > 0);
+        // Not an allocation's compaction: no stall, and the file pages stayed cached.
+        assert_eq!(d("compact_stall"), 0);
+        assert_eq!(done.vmstat["nr_file_pages"], holes.vmstat["nr_file_pages"]);
     }
 }

@@ -20,6 +20,7 @@ pub mod shrinker;
 pub mod slab;
 pub mod swap;
 pub mod swapfile;
+pub mod sysctl;
 pub mod vmscan;
 pub mod vmstat;
 #[allow(missing_docs)]

@@ -69,9 +69,23 @@ impl Kernel {
 
     /// The background and hard dirty thresholds (global_dirty_limits) [pages].
     pub fn global_dirty_limits(&self) -> (u64, u64) {
-        let available = self.global_dirtyable_memory();
-        let thresh = available * self.mm.kcfg.dirty_ratio / 100;
-        let mut bg = available * self.mm.kcfg.dirty_background_ratio / 100;
+        self.domain_dirty_limits(self.global_dirtyable_memory(), None)
+    }
+
+    /// The background and hard thresholds of a domain of `available` dirtyable pages
+    /// (domain_dirty_limits): vm.dirty_bytes and vm.dirty_background_bytes when set, else
+    /// the ratios; a memcg domain (`global_avail` given) turns the byte settings into
+    /// ratios of the global dirtyable memory, in 1/PAGE_SIZE [pages].
+    pub fn domain_dirty_limits(&self, available: u64, global_avail: Option<u64>) -> (u64, u64) {
+        let k = &self.mm.kcfg;
+        let page = super::page::PAGE_SIZE;
+        let ratio_of = |bytes: u64, ratio: u64| match global_avail {
+            Some(g) if bytes > 0 => available * bytes.div_ceil(g.max(1)).min(page) / page,
+            None if bytes > 0 => bytes.div_ceil(page),
+            _ => available * ratio / 100,
+        };
+        let thresh = ratio_of(k.dirty_bytes.0, k.dirty_ratio);
+        let mut bg = ratio_of(k.dirty_background_bytes.0, k.dirty_background_ratio);
         if bg >= thresh {
             bg = thresh / 2;
         }
@@ -188,11 +202,7 @@ impl Kernel {
         let global_clean = global_avail - global_avail.min(global_dirty);
         let other_clean = global_clean - global_clean.min(clean);
         let avail = filepages + headroom.min(other_clean);
-        let thresh = avail * self.mm.kcfg.dirty_ratio / 100;
-        let mut bg = avail * self.mm.kcfg.dirty_background_ratio / 100;
-        if bg >= thresh {
-            bg = thresh / 2;
-        }
+        let (bg, thresh) = self.domain_dirty_limits(avail, Some(global_avail));
         (bg, thresh, dirty)
     }
 

@@ -34,20 +34,55 @@ impl Kernel {
             // super_cache_scan() refuses to recurse into the filesystem.
             return 0;
         }
-        let mut pages = 0;
-        for cache in 0..self.slab.caches.len() {
-            if self.slab.caches[cache].reclaimable {
-                pages += self.do_shrink_slab(cache, gfp, priority, cpu);
-            }
-        }
-        pages
+        self.shrink_slab_objects(gfp, priority, cpu).1
     }
 
-    /// One shrinker pass over a cache's unused objects, oldest first (do_shrink_slab).
-    fn do_shrink_slab(&mut self, cache: usize, gfp: Gfp, priority: i32, cpu: usize) -> u64 {
-        let freeable = self.slab.caches[cache].lru.len() as u64;
+    /// [`Kernel::shrink_slab`] returning the objects freed as well as the pages:
+    /// `(objects, pages)`.
+    fn shrink_slab_objects(&mut self, gfp: Gfp, priority: i32, cpu: usize) -> (u64, u64) {
+        let (mut objects, mut pages) = (0, 0);
+        for cache in 0..self.slab.caches.len() {
+            if self.slab.caches[cache].reclaimable {
+                let (o, p) = self.do_shrink_slab(cache, gfp, priority, cpu);
+                objects += o;
+                pages += p;
+            }
+        }
+        (objects, pages)
+    }
+
+    /// Frees every unused reclaimable slab object, as `echo 2 > /proc/sys/vm/drop_caches`
+    /// does (drop_slab): shrink_slab at priority 0 on every node (and every memcg, whose
+    /// slab vmsim does not charge: the root's pass is the one that frees) until a round
+    /// frees no more than `1 << shift` objects, `shift` growing by one a round. Returns the
+    /// objects freed.
+    pub fn drop_slab(&mut self, cpu: usize) -> u64 {
+        let mut total = 0;
+        let mut shift = 0u32;
+        loop {
+            let mut freed = 0;
+            for _nid in 0..self.mm.nodes.len() {
+                // drop_slab_node(): GFP_KERNEL, priority 0.
+                freed += self.shrink_slab_objects(super::gfp::GFP_KERNEL, 0, cpu).0;
+            }
+            total += freed;
+            let more = freed.checked_shr(shift).unwrap_or(0) > 1;
+            shift += 1;
+            if !more {
+                return total;
+            }
+        }
+    }
+
+    /// One shrinker pass over a cache's unused objects, oldest first (do_shrink_slab);
+    /// returns `(objects freed, pages freed)`. The dcache and icache shrinkers count
+    /// `vm.vfs_cache_pressure` percent of their unused objects (super_cache_count →
+    /// vfs_pressure_ratio).
+    fn do_shrink_slab(&mut self, cache: usize, gfp: Gfp, priority: i32, cpu: usize) -> (u64, u64) {
+        let unused = self.slab.caches[cache].lru.len() as u64;
+        let freeable = unused * self.mm.kcfg.vfs_cache_pressure / 100;
         if freeable == 0 {
-            return 0;
+            return (0, 0);
         }
         let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
         let mut total_scan = delta.min(2 * freeable);
@@ -97,6 +132,6 @@ impl Kernel {
             retval: freed as i32,
             total_scan: first_total as i64,
         });
-        pages
+        (freed, pages)
     }
 }

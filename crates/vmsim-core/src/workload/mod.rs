@@ -207,6 +207,31 @@ pub fn alloc_type_gfp(kind: AllocType) -> Gfp {
     }
 }
 
+impl OpProgram {
+    /// One step of a write to the hugetlb pool's size (the `nr_hugepages` operation, or
+    /// the `vm.nr_hugepages` sysctl): None once the pool is resized, else how the step ends.
+    fn nr_hugepages(
+        &mut self,
+        cx: &mut StepCtx,
+        pages: u64,
+        node: Option<u32>,
+        user: u64,
+    ) -> Option<StepOut> {
+        let nid = node.map(|n| n as usize);
+        match cx.k.set_max_huge_pages(pages, nid, cx.tid, cx.quantum) {
+            Resize::Done => {
+                self.left = 0;
+                None
+            }
+            // cond_resched(), or asleep in reclaim: the write goes on after.
+            Resize::Yield | Resize::Sleep => Some(StepOut {
+                user_ns: user,
+                next: Step::Run,
+            }),
+        }
+    }
+}
+
 impl Program<Kernel> for OpProgram {
     /// Runs the program's operations for up to a quantum ([`OpProgram::run_ops`]); a step
     /// that would move the task on by no time at all costs `cost.syscall` for each
@@ -282,7 +307,8 @@ impl OpProgram {
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
                     Op::Sleep { .. } | Op::Exit {} | Op::Unlink { .. } | Op::Snapshot { .. } => 1,
-                    Op::NrHugepages { .. } => 1,
+                    Op::NrHugepages { .. } | Op::Sysctl { .. } => 1,
+                    Op::DropCaches { .. } | Op::CompactMemory {} => 1,
                     Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
                     Op::FioRead { .. } => 1,
                     Op::ThpFault { size } => {
@@ -467,17 +493,27 @@ impl OpProgram {
                     self.left = 0;
                 }
                 Op::NrHugepages { pages, node } => {
-                    let nid = node.map(|n| n as usize);
-                    match cx.k.set_max_huge_pages(*pages, nid, tid, cx.quantum) {
-                        Resize::Done => self.left = 0,
-                        // cond_resched(), or asleep in reclaim: the write goes on after.
-                        Resize::Yield | Resize::Sleep => {
-                            return StepOut {
-                                user_ns: user,
-                                next: Step::Run,
-                            }
-                        }
+                    if let Some(out) = self.nr_hugepages(cx, *pages, *node, user) {
+                        return out;
                     }
+                }
+                Op::Sysctl { name, value } if name == "vm.nr_hugepages" => {
+                    if let Some(out) = self.nr_hugepages(cx, *value, None, user) {
+                        return out;
+                    }
+                }
+                Op::Sysctl { name, value } => {
+                    cx.k.vm_sysctl_write(name, *value);
+                    self.left = 0;
+                }
+                Op::DropCaches { value } => {
+                    let cpu = cx.k.tasks[tid as usize].cpu;
+                    cx.k.drop_caches_sysctl_handler(*value, cpu);
+                    self.left = 0;
+                }
+                Op::CompactMemory {} => {
+                    cx.k.compact_nodes(tid);
+                    self.left = 0;
                 }
                 Op::Snapshot { name } => {
                     let now = cx.now + user + cx.k.mm.cur.acc;
