@@ -138,6 +138,70 @@ def test_footprint_counts_what_is_held_at_once():
     assert e.missing == []
 
 
+ON_DISK = """
+name = "on-disk"
+description = "a file on the disk read after drop_caches, then compact_memory"
+metrics = ["vmstat.pgpgin@read", "vmstat.drop_pagecache@drop", "vmstat.pgscan_file",
+           "time.seconds@read", "vmstat.compact_migrate_scanned@compact"]
+[cgroup]
+limit_in_bytes = "16MiB"
+[[file]]
+name = "data"
+size = "8MiB"
+[[task]]
+name = "cat"
+cgroup = true
+[[phase]]
+name = "drop"
+steps = [{ op = "drop_caches", value = 3 }]
+[[phase]]
+name = "read"
+steps = [{ task = "cat", op = "read", file = "data" }]
+[[phase]]
+name = "compact"
+steps = [{ op = "compact_memory" }]
+"""
+
+
+def test_files_and_operator_steps_reach_the_vmsim_scenario():
+    e = exp_of(ON_DISK, "on-disk")
+    assert e.files == [("data", 8 << 20)] and e.missing == []
+    assert e.footprint()["disk"] == 8 << 20
+    sc, missing = fc.vmsim_scenario(e, MACHINE)
+    assert missing == [] and sc["file"] == [{"name": "data", "size": 8 << 20}]
+    ops = [op["op"] for op in sc["task"][0]["program"]]
+    assert ops.index("drop_caches") < ops.index("read") < ops.index("compact_memory")
+    drop = next(op for op in sc["task"][0]["program"] if op["op"] == "drop_caches")
+    assert drop["value"] == 3
+    api.load_scenario(sc)
+    # The file hashes into the workload: a recording of another file is stale.
+    assert exp_of(ON_DISK.replace('"8MiB"', '"9MiB"'), "on-disk").sha256 != e.sha256
+    sim = fc.run_vmsim(e, MACHINE)
+    names = ["start", *e.phase_names()]
+    value = {m.spec: fc.vmsim_value(m, sim, e.phase_names()) for m in e.metrics}
+    assert len(names) == len(sim["snapshots"])
+    assert value["vmstat.pgpgin@read"] == 8 << 10  # read from the disk [KiB]
+    assert value["vmstat.drop_pagecache@drop"] == 1
+    assert value["vmstat.compact_migrate_scanned@compact"] > 0
+
+
+def test_file_and_drop_caches_errors_are_one_line():
+    cases = {
+        ON_DISK.replace("value = 3", "value = 7"): "value: must be 1, 2 or 3",
+        ON_DISK.replace('size = "8MiB"\n', 'size = "8MiB"\ncolour = 1\n'): "unknown key 'colour'",
+        ON_DISK.replace("[[task]]", '[[file]]\nname = "data"\nsize = 1\n[[task]]', 1): (
+            "'data' is declared twice"
+        ),
+        ON_DISK.replace('{ op = "drop_caches", value = 3 }', '{ op = "drop_caches" }'): (
+            "'value' is required"
+        ),
+    }
+    for text, msg in cases.items():
+        with pytest.raises(FidelityError, match=msg) as ei:
+            exp_of(text, "on-disk")
+        assert "\n" not in str(ei.value)
+
+
 # ---------------------------------------------------------------------------
 # The vmsim side
 
@@ -398,6 +462,19 @@ def test_tiny_real_experiment_records_and_compares(tmp_path):
     assert leftovers(tmp_path) == [] and host.read_sysctl("vm.watermark_boost_factor") == boost
     out = fc.fidelity({e.name: e}, [], tmp_path / "rec")
     assert out["total"] == len(e.metrics)
+
+
+def test_a_file_on_the_disk_is_read_from_it_after_drop_caches(tmp_path):
+    needs_real_memcg(tmp_path)
+    e = exp_of(ON_DISK, "on-disk")
+    path = record(e, 1, tmp_path / "rec", tmp_path, trace=False, disk_probe=False)
+    run = load_recording(path)["runs"][0]
+    value = {m.spec: fc.real_value(m, run, e.phase_names()) for m in e.metrics}
+    # The recorder's copy was dropped from the cache: the read comes from the disk [KiB].
+    assert value["vmstat.pgpgin@read"] >= 8 << 10
+    assert value["vmstat.drop_pagecache@drop"] == 1
+    assert value["vmstat.compact_migrate_scanned@compact"] >= 0
+    assert leftovers(tmp_path) == []
 
 
 FAILING = """

@@ -43,11 +43,13 @@ SYSCTL_KNOBS = {
     "vm.dirty_expire_centisecs": "dirty_expire_centisecs",
     "vm.dirty_writeback_centisecs": "dirty_writeback_centisecs",
     "vm.extfrag_threshold": "extfrag_threshold",
+    "vm.vfs_cache_pressure": "vfs_cache_pressure",
+    "vm.dirty_bytes": "dirty_bytes",
+    "vm.dirty_background_bytes": "dirty_background_bytes",
 }
 # Recorded sysctls whose value vmsim has no knob for, and the value vmsim behaves as.
 SYSCTL_FIXED = {
     "vm.compaction_proactiveness": None,
-    "vm.vfs_cache_pressure": 100,
     "vm.overcommit_memory": None,
     "vm.page-cluster": None,
     "vm.nr_hugepages": 0,
@@ -135,6 +137,8 @@ def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, 
         "disk": disk,
         "sampling": {"interval": "1s"},
     }
+    if exp.files:
+        sc["file"] = [{"name": n, "size": size} for n, size in exp.files]
     if exp.cgroup_limit is not None or any(t.cgroup for t in exp.tasks):
         cg: dict[str, Any] = {"path": CGROUP}
         if exp.cgroup_limit is not None:
@@ -206,6 +210,10 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
         return [{"op": "sleep", "time": f"{round(a['time'] * 1000)}ms"}]
     if step.op == "nr_hugepages":
         return [{"op": "nr_hugepages", "pages": a["pages"]}]
+    if step.op == "compact_memory":
+        return [{"op": "compact_memory"}]
+    if step.op == "drop_caches":
+        return [{"op": "drop_caches", "value": a["value"]}]
     return []
 
 

@@ -7,17 +7,20 @@ and vmsim (a scenario derived from the recorded machine). It names
 - ``[cgroup]``: one cgroup-v1 memory group made for the experiment
   (``limit_in_bytes``), which tasks with ``cgroup = true`` run in;
 - ``[sysctl]``: ``vm.*`` sysctls set for the run and restored after;
+- ``[[file]]``: files on the disk before the run starts (``name``, ``size``),
+  written and then dropped from the page cache by the recorder before the
+  ``start`` snapshot, and ``[[file]]`` tables of the vmsim scenario;
 - ``[[task]]``: processes that live for the whole experiment (their
   anonymous memory and files persist from phase to phase);
 - ``[[phase]]``: what is measured, in order. A phase's ``steps`` belong to a
   task (run in order per task, tasks side by side) or, without ``task``, are
   operator steps the recorder does itself (``nr_hugepages``,
-  ``compact_memory``, ``sleep``). /proc is read before and after every phase;
+  ``compact_memory``, ``drop_caches``, ``sleep``). /proc is read before and after every phase;
 - ``metrics``: what is compared (see :class:`Metric`);
 - ``trace``: tracepoints whose events are counted per phase (optional).
 
-A step vmsim cannot express yet (no hugetlb pool, no ``compact_memory``
-operator step, …) is left out of the vmsim scenario and listed as missing.
+A step vmsim cannot express yet (``unlink_files``) is left out of the vmsim
+scenario and listed as missing.
 """
 
 from __future__ import annotations
@@ -64,11 +67,11 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "sleep": (("time",), (), "both"),
     "nr_hugepages": (("pages",), (), "operator"),
     "compact_memory": ((), (), "operator"),
+    "drop_caches": (("value",), (), "operator"),
 }
 
 # What vmsim lacks for an op it cannot express (the next issues' work).
 MISSING = {
-    "compact_memory": "the compact_memory operator step (/proc/sys/vm/compact_memory)",
     "unlink_files": "unlinking files created by a 'files' step (fio_write's files have no names)",
 }
 
@@ -173,6 +176,7 @@ class Experiment:
     metrics: list[Metric]
     cgroup_limit: int | None = None
     sysctl: dict[str, int] = field(default_factory=dict)
+    files: list[tuple[str, int]] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
     vmsim_duration: float = 600.0
     timeout: float = 900.0
@@ -192,7 +196,8 @@ class Experiment:
     def footprint(self) -> dict[str, int]:
         """Peak anonymous memory plus hugetlb pool held at once, and bytes written [bytes]."""
         held: dict[str, int] = {}
-        peak = hugetlb = disk = 0
+        peak = hugetlb = 0
+        disk = sum(size for _, size in self.files)
         for ph in self.phases:
             for s in ph.steps:
                 if s.op == "anon":
@@ -255,6 +260,10 @@ def _parse_step(raw: Any, where: str, tasks: dict[str, TaskDef]) -> Step:
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 10_000_000:
                 raise FidelityError(f"{where} ({op}) {k}: must be an integer from 0 to 10000000")
             args[k] = v
+        elif k == "value":
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 3:
+                raise FidelityError(f"{where} ({op}) value: must be 1, 2 or 3")
+            args[k] = v
         elif k == "hugepage":
             if not isinstance(v, bool):
                 raise FidelityError(f"{where} ({op}) hugepage: must be true or false")
@@ -302,16 +311,40 @@ def workload_sha256(
     tasks: dict[str, TaskDef],
     phases: list[Phase],
     trace: list[str],
+    files: list[tuple[str, int]] | None = None,
 ) -> str:
     """A hash of what the real run does (not of the metrics, which only read its snapshots)."""
-    what = {
+    what: dict[str, Any] = {
         "cgroup": cgroup_limit,
         "sysctl": sysctl,
         "tasks": [[t.name, t.cgroup] for t in tasks.values()],
         "phases": [[p.name, [[s.op, s.task, s.args] for s in p.steps]] for p in phases],
         "trace": trace,
     }
+    if files:
+        # Only experiments with files hash them: the others keep their recordings' hash.
+        what["files"] = [list(f) for f in files]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def _parse_files(raw: Any, where: str) -> list[tuple[str, int]]:
+    """The ``[[file]]`` tables: (name, size) of each file on the disk before the run."""
+    if not isinstance(raw, list):
+        raise FidelityError(f"{where}: write each file as a [[file]] table")
+    files: list[tuple[str, int]] = []
+    for i, f in enumerate(raw):
+        if not isinstance(f, dict):
+            raise FidelityError(f"{where}: file[{i}] must be a table")
+        _check_keys(f, ("name", "size"), f"{where}: file[{i}]")
+        name = f.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name):
+            raise FidelityError(f"{where}: file[{i}]: name must be a plain name ([A-Za-z0-9._-])")
+        if name in [n for n, _ in files]:
+            raise FidelityError(f"{where}: file[{i}]: '{name}' is declared twice")
+        if "size" not in f:
+            raise FidelityError(f"{where}: file[{i}]: 'size' is required")
+        files.append((name, _size(f["size"], f"{where}: file[{i}] size")))
+    return files
 
 
 def parse_experiment(text: str, path: Path) -> Experiment:
@@ -329,6 +362,7 @@ def parse_experiment(text: str, path: Path) -> Experiment:
             "notes",
             "cgroup",
             "sysctl",
+            "file",
             "task",
             "phase",
             "metrics",
@@ -378,6 +412,7 @@ def parse_experiment(text: str, path: Path) -> Experiment:
         if isinstance(v, bool) or not isinstance(v, int):
             raise FidelityError(f"{where}: [sysctl] '{k}': the value must be an integer")
         sysctl[k] = v
+    files = _parse_files(data.get("file", []), where)
     phases: list[Phase] = []
     for i, p in enumerate(data.get("phase", [])):
         if not isinstance(p, dict):
@@ -415,12 +450,13 @@ def parse_experiment(text: str, path: Path) -> Experiment:
         description=str(data.get("description", "")),
         notes=str(data.get("notes", "")),
         path=path,
-        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace),
+        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace, files),
         tasks=list(tasks.values()),
         phases=phases,
         metrics=metrics,
         cgroup_limit=cgroup_limit,
         sysctl=sysctl,
+        files=files,
         trace=trace,
         vmsim_duration=parse_duration(data.get("vmsim_duration", "600s"), f"{where}: duration"),
         timeout=parse_duration(data.get("timeout", "900s"), f"{where}: timeout"),

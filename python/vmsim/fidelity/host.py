@@ -314,6 +314,26 @@ def set_nr_hugepages(pages: int) -> int:
     return int(read_sysctl("vm.nr_hugepages"))
 
 
+def make_uncached_file(path: Path, size: int) -> None:
+    """Writes a file of ``size`` bytes to the disk and drops its pages from the page cache.
+
+    The file is written in 1 MiB ``write(2)``s, ``fsync``-ed (so every page is
+    clean) and invalidated with ``posix_fadvise(POSIX_FADV_DONTNEED)``, which
+    frees the file's clean pages (invalidate_mapping_pages) and no other:
+    the file is on the disk and nothing of it is cached, as after a reboot.
+    """
+    data = bytes([0x5A]) * IO_CHUNK
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        left = size
+        while left > 0:
+            left -= os.write(fd, data[: min(left, len(data))])
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def make_cgroup(stack: contextlib.ExitStack, name: str, limit: int | None) -> Path:
     """Creates a v1 memory cgroup and registers its removal."""
     why = memcg_available()

@@ -107,6 +107,8 @@ def run_once(
             keys = [m.filter_key for m in exp.metrics if m.source == "trace"]
             keys += [e.split(":")[1] for e in exp.trace]
             tracer = host.TraceInstance(stack, tag, exp.trace, sorted(set(keys)))
+        for fname, size in exp.files:
+            host.make_uncached_file(work / fname, size)
         snapshots = [_snapshot("start", cg, tracer)]
         phases = []
         for ph in exp.phases:
@@ -125,6 +127,8 @@ def run_once(
                     record.setdefault("nr_hugepages", []).append([s.args["pages"], got])
                 elif s.op == "compact_memory":
                     host.sysctl_path("vm.compact_memory").write_text("1\n")
+                elif s.op == "drop_caches":
+                    host.sysctl_path("vm.drop_caches").write_text(f"{s.args['value']}\n")
                 elif s.op == "sleep":
                     time.sleep(s.args["time"])
             for w in workers.values():
