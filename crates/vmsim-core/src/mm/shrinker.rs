@@ -52,18 +52,31 @@ impl Kernel {
     }
 
     /// Frees every unused reclaimable slab object, as `echo 2 > /proc/sys/vm/drop_caches`
-    /// does (drop_slab): shrink_slab at priority 0 on every node (and every memcg, whose
-    /// slab vmsim does not charge: the root's pass is the one that frees) until a round
-    /// frees no more than `1 << shift` objects, `shift` growing by one a round. Returns the
-    /// objects freed.
+    /// does (drop_slab): on every node, shrink_slab at priority 0 for every memcg
+    /// (drop_slab_node) until a round frees no more than `1 << shift` objects, `shift`
+    /// growing by one a round. The dentry and inode shrinkers run in the root's pass
+    /// (vmsim charges no slab to groups); the memcg-aware shadow-node shrinker in every
+    /// group's. Returns the objects freed.
     pub fn drop_slab(&mut self, cpu: usize) -> u64 {
+        let gfp = super::gfp::GFP_KERNEL;
+        let groups = if self.mm.memcg.enabled() {
+            self.mm.memcg.groups.len() as u32
+        } else {
+            1
+        };
         let mut total = 0;
         let mut shift = 0u32;
         loop {
             let mut freed = 0;
             for _nid in 0..self.mm.nodes.len() {
-                // drop_slab_node(): GFP_KERNEL, priority 0.
-                freed += self.shrink_slab_objects(super::gfp::GFP_KERNEL, 0, cpu).0;
+                for memcg in 0..groups {
+                    if memcg == super::memcontrol::ROOT_MEM_CGROUP {
+                        freed += self.shrink_slab_objects(gfp, 0, cpu).0;
+                    }
+                    if self.mm.kcfg.workingset {
+                        freed += self.shrink_shadow_nodes(memcg, gfp, 0);
+                    }
+                }
             }
             total += freed;
             let more = freed.checked_shr(shift).unwrap_or(0) > 1;
