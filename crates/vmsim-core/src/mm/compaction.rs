@@ -1437,4 +1437,39 @@ mod compact_memory_tests {
         assert_eq!(d("compact_stall"), 0);
         assert_eq!(done.vmstat["nr_file_pages"], holes.vmstat["nr_file_pages"]);
     }
+
+    #[test]
+    fn compact_memory_is_traced_with_order_minus_1_and_runs_to_the_scanners_meeting() {
+        let text = "duration = \"10s\"\n[machine]\nmemory = \"256MiB\"\ncpus = 1\n\
+            [[task]]\nname = \"root\"\nprogram = [{ op = \"touch\", size = \"64MiB\" },\
+              { op = \"compact_memory\" }]\n";
+        let sc = Scenario::from_toml(text).unwrap();
+        let filter = crate::trace::EventFilter::parse(["compaction"]).unwrap();
+        let (_, t) = crate::sim::run_traced(
+            &sc,
+            Some((crate::trace::TraceFormat::Modern, filter)),
+            &mut |_, _| {},
+        );
+        let t = t.unwrap();
+        let lines = t.lines();
+        let finished: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.contains("mm_compaction_finished:"))
+            .collect();
+        assert!(!finished.is_empty());
+        assert!(
+            finished.iter().all(|l| l.contains("order=-1")),
+            "{finished:?}"
+        );
+        // Every zone ends when its scanners meet (COMPACT_COMPLETE), never on a free page.
+        let ends: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.contains("mm_compaction_end:"))
+            .collect();
+        assert!(!ends.is_empty());
+        assert!(
+            ends.iter().all(|l| l.contains("status=complete")),
+            "{ends:?}"
+        );
+    }
 }
