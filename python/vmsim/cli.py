@@ -607,6 +607,33 @@ def sweep_plot_cmd(
     click.echo(sweep_plot(results, x, y, hue, parsed, output), nl=False)
 
 
+@main_group.command("report")
+@click.argument("sources", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="The HTML file to write (self-contained: opens offline).",
+)
+def report_cmd(sources: tuple[str, ...], output: Path) -> None:
+    """One self-contained HTML page of runs, reproductions or sweeps (docs/report.md).
+
+    Each SOURCE is a `vmsim run --output-dir` directory or its result.json, a
+    `vmsim reproduce --output-dir` directory, or a sweep's Parquet file.
+    """
+    from vmsim import report
+
+    _check_output("-o", output, ".html", "the report")
+    try:
+        read = report.write_report(list(sources), output)
+    except report.ReportError as e:
+        raise UserError(str(e)) from None
+    kinds = ", ".join(f"{s.kind} {s.name}" for s in read)
+    click.echo(f"wrote {output}: {kinds}")
+
+
 @main_group.command("bench")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
@@ -816,6 +843,10 @@ def reproduce_cmd(
         result = rep.reproduce(name, runs, scale, output_dir=output_dir, ablation=ablation)
     except rep.ReproduceError as e:
         raise UserError(str(e)) from None
+    if output_dir is not None:
+        from vmsim import report
+
+        report.write_report([output_dir], output_dir / "report.html")
     _echo_result(result, as_json, rep.render_text)
 
 
