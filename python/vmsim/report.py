@@ -537,7 +537,7 @@ img.pbmap { max-width: 100%; }
 .note { color: #555; font-size: 13px; }
 @media print {
   body { max-width: none; padding: 0; }
-  nav { display: none; }
+  nav, .modebar { display: none !important; }
   .plot, img.pbmap, table, pre { page-break-inside: avoid; break-inside: avoid; }
   pre { white-space: pre-wrap; font-size: 9px; }
   h2 { page-break-before: auto; break-after: avoid; }
