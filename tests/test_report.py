@@ -11,7 +11,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from vmsim import api, report
 
 

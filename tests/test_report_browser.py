@@ -16,7 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from vmsim import report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
