@@ -143,7 +143,8 @@ def _report_limits(r: api.Result, trace: Path | None) -> None:
     dropped = r.data.get("trace_events_dropped")
     if dropped:
         click.echo(
-            f"vmsim: --trace {trace}: the buffer is full at {MAX_TRACE_EVENTS} events; "
+            f"vmsim: {f'--trace {trace}' if trace else '--perfetto'}: the buffer is full at "
+            f"{MAX_TRACE_EVENTS} events; "
             f"{dropped} later events were not recorded",
             err=True,
         )
@@ -235,6 +236,13 @@ def main_group() -> None:
     help="Write the tracepoints to FILE as ftrace text.",
 )
 @click.option(
+    "--perfetto",
+    "perfetto_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the run as a timeline Perfetto's UI opens (Chrome JSON trace events): "
+    "tracks per task and kernel thread, reclaim and compaction spans, memory counters.",
+)
+@click.option(
     "--trace-format",
     type=click.Choice(["modern", "legacy"]),
     default="modern",
@@ -275,6 +283,7 @@ def run_cmd(
     meminfo: bool,
     memcg_stat: tuple[str, ...],
     trace: Path | None,
+    perfetto_path: Path | None,
     trace_format: str,
     events: tuple[str, ...],
     max_wall: float | None,
@@ -294,24 +303,39 @@ def run_cmd(
     _check_output("--trace", trace)
     if events and trace is None:
         raise UserError("--events selects what --trace records: give --trace FILE too")
+    _check_output("--perfetto", perfetto_path, ".json", "the timeline")
+    if perfetto_path is not None and trace is not None and trace_format != "modern":
+        raise UserError("--perfetto reads the trace in the modern format: drop --trace-format")
     _check_output_dir("--output-dir", output_dir)
     if max_wall is not None and not (0 < max_wall <= 1e9):
         raise UserError(f"--max-wall {max_wall}: a number of seconds above 0 (at most 1e9)")
     update, close = _progress_reporter()
+    tmp = None
+    if perfetto_path is not None and trace is None:
+        import tempfile
+
+        tmp = tempfile.TemporaryDirectory(prefix="vmsim-perfetto-")
     try:
         r = api.run(
             Path(scenario) if scenario else None,
             seed=seed,
             overrides=overrides,
             progress=update,
-            trace=trace,
+            trace=trace if tmp is None else Path(tmp.name) / "trace.txt",
             trace_format=trace_format,
             events=list(events) if events else None,
             max_wall=max_wall,
             check_invariants=check_invariants,
         )
+        if perfetto_path is not None:
+            from vmsim import perfetto
+
+            source = trace if tmp is None else Path(tmp.name) / "trace.txt"
+            perfetto.write(r.data, source, perfetto_path)
     finally:
         close()
+        if tmp is not None:
+            tmp.cleanup()
     if output_dir is not None:
         files = {
             "result.json": r.json_text,
