@@ -149,6 +149,10 @@ def test_the_same_run_gives_the_same_bytes(cli, tmp_path, small_scenario):
             ["--perfetto", "{d}/t.json", "--trace", "{d}/x.txt", "--trace-format", "legacy"],
             "--perfetto reads the trace in the modern format",
         ),
+        (
+            ["--perfetto", "{d}/t.json", "--trace", "/dev/null"],
+            "--perfetto reads --trace back: /dev/null is not a regular file",
+        ),
     ],
 )
 def test_bad_perfetto_arguments_are_one_line(args, message, cli, tmp_path, small_scenario):

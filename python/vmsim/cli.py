@@ -304,8 +304,11 @@ def run_cmd(
     if events and trace is None:
         raise UserError("--events selects what --trace records: give --trace FILE too")
     _check_output("--perfetto", perfetto_path, ".json", "the timeline")
-    if perfetto_path is not None and trace is not None and trace_format != "modern":
-        raise UserError("--perfetto reads the trace in the modern format: drop --trace-format")
+    if perfetto_path is not None and trace is not None:
+        if trace_format != "modern":
+            raise UserError("--perfetto reads the trace in the modern format: drop --trace-format")
+        if atomic.output_target(trace)[1]:
+            raise UserError(f"--perfetto reads --trace back: {shown(trace)} is not a regular file")
     _check_output_dir("--output-dir", output_dir)
     if max_wall is not None and not (0 < max_wall <= 1e9):
         raise UserError(f"--max-wall {max_wall}: a number of seconds above 0 (at most 1e9)")
@@ -330,8 +333,12 @@ def run_cmd(
         if perfetto_path is not None:
             from vmsim import perfetto
 
-            source = trace if tmp is None else Path(tmp.name) / "trace.txt"
-            perfetto.write(r.data, source, perfetto_path)
+            source = Path(tmp.name) / "trace.txt" if tmp is not None else trace
+            assert source is not None
+            try:
+                perfetto.write(r.data, source, perfetto_path)
+            except perfetto.PerfettoError as e:
+                raise UserError(f"--perfetto: {e}") from None
     finally:
         close()
         if tmp is not None:

@@ -72,7 +72,7 @@ INSTANTS = {
 }
 
 
-class PerfettoError(ValueError):
+class PerfettoError(ftrace.TraceInputError):
     """A trace that cannot become a Perfetto timeline; one line."""
 
 
@@ -226,12 +226,9 @@ def build(result: Mapping[str, Any], trace: str | Path) -> dict[str, Any]:
     """The Chrome JSON trace of a run: ``result`` (``Result.data``) and the ftrace text
     file it wrote (modern format). Raises PerfettoError for a trace that is not one."""
     end_us = _us(float(result["summary"]["elapsed_seconds"]))
-    try:
-        with ftrace.lines(trace, error=PerfettoError) as (_, numbered):
-            parsed = (ftrace.parse_line(text) for _, text, _ in numbered)
-            events = list(_trace_events((p for p in parsed if p is not None), end_us))
-    except ftrace.TraceInputError as e:
-        raise PerfettoError(str(e)) from None
+    with ftrace.lines(trace, error=PerfettoError) as (_, numbered):
+        parsed = (ftrace.parse_line(text) for _, text, _ in numbered)
+        events = list(_trace_events((p for p in parsed if p is not None), end_us))
     return {
         "traceEvents": _metadata() + list(_series_counters(result)) + events,
         "displayTimeUnit": "ms",
