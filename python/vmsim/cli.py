@@ -78,7 +78,7 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
     return update, close
 
 
-def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
+def _write_dir_atomic(out: Path, files: dict[str, str | bytes]) -> None:
     """Writes every file into ``out`` whole or not at all (:func:`vmsim.atomic.write_dir`)."""
     out = out.resolve()
     if not out.parent.is_dir():
@@ -206,7 +206,14 @@ def main_group() -> None:
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo and result.json into DIR.",
+    help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo, result.json and the time "
+    "series (timeseries.parquet) into DIR.",
+)
+@click.option(
+    "--csv",
+    "as_csv",
+    is_flag=True,
+    help="With --output-dir: the time series as timeseries.csv too.",
 )
 @click.option(
     "--plot",
@@ -277,6 +284,7 @@ def run_cmd(
     seed: int | None,
     sets: tuple[str, ...],
     output_dir: Path | None,
+    as_csv: bool,
     plot: Path | None,
     pbmap_path: Path | None,
     full_vmstat: bool,
@@ -310,6 +318,8 @@ def run_cmd(
         if atomic.output_target(trace)[1]:
             raise UserError(f"--perfetto reads --trace back: {shown(trace)} is not a regular file")
     _check_output_dir("--output-dir", output_dir)
+    if as_csv and output_dir is None:
+        raise UserError("--csv writes into the --output-dir: give --output-dir DIR too")
     if max_wall is not None and not (0 < max_wall <= 1e9):
         raise UserError(f"--max-wall {max_wall}: a number of seconds above 0 (at most 1e9)")
     update, close = _progress_reporter()
@@ -344,14 +354,20 @@ def run_cmd(
         if tmp is not None:
             tmp.cleanup()
     if output_dir is not None:
-        files = {
+        from vmsim import series
+
+        table = series.frame(r.data)
+        files: dict[str, str | bytes] = {
             "result.json": r.json_text,
+            "timeseries.parquet": series.to_parquet(table),
             "vmstat": r.proc["vmstat"],
             "buddyinfo": r.proc["buddyinfo"],
             "pagetypeinfo": r.proc["pagetypeinfo"],
             "slabinfo": r.proc["slabinfo"],
             "meminfo": r.proc["meminfo"],
         }
+        if as_csv:
+            files["timeseries.csv"] = series.to_csv(table)
         _write_dir_atomic(output_dir, files)
     if plot is not None:
         from vmsim import plots
