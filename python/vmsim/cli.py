@@ -752,9 +752,28 @@ def knobs_cmd(markdown: bool) -> None:
 
 
 @main_group.command("scenario")
-def scenario_cmd() -> None:
-    """Print the built-in default scenario (a starting point for your own)."""
-    click.echo(api.default_scenario().rstrip("\n"))
+@click.argument("name", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the example scenarios.")
+def scenario_cmd(name: str | None, list_only: bool) -> None:
+    """Print the built-in default scenario, or the example NAME (a starting point for your
+    own); --list names every example and reproduction template shipped with vmsim."""
+    from vmsim import examples
+
+    if list_only:
+        if name is not None:
+            raise UserError("--list takes no NAME")
+        rows = [("default", "The built-in default scenario (vmsim scenario).")]
+        rows += [(n, examples.describe(examples.text(n))) for n in examples.names()]
+        width = max(len(n) for n, _ in rows)
+        click.echo("\n".join(f"{n:<{width}}  {d}" for n, d in rows))
+        return
+    if name is None or name == "default":
+        click.echo(api.default_scenario().rstrip("\n"))
+        return
+    try:
+        click.echo(examples.text(name).rstrip("\n"))
+    except examples.ExampleError as e:
+        raise UserError(str(e)) from None
 
 
 @main_group.command("validate")
