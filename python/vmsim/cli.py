@@ -677,7 +677,7 @@ def report_cmd(sources: tuple[str, ...], output: Path) -> None:
         read = report.write_report(list(sources), output)
     except report.ReportError as e:
         raise UserError(str(e)) from None
-    kinds = ", ".join(f"{s.kind} {s.name}" for s in read)
+    kinds = ", ".join(f"run {s.name}" if s.kind == "run" else s.name for s in read)
     click.echo(f"wrote {output}: {kinds}")
 
 
