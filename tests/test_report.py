@@ -178,3 +178,22 @@ def test_a_failed_write_leaves_the_earlier_page(run_dir, cli, tmp_path, monkeypa
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_a_reproduction_page_is_the_same_twice(repro_dir, tmp_path):
+    report.write_report([repro_dir], tmp_path / "a.html")
+    report.write_report([repro_dir], tmp_path / "b.html")
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+    assert (tmp_path / "a.html").read_bytes() == (repro_dir / "report.html").read_bytes()
+
+
+def test_reproduce_all_s_directory_has_a_section_per_experiment(repro_dir, tmp_path):
+    import shutil
+
+    # `vmsim reproduce all --output-dir D` keeps each experiment in D/NAME.
+    shutil.copytree(repro_dir, tmp_path / "all" / "throttle")
+    shutil.copytree(repro_dir, tmp_path / "all" / "again")
+    sources = report.load_source(tmp_path / "all")
+    assert [s.kind for s in sources] == ["reproduction", "reproduction"]
+    assert [s.path.parent.name for s in sources] == ["again", "throttle"]
+    assert all(s.runs for s in sources)
