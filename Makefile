@@ -1,5 +1,6 @@
 # One entry point for what CI runs: `make all` installs the test dependencies
-# (and what vmsim fidelity's guests need), checks formatting, lints and types
+# (and what vmsim fidelity's guests need, and chromium for the report's browser
+# tests), checks formatting, lints and types
 # (mypy), and runs every test (Rust and Python).
 PYTHON ?= python3
 
