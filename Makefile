@@ -1,11 +1,12 @@
 # One entry point for what CI runs: `make all` installs the test dependencies
-# (and what vmsim fidelity's guests need), checks formatting, lints and types
+# (and what vmsim fidelity's guests need, and chromium for the report's browser
+# tests), checks formatting, lints and types
 # (mypy), and runs every test (Rust and Python).
 PYTHON ?= python3
 
-.PHONY: all install fidelity-vm lint test test-rust test-python bench docs fmt fuzz
+.PHONY: all install fidelity-vm browser lint test test-rust test-python bench docs fmt fuzz
 
-all: install fidelity-vm lint test
+all: install fidelity-vm browser lint test
 
 install:
 	$(PYTHON) -m pip install --quiet -e '.[test]'
@@ -16,6 +17,13 @@ install:
 # guest tests skip, saying why.
 fidelity-vm:
 	-$(PYTHON) -m vmsim.cli fidelity --kernel debian-6.1 --install
+
+# Debian's chromium (apt-get, as root), headless, for the tests that open `vmsim report`
+# pages in a browser (tests/test_report_browser.py). Where it cannot be installed, make
+# goes on and those tests skip, saying why.
+browser:
+	-command -v chromium >/dev/null || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
 lint:
 	cargo fmt --all --check

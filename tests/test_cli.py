@@ -35,7 +35,15 @@ JSON_KEYS = {
     "scenario",
     "vmsim_version",
 }
-OUTPUT_FILES = {"result.json", "vmstat", "buddyinfo", "pagetypeinfo", "slabinfo", "meminfo"}
+OUTPUT_FILES = {
+    "result.json",
+    "vmstat",
+    "buddyinfo",
+    "pagetypeinfo",
+    "slabinfo",
+    "meminfo",
+    "timeseries.parquet",
+}
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:

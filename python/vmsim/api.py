@@ -239,6 +239,13 @@ class Result:
         value: str = self.data["kernel"]
         return value
 
+    def timeseries_frame(self) -> Any:
+        """The time series as a polars DataFrame, a row per sample (columns in
+        :mod:`vmsim.series` and docs/report.md)."""
+        from vmsim import series
+
+        return series.frame(self.data)
+
 
 def run(
     scenario: ScenarioLike = None,

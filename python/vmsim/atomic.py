@@ -252,8 +252,8 @@ def output_dir_problem(option: str, path: Path) -> str | None:
     return None
 
 
-def write_dir(out: str | Path, files: Mapping[str, str]) -> None:
-    """Writes text files (name → text) into directory ``out``, each whole or not at all.
+def write_dir(out: str | Path, files: Mapping[str, str | bytes]) -> None:
+    """Writes files (name → text, or bytes) into directory ``out``, each whole or not at all.
 
     A new directory is filled beside its target and renamed into place, so it appears
     with every file or not at all; into an existing directory each file is written by
@@ -271,7 +271,10 @@ def write_dir(out: str | Path, files: Mapping[str, str]) -> None:
         if not stat.S_ISDIR(st.st_mode):
             raise OutputError(given, "exists and is not a directory")
         for name, text in files.items():
-            write_text(Path(out) / name, text)
+            if isinstance(text, bytes):
+                write_bytes(Path(out) / name, text)
+            else:
+                write_text(Path(out) / name, text)
         return
     out = Path(os.path.realpath(out))
     try:
@@ -283,7 +286,10 @@ def write_dir(out: str | Path, files: Mapping[str, str]) -> None:
     try:
         os.chmod(tmp, 0o777 & ~_UMASK)
         for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
+            if isinstance(text, bytes):
+                (tmp / name).write_bytes(text)
+            else:
+                (tmp / name).write_text(text, encoding="utf-8")
         os.replace(tmp, out)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -78,7 +78,7 @@ def _progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[]
     return update, close
 
 
-def _write_dir_atomic(out: Path, files: dict[str, str]) -> None:
+def _write_dir_atomic(out: Path, files: dict[str, str | bytes]) -> None:
     """Writes every file into ``out`` whole or not at all (:func:`vmsim.atomic.write_dir`)."""
     out = out.resolve()
     if not out.parent.is_dir():
@@ -143,7 +143,8 @@ def _report_limits(r: api.Result, trace: Path | None) -> None:
     dropped = r.data.get("trace_events_dropped")
     if dropped:
         click.echo(
-            f"vmsim: --trace {trace}: the buffer is full at {MAX_TRACE_EVENTS} events; "
+            f"vmsim: {f'--trace {trace}' if trace else '--perfetto'}: the buffer is full at "
+            f"{MAX_TRACE_EVENTS} events; "
             f"{dropped} later events were not recorded",
             err=True,
         )
@@ -205,7 +206,14 @@ def main_group() -> None:
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo and result.json into DIR.",
+    help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo, result.json and the time "
+    "series (timeseries.parquet) into DIR.",
+)
+@click.option(
+    "--csv",
+    "as_csv",
+    is_flag=True,
+    help="With --output-dir: the time series as timeseries.csv too.",
 )
 @click.option(
     "--plot",
@@ -233,6 +241,13 @@ def main_group() -> None:
     "trace",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the tracepoints to FILE as ftrace text.",
+)
+@click.option(
+    "--perfetto",
+    "perfetto_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the run as a timeline Perfetto's UI opens (Chrome JSON trace events): "
+    "tracks per task and kernel thread, reclaim and compaction spans, memory counters.",
 )
 @click.option(
     "--trace-format",
@@ -269,12 +284,14 @@ def run_cmd(
     seed: int | None,
     sets: tuple[str, ...],
     output_dir: Path | None,
+    as_csv: bool,
     plot: Path | None,
     pbmap_path: Path | None,
     full_vmstat: bool,
     meminfo: bool,
     memcg_stat: tuple[str, ...],
     trace: Path | None,
+    perfetto_path: Path | None,
     trace_format: str,
     events: tuple[str, ...],
     max_wall: float | None,
@@ -294,33 +311,63 @@ def run_cmd(
     _check_output("--trace", trace)
     if events and trace is None:
         raise UserError("--events selects what --trace records: give --trace FILE too")
+    _check_output("--perfetto", perfetto_path, ".json", "the timeline")
+    if perfetto_path is not None and trace is not None:
+        if trace_format != "modern":
+            raise UserError("--perfetto reads the trace in the modern format: drop --trace-format")
+        if atomic.output_target(trace)[1]:
+            raise UserError(f"--perfetto reads --trace back: {shown(trace)} is not a regular file")
     _check_output_dir("--output-dir", output_dir)
+    if as_csv and output_dir is None:
+        raise UserError("--csv writes into the --output-dir: give --output-dir DIR too")
     if max_wall is not None and not (0 < max_wall <= 1e9):
         raise UserError(f"--max-wall {max_wall}: a number of seconds above 0 (at most 1e9)")
     update, close = _progress_reporter()
+    tmp = None
+    if perfetto_path is not None and trace is None:
+        import tempfile
+
+        tmp = tempfile.TemporaryDirectory(prefix="vmsim-perfetto-")
     try:
         r = api.run(
             Path(scenario) if scenario else None,
             seed=seed,
             overrides=overrides,
             progress=update,
-            trace=trace,
+            trace=trace if tmp is None else Path(tmp.name) / "trace.txt",
             trace_format=trace_format,
             events=list(events) if events else None,
             max_wall=max_wall,
             check_invariants=check_invariants,
         )
+        if perfetto_path is not None:
+            from vmsim import perfetto
+
+            source = Path(tmp.name) / "trace.txt" if tmp is not None else trace
+            assert source is not None
+            try:
+                perfetto.write(r.data, source, perfetto_path)
+            except perfetto.PerfettoError as e:
+                raise UserError(f"--perfetto: {e}") from None
     finally:
         close()
+        if tmp is not None:
+            tmp.cleanup()
     if output_dir is not None:
-        files = {
+        from vmsim import series
+
+        table = series.frame(r.data)
+        files: dict[str, str | bytes] = {
             "result.json": r.json_text,
+            "timeseries.parquet": series.to_parquet(table),
             "vmstat": r.proc["vmstat"],
             "buddyinfo": r.proc["buddyinfo"],
             "pagetypeinfo": r.proc["pagetypeinfo"],
             "slabinfo": r.proc["slabinfo"],
             "meminfo": r.proc["meminfo"],
         }
+        if as_csv:
+            files["timeseries.csv"] = series.to_csv(table)
         _write_dir_atomic(output_dir, files)
     if plot is not None:
         from vmsim import plots
@@ -607,6 +654,33 @@ def sweep_plot_cmd(
     click.echo(sweep_plot(results, x, y, hue, parsed, output), nl=False)
 
 
+@main_group.command("report")
+@click.argument("sources", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="The HTML file to write (self-contained: opens offline).",
+)
+def report_cmd(sources: tuple[str, ...], output: Path) -> None:
+    """One self-contained HTML page of runs, reproductions or sweeps (docs/report.md).
+
+    Each SOURCE is a `vmsim run --output-dir` directory or its result.json, a
+    `vmsim reproduce --output-dir` directory, or a sweep's Parquet file.
+    """
+    from vmsim import report
+
+    _check_output("-o", output, ".html", "the report")
+    try:
+        read = report.write_report(list(sources), output)
+    except report.ReportError as e:
+        raise UserError(str(e)) from None
+    kinds = ", ".join(f"run {s.name}" if s.kind == "run" else s.name for s in read)
+    click.echo(f"wrote {output}: {kinds}")
+
+
 @main_group.command("bench")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
@@ -678,9 +752,28 @@ def knobs_cmd(markdown: bool) -> None:
 
 
 @main_group.command("scenario")
-def scenario_cmd() -> None:
-    """Print the built-in default scenario (a starting point for your own)."""
-    click.echo(api.default_scenario().rstrip("\n"))
+@click.argument("name", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the example scenarios.")
+def scenario_cmd(name: str | None, list_only: bool) -> None:
+    """Print the built-in default scenario, or the example NAME (a starting point for your
+    own); --list names every example and reproduction template shipped with vmsim."""
+    from vmsim import examples
+
+    if list_only:
+        if name is not None:
+            raise UserError("--list takes no NAME")
+        rows = [("default", "The built-in default scenario (vmsim scenario).")]
+        rows += [(n, examples.describe(examples.text(n))) for n in examples.names()]
+        width = max(len(n) for n, _ in rows)
+        click.echo("\n".join(f"{n:<{width}}  {d}" for n, d in rows))
+        return
+    if name is None or name == "default":
+        click.echo(api.default_scenario().rstrip("\n"))
+        return
+    try:
+        click.echo(examples.text(name).rstrip("\n"))
+    except examples.ExampleError as e:
+        raise UserError(str(e)) from None
 
 
 @main_group.command("validate")
@@ -816,6 +909,10 @@ def reproduce_cmd(
         result = rep.reproduce(name, runs, scale, output_dir=output_dir, ablation=ablation)
     except rep.ReproduceError as e:
         raise UserError(str(e)) from None
+    if output_dir is not None:
+        from vmsim import report
+
+        report.write_report([output_dir], output_dir / "report.html")
     _echo_result(result, as_json, rep.render_text)
 
 

@@ -26,22 +26,39 @@ def save_atomic(fig: Any, path: str | Path) -> None:
 
 
 def timeseries_figure(results: list[dict[str, Any]]):
-    """Free pages with watermarks, and pageblocks by migratetype; several runs side by side."""
+    """Free pages, the watermarks and their boost on their own scale (free memory is often
+    far above them), and pageblocks by migratetype; several runs side by side."""
     plt = _pyplot()
     n = len(results)
-    fig, axes = plt.subplots(2, n, figsize=(6.5 * n, 7), squeeze=False, sharex="col")
+    fig, axes = plt.subplots(
+        3,
+        n,
+        figsize=(6.5 * n, 9),
+        squeeze=False,
+        sharex="col",
+        gridspec_kw={"height_ratios": [3, 2, 3]},
+    )
     for col, r in enumerate(results):
         ts = r["timeseries"]
         t = ts["time_seconds"]
         ax = axes[0][col]
         ax.plot(t, ts["vmstat"]["nr_free_pages"], label="nr_free_pages", color="black")
-        wm = ts["watermarks"]
-        for i, name in enumerate(["min", "low", "high"]):
-            ax.plot(t, [w[i] for w in wm], label=f"{name} watermark", linestyle="--")
-        ax.set_ylabel("pages")
+        ax.set_ylabel("free pages")
         ax.set_title(f"{r['scenario']} — kernel {r['kernel']}")
         ax.legend(fontsize=8, loc="upper right")
         ax = axes[1][col]
+        wm = ts["watermarks"]
+        for i, (name, colour) in enumerate(
+            [("min", "#d62728"), ("low", "#ff7f0e"), ("high", "#2ca02c")]
+        ):
+            ax.plot(t, [w[i] for w in wm], label=f"{name} watermark (boost included)", color=colour)
+        boost = ts.get("watermark_boost")
+        if boost is not None:
+            ax.fill_between(t, 0, boost, color="#17becf", alpha=0.4, label="watermark_boost")
+        ax.set_ylabel("watermarks [pages]")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8, loc="upper right")
+        ax = axes[2][col]
         pb = ts["pageblocks"]
         ax.stackplot(
             t,
