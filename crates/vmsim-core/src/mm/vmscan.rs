@@ -619,13 +619,19 @@ impl Kernel {
             if file && self.mm.kcfg.workingset {
                 let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
                 let slot = self.mm.map[pfn as usize].owner;
-                let ino = match self.rmap.owner(slot).0 {
+                let (owner, index) = self.rmap.owner(slot);
+                let ino = match owner {
                     super::rmap::Owner::File { ino, .. } => Some(ino),
                     _ => None,
                 };
                 self.remove_mapping_and_free(pfn, sc.cpu);
                 if let Some(ino) = ino {
-                    self.shadow_store(ino, slot, shadow);
+                    // A large folio's shadow covers all its indices (a multi-index entry).
+                    for i in index..index + nr_pages {
+                        if let Some(s) = self.inodes[ino as usize].pages.slot(i) {
+                            self.shadow_store(ino, s, shadow);
+                        }
+                    }
                 }
             } else if let Some(swap_slot) =
                 (!file && self.mm.kcfg.workingset && self.mm.kcfg.workingset_anon)
