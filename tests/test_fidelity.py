@@ -221,6 +221,17 @@ def test_vmsim_scenario_reads_proc_after_every_phase():
     assert missing == []
 
 
+def test_vmsim_scenario_takes_the_recorded_read_ahead_and_the_recorders_call_size():
+    machine = MACHINE | {"disk": MACHINE["disk"] | {"read_ahead_kb": 8192}}
+    sc, missing = fc.vmsim_scenario(exp_of(SMALL), machine)
+    assert sc["disk"]["read_ahead_kb"] == 8192 and missing == []
+    io = [op for op in sc["task"][0]["program"] if op["op"] in ("write", "read")]
+    assert [op["bs"] for op in io] == [host.IO_CHUNK, host.IO_CHUNK] == [1 << 20] * 2
+    # Without a recorded value, vmsim's default (128 KiB) stands.
+    sc, _ = fc.vmsim_scenario(exp_of(SMALL), MACHINE)
+    assert "read_ahead_kb" not in sc["disk"]
+
+
 def test_a_recorded_kernel_runs_vmsim_with_its_kernel_version():
     e = exp_of(SMALL)
     six_one = MACHINE | {"kernel": "6.1.0-56-amd64", "kernel_version": "6.1.192"}

@@ -215,8 +215,12 @@ section! {
         name: String = "default".to_string(), "[text]";
         /// Which kernel's rules the per-mechanism switches below default to: "6.18" (today's) or "6.1" (the 6.1 LTS, docs/kernel-6.1.md); a switch set explicitly overrides its version default.
         version: KernelVersion = KernelVersion::V6_18, "[version]";
-        /// try_charge_memcg() charges a batch of MEMCG_CHARGE_BATCH (64) pages, keeps the rest in a per-CPU stock (consume_stock, refill_stock) and retries a single page when the batch fails. Version default: 6.1 on; 6.18 off (6.18 has it too; vmsim's 6.18 default keeps charging page by page until its own change, docs/kernel-6.1.md).
+        /// try_charge_memcg() charges a batch of MEMCG_CHARGE_BATCH (64) pages, keeps the rest in a per-CPU stock (consume_stock, refill_stock) and retries a single page when the batch fails. Version default: on for 6.1 and 6.18 (with large page-cache folios, 6.18's folios of more than 64 pages are charged whole: max(MEMCG_CHARGE_BATCH, nr_pages)).
         memcg_charge_batch: Option<bool> = None, "[bool]";
+        /// Large folios in the page cache of files (ext4 since 6.16, ext4_set_inode_mapping_order): buffered writes create folios of the order their length and alignment ask for (write_begin_get_folio, up to EXT4_MAX_PAGECACHE_ORDER 9) and readahead folios of growing order (page_cache_ra_order); each folio is charged, on the LRU, written back, reclaimed and freed as one unit. false: every page-cache folio is one page. Version default: 6.18 on, 6.1 off.
+        large_folios: Option<bool> = None, "[bool]";
+        /// On-demand readahead (mm/readahead.c): windows that start at get_init_ra_size() of the read's size and ramp with get_next_ra_size() up to the disk's read_ahead_kb, the next one started asynchronously from the PG_readahead folio. false: every miss reads a fixed window of 32 pages synchronously (vmsim's earlier model, kept for the seeds' kernels). Version default: on for 6.18 and 6.1.
+        ondemand_readahead: Option<bool> = None, "[bool]";
         /// Groups a CPU's charge stock holds at once (6.18: NR_MEMCG_STOCK = 7, a full stock evicts a random one; 6.1: 1, refill_stock drains it when another group refills). Needs memcg_charge_batch.
         memcg_stock_groups: Option<u64> = None, "[groups]";
         /// Reclaim cost for the anon/file balance counts rotations: 6.18's lru_note_cost_unlock_irq (I/O × SWAP_CLUSTER_MAX plus pages rotated, shrink_active_list too); false is 6.1's lru_note_cost (pages written out and refaulted only). Version default: 6.18 on, 6.1 off.
@@ -362,6 +366,10 @@ pub struct VersionRules {
     pub pgdat_dirty_needs_unqueued: bool,
     /// `kernel.swap_slot_cache`.
     pub swap_slot_cache: bool,
+    /// `kernel.large_folios`.
+    pub large_folios: bool,
+    /// `kernel.ondemand_readahead`.
+    pub ondemand_readahead: bool,
 }
 
 impl KernelVersion {
@@ -369,11 +377,13 @@ impl KernelVersion {
     pub const fn rules(self) -> VersionRules {
         match self {
             KernelVersion::V6_18 => VersionRules {
-                memcg_charge_batch: false,
+                memcg_charge_batch: true,
                 memcg_stock_groups: 7,
                 lru_cost_rotations: true,
                 pgdat_dirty_needs_unqueued: true,
                 swap_slot_cache: false,
+                large_folios: true,
+                ondemand_readahead: true,
             },
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
@@ -381,6 +391,8 @@ impl KernelVersion {
                 lru_cost_rotations: false,
                 pgdat_dirty_needs_unqueued: false,
                 swap_slot_cache: true,
+                large_folios: false,
+                ondemand_readahead: true,
             },
         }
     }
@@ -396,6 +408,8 @@ impl Kernel {
         self.pgdat_dirty_needs_unqueued
             .get_or_insert(r.pgdat_dirty_needs_unqueued);
         self.swap_slot_cache.get_or_insert(r.swap_slot_cache);
+        self.large_folios.get_or_insert(r.large_folios);
+        self.ondemand_readahead.get_or_insert(r.ondemand_readahead);
     }
 
     /// The switches in force: explicit values, else the version's.
@@ -409,6 +423,8 @@ impl Kernel {
                 .pgdat_dirty_needs_unqueued
                 .unwrap_or(r.pgdat_dirty_needs_unqueued),
             swap_slot_cache: self.swap_slot_cache.unwrap_or(r.swap_slot_cache),
+            large_folios: self.large_folios.unwrap_or(r.large_folios),
+            ondemand_readahead: self.ondemand_readahead.unwrap_or(r.ondemand_readahead),
         }
     }
 }
@@ -716,6 +732,10 @@ pub enum Op {
         file: String,
         /// Bytes to write [bytes].
         size: Bytes,
+        /// Bytes per write(2), a multiple of 4 KiB; a write's length sets the order of the
+        /// page-cache folios it creates (kernel.large_folios) [bytes]. Default 4 KiB.
+        #[serde(default)]
+        bs: Option<Bytes>,
     },
     /// Read a file through the page cache from its start (read(2)); the whole file without a size.
     Read {
@@ -724,6 +744,10 @@ pub enum Op {
         /// Bytes to read [bytes].
         #[serde(default)]
         size: Option<Bytes>,
+        /// Bytes per read(2), a multiple of 4 KiB; a read's length sizes the first
+        /// readahead window (kernel.ondemand_readahead) [bytes]. Default 4 KiB.
+        #[serde(default)]
+        bs: Option<Bytes>,
     },
     /// Delete a file and drop its page cache (unlink(2)).
     Unlink {
@@ -1052,6 +1076,20 @@ pub const MAX_REPEAT: u64 = 1_000_000_000_000;
 /// Largest size of one read or write (1 PiB) [bytes].
 pub const MAX_IO_SIZE: u64 = 1 << 50;
 
+/// What is wrong with the `bs` of a read or write operation, if anything: a positive
+/// multiple of 4 KiB up to MAX_IO_SIZE.
+fn bad_bs(op: &str, bs: &Option<Bytes>) -> Option<String> {
+    let b = (*bs)?.0;
+    if b == 0 || b % crate::mm::page::PAGE_SIZE != 0 || b > MAX_IO_SIZE {
+        return Some(format!(
+            "{op}: bs {} must be a positive multiple of 4 KiB up to {}",
+            Bytes(b),
+            Bytes(MAX_IO_SIZE)
+        ));
+    }
+    None
+}
+
 /// A key of an array table or of the top level, with its maximum.
 const fn table_knob(
     section: &'static str,
@@ -1081,6 +1119,9 @@ pub const TABLE_KNOBS: &[Knob] = &[
     table_knob("[[task]]", "slab_free.objects", "[count]", "Objects of one `slab_free` operation.", MAX_OP_COUNT),
     table_knob("[[task]]", "write.size", "[bytes]", "Bytes of one `write` operation.", MAX_IO_SIZE),
     table_knob("[[task]]", "read.size", "[bytes]", "Bytes of one `read` operation.", MAX_IO_SIZE),
+    table_knob("[[task]]", "write.bs", "[bytes]", "Bytes per write(2) of a `write` operation, a multiple of 4 KiB (default 4 KiB): the order of the page-cache folios it creates (kernel.large_folios).", MAX_IO_SIZE),
+    table_knob("[[task]]", "read.bs", "[bytes]", "Bytes per read(2) of a `read` operation, a multiple of 4 KiB (default 4 KiB): the size of the first readahead window (kernel.ondemand_readahead).", MAX_IO_SIZE),
+    table_knob("[disk]", "read_ahead_kb", "[KiB]", "Readahead window of files on the disk, /sys/block/*/queue/read_ahead_kb (bdi->ra_pages; default 128).", crate::block::blk_core::MAX_READ_AHEAD_KB as u64),
     table_knob("[[task]]", "fio_write.files", "[count]", "Files of one `fio_write` operation.", 100_000_000),
     table_knob("[[task]]", "fio_read.count", "[count]", "Value of the counter that ends a `fio_read` operation.", MAX_OP_COUNT),
     table_knob("[[task]]", "wait.count", "[count]", "Value of the counter a `wait` operation waits for.", MAX_OP_COUNT),
@@ -1411,15 +1452,21 @@ impl Scenario {
                 }
                 Op::FioRead { count, .. } => max_op("fio_read.count", *count, count)?,
                 Op::Wait { count, .. } => max_op("wait.count", *count, count)?,
-                Op::Write { file, size } => {
+                Op::Write { file, size, bs } => {
                     if file.is_empty() {
                         return at_op("write: file must be a non-empty name".into());
                     }
                     max_op("write.size", size.0, size)?;
+                    if let Some(msg) = bad_bs("write", bs) {
+                        return at_op(msg);
+                    }
                 }
-                Op::Read { file, size } => {
+                Op::Read { file, size, bs } => {
                     if file.is_empty() {
                         return at_op("read: file must be a non-empty name".into());
+                    }
+                    if let Some(msg) = bad_bs("read", bs) {
+                        return at_op(msg);
                     }
                     if let Some(sz) = size {
                         max_op("read.size", sz.0, sz)?;

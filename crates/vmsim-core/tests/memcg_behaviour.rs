@@ -787,8 +787,8 @@ fn failcnt_and_reclaims(kernel: &str) -> (u64, u64) {
 
 #[test]
 fn the_charge_batch_fails_once_per_page_near_the_limit_as_6_1_does() {
-    // Page by page (vmsim's 6.18 default), every failed charge is a limit reclaim.
-    let (per_page, reclaims) = failcnt_and_reclaims("");
+    // Page by page (the batch off), every failed charge is a limit reclaim.
+    let (per_page, reclaims) = failcnt_and_reclaims("memcg_charge_batch = false");
     assert_eq!(per_page, reclaims);
     // try_charge_memcg's batch: within 64 pages of the limit the batch of 64 fails and
     // the page alone is charged, so nearly every page after the limit is first reached
@@ -817,7 +817,7 @@ fn kernel_version_sets_the_switches_defaults_and_a_knob_overrides_it() {
             v618.memcg_stock_groups,
             v618.lru_cost_rotations
         ),
-        (Some(false), Some(7), Some(true))
+        (Some(true), Some(7), Some(true))
     );
     assert_eq!(
         (
@@ -832,13 +832,22 @@ fn kernel_version_sets_the_switches_defaults_and_a_knob_overrides_it() {
         (v618.swap_slot_cache, v61.swap_slot_cache),
         (Some(false), Some(true))
     );
+    assert_eq!(
+        (v618.large_folios, v61.large_folios),
+        (Some(true), Some(false))
+    );
+    assert_eq!(
+        (v618.ondemand_readahead, v61.ondemand_readahead),
+        (Some(true), Some(true))
+    );
     let over = parse("version = \"6.1\"\nmemcg_charge_batch = false");
     assert_eq!(over.memcg_charge_batch, Some(false));
     assert_eq!(over.lru_cost_rotations, Some(false));
-    // The version's charging is the switch's: 6.1 with the batch off charges as 6.18.
+    // The version's charging is the switches': 6.1 with the batch off charges as 6.18
+    // without the batch (the writes are 4 KiB: order-0 folios under either).
     assert_eq!(
         failcnt_and_reclaims("version = \"6.1\"\nmemcg_charge_batch = false").0,
-        failcnt_and_reclaims("").0
+        failcnt_and_reclaims("memcg_charge_batch = false").0
     );
     assert_eq!(
         failcnt_and_reclaims("version = \"6.1\"").0,

@@ -120,8 +120,8 @@ def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, 
         disk["nr_requests"] = int(d["nr_requests"])
     if "max_sectors_kb" in d:
         disk["max_sectors_kb"] = int(d["max_sectors_kb"])
-    if d.get("read_ahead_kb", 128) != 128:
-        missing.append(f"read_ahead_kb = {d['read_ahead_kb']} (vmsim reads ahead 32 pages)")
+    if "read_ahead_kb" in d:
+        disk["read_ahead_kb"] = int(d["read_ahead_kb"])
     mem = machine["memory_bytes"] // (4 << 20) * (4 << 20)
     sc: dict[str, Any] = {
         "name": f"fidelity-{exp.name}",
@@ -184,9 +184,10 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
     """The vmsim operations of one experiment step (none for a step vmsim cannot express)."""
     a = step.args
     if step.op == "write":
-        return [{"op": "write", "file": a["file"], "size": a["size"]}]
+        # The recorder writes and reads in write(2)/read(2) calls of host.IO_CHUNK bytes.
+        return [{"op": "write", "file": a["file"], "size": a["size"], "bs": host.IO_CHUNK}]
     if step.op == "read":
-        op = {"op": "read", "file": a["file"]}
+        op = {"op": "read", "file": a["file"], "bs": host.IO_CHUNK}
         if "size" in a:
             op["size"] = a["size"]
         return [op]

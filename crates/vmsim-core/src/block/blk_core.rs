@@ -65,6 +65,10 @@ const SECTORS_PER_PAGE: u64 = PAGE_SIZE / SECTOR_SIZE;
 pub const BLKDEV_MAX_RQ: u32 = 128;
 /// Default largest request, BLK_DEF_MAX_SECTORS (1024 sectors) [KiB].
 pub const BLK_DEF_MAX_SECTORS_KB: u32 = 512;
+/// Default readahead window (VM_READAHEAD_PAGES = SZ_128K / PAGE_SIZE) [KiB].
+pub const VM_READAHEAD_KB: u32 = 128;
+/// Largest read_ahead_kb accepted here (a sanity bound, 1 GiB) [KiB].
+pub const MAX_READ_AHEAD_KB: u32 = 1 << 20;
 
 /// Direction of a request (READ / WRITE, rq_data_dir).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -198,6 +202,8 @@ pub struct BlockConfig {
     pub nr_requests: u32,
     /// Largest request; larger ones are split, /sys/block/*/queue/max_sectors_kb [KiB].
     pub max_sectors_kb: u32,
+    /// Readahead window of files on it, /sys/block/*/queue/read_ahead_kb (bdi->ra_pages) [KiB].
+    pub read_ahead_kb: u32,
     /// Dispatch sync requests before async ones (deadline/CFQ); off means FIFO (noop) [bool].
     pub sync_priority: bool,
     /// Sync requests dispatched in a row before a waiting async one gets the channel [requests].
@@ -238,6 +244,7 @@ impl BlockConfig {
             latency: 8_000_000,
             nr_requests: BLKDEV_MAX_RQ,
             max_sectors_kb: BLK_DEF_MAX_SECTORS_KB,
+            read_ahead_kb: VM_READAHEAD_KB,
             sync_priority: true,
             sync_batch: 32,
             async_batch: 16,
@@ -260,10 +267,21 @@ impl BlockConfig {
             latency: 100_000,
             nr_requests: BLKDEV_MAX_RQ,
             max_sectors_kb: BLK_DEF_MAX_SECTORS_KB,
+            read_ahead_kb: VM_READAHEAD_KB,
             sync_priority: true,
             sync_batch: 32,
             async_batch: 16,
         }
+    }
+
+    /// The readahead window in pages (bdi->ra_pages).
+    pub fn ra_pages(&self) -> u64 {
+        self.read_ahead_kb as u64 * 1024 / PAGE_SIZE
+    }
+
+    /// The optimal I/O size in pages (bdi->io_pages: max_sectors in pages).
+    pub fn io_pages(&self) -> u64 {
+        (self.max_sectors_kb as u64 * 1024 / PAGE_SIZE).max(1)
     }
 
     /// Checks that the values are possible; the error names the bad key.
@@ -285,6 +303,9 @@ impl BlockConfig {
         }
         if self.max_sectors_kb < (PAGE_SIZE / 1024) as u32 {
             return bad("max_sectors_kb", "must be at least one page (4 KiB)");
+        }
+        if self.read_ahead_kb > MAX_READ_AHEAD_KB {
+            return bad("read_ahead_kb", "must be at most 1048576 KiB (1 GiB)");
         }
         if self.sync_batch == 0 || self.async_batch == 0 {
             return bad("sync_batch/async_batch", "must be at least 1");

@@ -560,21 +560,36 @@ impl MemcgState {
 
     /// Commits a charge's local statistics and runs the event ratelimit (mem_cgroup_commit_charge,
     /// memcg_check_events); `nid` is the page's node.
-    pub fn commit_charge(&mut self, id: u32, file: bool, nid: usize) {
+    pub fn commit_charge(&mut self, id: u32, file: bool, nid: usize, nr: u64) {
         self.ensure_pn(id);
         let g = &mut self.groups[id as usize];
-        g.stat[if file { stat::CACHE } else { stat::RSS }] += 1;
+        g.stat[if file { stat::CACHE } else { stat::RSS }] += nr;
         g.stat[stat::PGPGIN] += 1;
-        self.memcg_check_events(id, nid);
+        self.memcg_check_events_nr(id, nid, nr);
     }
 
     /// Drops an uncharge's local statistics and runs the event ratelimit.
-    pub fn commit_uncharge(&mut self, id: u32, file: bool, nid: usize) {
+    pub fn commit_uncharge(&mut self, id: u32, file: bool, nid: usize, nr: u64) {
         let g = &mut self.groups[id as usize];
         let s = if file { stat::CACHE } else { stat::RSS };
-        g.stat[s] = g.stat[s].saturating_sub(1);
+        g.stat[s] = g.stat[s].saturating_sub(nr);
         g.stat[stat::PGPGOUT] += 1;
-        self.memcg_check_events(id, nid);
+        self.memcg_check_events_nr(id, nid, nr);
+    }
+
+    /// [`MemCgroupTable::memcg_check_events`] for a folio of `nr` pages
+    /// (memcg_charge_statistics adds nr_pages events; the ratelimit fires on crossing
+    /// its next target).
+    fn memcg_check_events_nr(&mut self, id: u32, nid: usize, nr: u64) {
+        if nr == 1 {
+            return self.memcg_check_events(id, nid);
+        }
+        let g = &mut self.groups[id as usize];
+        let before = g.nr_page_events;
+        g.nr_page_events += nr;
+        if before / SOFTLIMIT_EVENTS_TARGET != g.nr_page_events / SOFTLIMIT_EVENTS_TARGET {
+            self.mem_cgroup_update_soft_limit(id, nid);
+        }
     }
 
     /// Counts a page event and, every SOFTLIMIT_EVENTS_TARGET events, refreshes the group's
@@ -1084,6 +1099,110 @@ impl Kernel {
         }
     }
 
+    /// Charges a new page-cache folio of `order` or frees it (mem_cgroup_charge in
+    /// filemap_add_folio): order 0 as [`Kernel::charge_or_free_alloc`], a large folio by
+    /// [`Kernel::try_charge_memcg_folio`]; the failure when the charge fails.
+    pub fn charge_folio_or_free(
+        &mut self,
+        p: Pfn,
+        order: usize,
+        id: u32,
+        gfp: Gfp,
+        tid: TaskId,
+    ) -> Option<AllocResult> {
+        if order == 0 {
+            return self.charge_or_free_alloc(p, id, tid);
+        }
+        let r = self.try_charge_memcg_folio(id, 1 << order, gfp, tid);
+        if matches!(r, AllocResult::Page(_)) {
+            return None;
+        }
+        let cpu = self.tasks[tid as usize].cpu;
+        self.mm.free_pages(p, order, cpu);
+        Some(r)
+    }
+
+    /// Charges a large folio of `nr_pages` to group `id` (try_charge_memcg with
+    /// nr_pages > 1): from the CPU's stock if it holds enough (consume_stock, only up to
+    /// MEMCG_CHARGE_BATCH), else as a batch of max(MEMCG_CHARGE_BATCH, nr_pages) whose
+    /// rest is stocked, else as the folio alone; over the limit it reclaims `nr_pages`,
+    /// retries while the margin fits the folio, drains the stocks once and retries, and
+    /// then gives up under __GFP_NORETRY (every large page-cache folio asks with it).
+    /// Without __GFP_NORETRY it retries up to MAX_RECLAIM_RETRIES and never calls the OOM
+    /// killer (mem_cgroup_oom refuses orders above PAGE_ALLOC_COSTLY_ORDER, and a folio
+    /// of at most 8 pages is not asked for here). A reclaim that sleeps (a throttle, a wait
+    /// on writeback) returns `Retry`: the task sleeps where the kernel's reclaim would,
+    /// and the allocation starts over when it wakes. `Page(NIL)` when charged, `Failed`
+    /// when not.
+    pub fn try_charge_memcg_folio(
+        &mut self,
+        id: u32,
+        nr_pages: u64,
+        gfp: Gfp,
+        tid: TaskId,
+    ) -> AllocResult {
+        if !self.mm.memcg.enabled() {
+            return AllocResult::Page(NIL);
+        }
+        let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
+        self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
+        let cpu = self.tasks[tid as usize].cpu;
+        let stock = self.mm.kcfg.rules().memcg_charge_batch && id != ROOT_MEM_CGROUP;
+        let mut batch = if stock {
+            MEMCG_CHARGE_BATCH.max(nr_pages)
+        } else {
+            nr_pages
+        };
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        loop {
+            if stock
+                && nr_pages <= MEMCG_CHARGE_BATCH
+                && self.mm.memcg.consume_stock(cpu, id, nr_pages)
+            {
+                return AllocResult::Page(NIL);
+            }
+            let over = match self.mm.memcg.page_counter_try_charge(id, batch) {
+                Ok(()) => {
+                    if batch > nr_pages {
+                        self.mm.memcg.refill_stock(cpu, id, batch - nr_pages);
+                    }
+                    if self.mm.memcg.dfl {
+                        self.mem_cgroup_note_over_high(id, tid, batch);
+                    }
+                    return AllocResult::Page(NIL);
+                }
+                Err(over) => over,
+            };
+            if batch > nr_pages {
+                batch = nr_pages;
+                continue;
+            }
+            if !gfp.has(__GFP_DIRECT_RECLAIM) {
+                return AllocResult::Failed;
+            }
+            self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
+            self.try_to_free_mem_cgroup_pages(over, nr_pages, tid);
+            if self.mm.cur.sleep > 0 {
+                return AllocResult::Retry;
+            }
+            if self.mm.memcg.mem_cgroup_margin(over) >= nr_pages {
+                continue;
+            }
+            if !drained {
+                if stock {
+                    self.mm.memcg.drain_all_stock(over);
+                }
+                drained = true;
+                continue;
+            }
+            if gfp.has(super::gfp::__GFP_NORETRY) || nr_retries == 0 {
+                return AllocResult::Failed;
+            }
+            nr_retries -= 1;
+        }
+    }
+
     /// [`Kernel::charge_or_free_alloc`] for the fault path.
     pub fn charge_or_free(&mut self, p: Pfn, id: u32, tid: TaskId) -> Option<super::memory::Fault> {
         use super::memory::Fault;
@@ -1240,9 +1359,10 @@ impl Kernel {
         }
         cm[chunk] = id;
         let nid = self.mm.pfn_to_nid(p);
+        let nr = self.mm.folio_nr_pages(p);
         self.mm
             .memcg
-            .commit_charge(id, page.kind() == PageKind::File, nid);
+            .commit_charge(id, page.kind() == PageKind::File, nid, nr);
     }
 
     /// Moves a group counter of the group a page is charged to (mod_lruvec_page_state
@@ -1272,17 +1392,18 @@ impl Kernel {
         if page.owner == NIL || !is_charged_kind(page.kind()) {
             return;
         }
+        let nr = self.mm.folio_nr_pages(p);
         if page.test(super::page::pg::WRITEBACK) {
-            self.mod_memcg_page_state(p, stat::WRITEBACK, -1);
+            self.mod_memcg_page_state(p, stat::WRITEBACK, -(nr as i64));
         }
         let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
         let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
         self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
-        self.mm.memcg.page_counter_uncharge(id, 1);
+        self.mm.memcg.page_counter_uncharge(id, nr);
         let nid = self.mm.pfn_to_nid(p);
         self.mm
             .memcg
-            .commit_uncharge(id, page.kind() == PageKind::File, nid);
+            .commit_uncharge(id, page.kind() == PageKind::File, nid, nr);
     }
 
     /// Recounts every group's charges from the frame table and checks the hierarchy's
@@ -1299,12 +1420,18 @@ impl Kernel {
         for page in &self.mm.map {
             if is_charged_kind(page.kind()) && page.owner != NIL {
                 let g = m.folio_memcg(page.kind(), page.owner) as usize;
-                local[g] += 1;
+                // A page-cache folio counts its pages (its tails have no owner).
+                let nr = if page.kind() == PageKind::File {
+                    1u64 << page.order()
+                } else {
+                    1
+                };
+                local[g] += nr;
                 if page.kind() == PageKind::File && page.test(super::page::pg::DIRTY) {
-                    dirty[g] += 1;
+                    dirty[g] += nr;
                 }
                 if page.test(super::page::pg::WRITEBACK) {
-                    writeback[g] += 1;
+                    writeback[g] += nr;
                 }
             }
         }

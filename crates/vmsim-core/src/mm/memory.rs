@@ -468,17 +468,20 @@ impl Kernel {
     /// Finishes writeback of a page (folio_end_writeback): rotates a page reclaim wants
     /// to the tail of the inactive list, frees a page whose owner is gone.
     pub fn end_page_writeback(&mut self, p: Pfn) {
+        let nr = self.mm.folio_nr_pages(p) as i64;
         let zid = self.mm.page_zone(p);
-        self.mm.zones[zid].vm_stat[super::vmstat::ZoneStat::NR_ZONE_WRITE_PENDING as usize] -= 1;
+        self.mm.zones[zid].vm_stat[super::vmstat::ZoneStat::NR_ZONE_WRITE_PENDING as usize] -= nr;
         let nid = self.mm.zones[zid].nid;
-        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, -1);
-        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITTEN, 1);
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_WRITEBACK, -nr);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITTEN, nr);
         let flags = self.mm.map[p as usize].flags;
-        self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, -1);
+        self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, -nr);
         self.mm.map[p as usize].flags &= !pg::WRITEBACK;
         if self.mm.map[p as usize].owner == NIL && flags & pg::LRU == 0 {
             let cpu = 0;
-            self.mm.free_pages(p, 0, cpu);
+            let order = self.mm.map[p as usize].order();
+            self.mm.free_pages(p, order, cpu);
             return;
         }
         if flags & pg::RECLAIM != 0 {
@@ -488,7 +491,7 @@ impl Kernel {
                 self.mm.lruvec_del_folio(p);
                 self.mm.map[p as usize].flags &= !pg::ACTIVE;
                 self.mm.lruvec_add_folio_tail(p);
-                self.mm.count_vm_events(Event::PGROTATED, 1);
+                self.mm.count_vm_events(Event::PGROTATED, nr as u64);
             }
         }
     }

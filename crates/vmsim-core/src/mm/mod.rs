@@ -15,6 +15,7 @@ pub mod oom_kill;
 pub mod page;
 pub mod page_alloc;
 pub mod page_writeback;
+pub mod readahead;
 pub mod rmap;
 pub mod shrinker;
 pub mod slab;

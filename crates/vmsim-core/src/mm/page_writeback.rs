@@ -117,11 +117,13 @@ impl Kernel {
             return;
         }
         self.mm.map[p as usize].flags |= pg::DIRTY;
-        self.account_dirty(p, 1);
+        let nr = self.mm.folio_nr_pages(p);
+        self.account_dirty(p, nr as i64);
         let nid = self.mm.pfn_to_nid(p);
-        self.mm.mod_node_page_state(nid, NodeStat::NR_DIRTIED, 1);
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_DIRTIED, nr as i64);
         let inode = &mut self.inodes[ino as usize];
-        inode.nr_dirty += 1;
+        inode.nr_dirty += nr;
         if inode.dirtied_when.is_none() {
             inode.dirtied_when = Some(now);
             self.wb.b_dirty.push_back(ino);
@@ -144,11 +146,12 @@ impl Kernel {
             return;
         }
         self.mm.map[p as usize].flags &= !pg::DIRTY;
-        self.account_dirty(p, -1);
+        let nr = self.mm.folio_nr_pages(p);
+        self.account_dirty(p, -(nr as i64));
         let slot = self.mm.map[p as usize].owner;
         if let (super::rmap::Owner::File { ino, .. }, _) = self.rmap.owner(slot) {
             let inode = &mut self.inodes[ino as usize];
-            inode.nr_dirty -= 1;
+            inode.nr_dirty -= nr;
             if inode.nr_dirty == 0 {
                 inode.dirtied_when = None;
             }
@@ -158,11 +161,12 @@ impl Kernel {
     /// Starts writeback of a page (folio_start_writeback): NR_WRITEBACK and write-pending up.
     pub fn folio_start_writeback(&mut self, p: Pfn) {
         self.mm.map[p as usize].flags |= pg::WRITEBACK;
-        self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, 1);
+        let nr = self.mm.folio_nr_pages(p) as i64;
+        self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, nr);
         let zid = self.mm.page_zone(p);
-        self.mm.zones[zid].vm_stat[ZoneStat::NR_ZONE_WRITE_PENDING as usize] += 1;
+        self.mm.zones[zid].vm_stat[ZoneStat::NR_ZONE_WRITE_PENDING as usize] += nr;
         let nid = self.mm.zones[zid].nid;
-        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, 1);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_WRITEBACK, nr);
     }
 
     /// The dirty-throttling domain of a cgroup v2 group (the mdtc of balance_dirty_pages):
@@ -384,7 +388,8 @@ impl Kernel {
     }
 
     /// Starts writeback of up to `max` dirty pages of one file, in index order, as
-    /// requests of consecutive pages (do_writepages → write_cache_pages).
+    /// requests of consecutive pages (do_writepages → write_cache_pages); a folio is
+    /// written whole.
     fn write_inode_pages(&mut self, ino: u32, max: u64) -> u64 {
         let size = self.inodes[ino as usize].size_pages;
         let start = self.inodes[ino as usize].writeback_index;
@@ -402,23 +407,35 @@ impl Kernel {
                 .pages
                 .slot(idx)
                 .map(|s| self.rmap.get(s));
+            let mut step = 1;
             match page {
-                Some(Entry::Page(p))
+                Some(Entry::Page(p)) => {
+                    // From a folio's first index to past its end.
+                    let first = self.folio_index(p);
+                    step = (first + self.mm.folio_nr_pages(p))
+                        .saturating_sub(idx)
+                        .max(1);
                     if self.mm.map[p as usize].test(pg::DIRTY)
-                        && !self.mm.map[p as usize].test(pg::WRITEBACK) =>
-                {
-                    if run.is_empty() {
-                        run_start = idx;
+                        && !self.mm.map[p as usize].test(pg::WRITEBACK)
+                    {
+                        if !run.is_empty() && idx != first {
+                            self.flush_file_run(ino, run_start, std::mem::take(&mut run));
+                        }
+                        if run.is_empty() {
+                            run_start = first;
+                        }
+                        self.folio_clear_dirty(p);
+                        self.folio_start_writeback(p);
+                        run.push(p);
+                        written += self.mm.folio_nr_pages(p);
+                    } else {
+                        self.flush_file_run(ino, run_start, std::mem::take(&mut run));
                     }
-                    self.folio_clear_dirty(p);
-                    self.folio_start_writeback(p);
-                    run.push(p);
-                    written += 1;
                 }
                 _ => self.flush_file_run(ino, run_start, std::mem::take(&mut run)),
             }
-            idx += 1;
-            scanned += 1;
+            idx += step;
+            scanned += step;
         }
         self.flush_file_run(ino, run_start, run);
         self.inodes[ino as usize].writeback_index = idx;
@@ -430,9 +447,10 @@ impl Kernel {
             return;
         }
         let sector = self.inodes[ino as usize].start_sector + first * 8;
+        let n: u64 = run.iter().map(|&p| self.mm.folio_nr_pages(p)).sum();
         self.mm
-            .count_vm_events(super::vmstat::Event::PGPGOUT, 4 * run.len() as u64);
-        let n = run.len() as u32;
+            .count_vm_events(super::vmstat::Event::PGPGOUT, 4 * n);
+        let n = n as u32;
         self.submit_bio(Request::write(sector, n, 0, false), BioKind::FileWrite(run));
     }
 }

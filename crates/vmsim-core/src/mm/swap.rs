@@ -16,6 +16,13 @@ use super::Mm;
 pub const PAGEVEC_SIZE: u64 = 15;
 
 impl Mm {
+    /// Base pages in the folio headed by `pfn` (folio_nr_pages): 2^order of its block,
+    /// 1 for every page but a large page-cache folio.
+    #[inline(always)]
+    pub fn folio_nr_pages(&self, pfn: Pfn) -> u64 {
+        1 << self.map[pfn as usize].order()
+    }
+
     /// The LRU list a page belongs on (folio_lru_list).
     #[inline(always)]
     pub fn folio_lru_list(&self, pfn: Pfn) -> usize {
@@ -100,8 +107,9 @@ impl Mm {
                     if owner != memcg {
                         return Err(format!("{at}: charged to memcg {owner}"));
                     }
-                    zone_nr[self.page_zone(p)][l] += 1;
-                    len += 1;
+                    let nr = self.folio_nr_pages(p);
+                    zone_nr[self.page_zone(p)][l] += nr as i64;
+                    len += nr;
                 }
                 if len != lv.nr[l] {
                     return Err(format!(
@@ -151,7 +159,7 @@ impl Mm {
         let id = self.memcg.folio_memcg(page.kind(), page.owner);
         super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid).lists[l]
             .push_front(&mut self.map, pfn);
-        self.update_lru_size(pfn, l, 1);
+        self.update_lru_size(pfn, l, self.folio_nr_pages(pfn) as i64);
     }
 
     /// Puts a page on the tail of its LRU list (lruvec_add_folio_tail).
@@ -164,7 +172,7 @@ impl Mm {
         let id = self.memcg.folio_memcg(page.kind(), page.owner);
         super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid).lists[l]
             .push_back(&mut self.map, pfn);
-        self.update_lru_size(pfn, l, 1);
+        self.update_lru_size(pfn, l, self.folio_nr_pages(pfn) as i64);
     }
 
     /// Takes a page off its LRU list (lruvec_del_folio).
@@ -178,7 +186,7 @@ impl Mm {
         super::memcontrol::mem_cgroup_lruvec(&mut self.nodes, &mut self.memcg, id, nid).lists[l]
             .remove(&mut self.map, pfn);
         self.map[pfn as usize].flags &= !pg::LRU;
-        self.update_lru_size(pfn, l, -1);
+        self.update_lru_size(pfn, l, -(self.folio_nr_pages(pfn) as i64));
     }
 
     /// The lruvec reclaim is scanning on a node (the lruvec argument of shrink_lruvec):
@@ -243,7 +251,7 @@ impl Mm {
         self.lruvec_del_folio(pfn);
         self.map[pfn as usize].flags |= pg::ACTIVE;
         self.lruvec_add_folio(pfn);
-        self.count_vm_events(Event::PGACTIVATE, 1);
+        self.count_vm_events(Event::PGACTIVATE, self.folio_nr_pages(pfn));
     }
 
     /// An access through a syscall (read/write of the page cache) (folio_mark_accessed):

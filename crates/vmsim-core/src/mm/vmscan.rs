@@ -286,20 +286,22 @@ impl Kernel {
     }
 
     /// Takes up to `nr_to_scan` pages from the tail of a list, skipping zones above
-    /// reclaim_idx (isolate_lru_folios); returns (isolated pages, scanned).
+    /// reclaim_idx (isolate_lru_folios); returns (isolated folios, pages scanned, pages
+    /// taken): a folio counts its folio_nr_pages.
     fn isolate_lru_folios(
         &mut self,
         nr_to_scan: u64,
         nid: usize,
         sc: &ScanControl,
         l: usize,
-    ) -> (Vec<Pfn>, u64) {
+    ) -> (Vec<Pfn>, u64, u64) {
         let mut taken = Vec::with_capacity(nr_to_scan as usize);
         let mut skipped: Vec<Pfn> = Vec::new();
         let mut scan = 0u64;
+        let mut nr_taken = 0u64;
         let mut nr_skipped = [0u64; MAX_NR_ZONES];
         let (mut contig_taken, mut contig_dirty, mut contig_failed) = (0u64, 0u64, 0u64);
-        while scan < nr_to_scan {
+        while scan < nr_to_scan && nr_taken < nr_to_scan {
             let pfn = self.mm.scan_lruvec(nid).lists[l].tail;
             if pfn == NIL {
                 break;
@@ -316,7 +318,9 @@ impl Kernel {
                 }
                 continue;
             }
-            scan += 1;
+            let nr_pages = self.mm.folio_nr_pages(pfn);
+            scan += nr_pages;
+            nr_taken += nr_pages;
             taken.push(pfn);
             if sc.lumpy {
                 // Lumpy reclaim (2.6.23–3.x isolate_lru_pages): take every LRU page of the
@@ -338,6 +342,7 @@ impl Kernel {
                         taken.push(q);
                         contig_taken += 1;
                         scan += 1;
+                        nr_taken += 1;
                         if page.test(pg::DIRTY) {
                             contig_dirty += 1;
                         }
@@ -366,7 +371,7 @@ impl Kernel {
             nr_requested: nr_to_scan,
             nr_scanned: scan,
             nr_skipped: skipped.len() as u64,
-            nr_taken: taken.len() as u64,
+            nr_taken,
             lru: l as i32,
             isolate_mode: if sc.lumpy {
                 crate::trace::ISOLATE_BOTH
@@ -377,7 +382,7 @@ impl Kernel {
             contig_dirty: self.lumpy_stats.1,
             contig_failed: self.lumpy_stats.2,
         });
-        (taken, scan)
+        (taken, scan, nr_taken)
     }
 
     /// Puts isolated pages back on their lists (move_folios_to_lru); returns pages moved.
@@ -387,8 +392,11 @@ impl Kernel {
         let (mut aging, mut nr_aged) = (super::memcontrol::ROOT_MEM_CGROUP, 0u64);
         let workingset = self.mm.kcfg.workingset;
         let memcg_on = self.mm.memcg.enabled();
+        let mut nr_moved = 0;
         for &p in pages {
             self.mm.lruvec_add_folio(p);
+            let nr_pages = self.mm.folio_nr_pages(p);
+            nr_moved += nr_pages;
             if workingset && self.mm.map[p as usize].test(pg::ACTIVE) {
                 let page = self.mm.map[p as usize];
                 let memcg = if memcg_on {
@@ -401,7 +409,7 @@ impl Kernel {
                     nr_aged = 0;
                 }
                 aging = memcg;
-                nr_aged += 1;
+                nr_aged += nr_pages;
             }
         }
         if nr_aged > 0 {
@@ -410,7 +418,7 @@ impl Kernel {
         let hold = pages.len() as u64 * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
         self.mm.cur.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
-        pages.len() as u64
+        nr_moved
     }
 
     /// Tests and clears the young bits of the PTEs mapping a page (folio_referenced).
@@ -446,8 +454,7 @@ impl Kernel {
 
     /// Deactivates pages from the tail of an active list (shrink_active_list).
     fn shrink_active_list(&mut self, nr_to_scan: u64, nid: usize, sc: &mut ScanControl, l: usize) {
-        let (hold, nr_scanned) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
-        let nr_taken = hold.len() as u64;
+        let (hold, nr_scanned, nr_taken) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
         if !sc.cgroup_reclaim() {
             self.mm.count_vm_events(Event::PGREFILL, nr_scanned);
         }
@@ -460,7 +467,7 @@ impl Kernel {
             // Referenced pages are deactivated too: only executable file pages
             // get another trip, and executables are not modelled.
             if self.folio_referenced(pfn) > 0 {
-                nr_rotated += 1;
+                nr_rotated += self.mm.folio_nr_pages(pfn);
             }
             let p = &mut self.mm.map[pfn as usize];
             p.flags &= !pg::ACTIVE;
@@ -500,24 +507,25 @@ impl Kernel {
         let mut todo = std::mem::take(pages).into_iter();
         while let Some(pfn) = todo.next() {
             self.mm.cur.acc += self.mm.cost.shrink_page;
-            sc.nr_scanned += 1;
+            let nr_pages = self.mm.folio_nr_pages(pfn);
+            sc.nr_scanned += nr_pages;
             let flags = self.mm.map[pfn as usize].flags;
             let kind = self.mm.map[pfn as usize].kind();
             let file = kind == PageKind::File;
             let (dirty, writeback) = (flags & pg::DIRTY != 0, flags & pg::WRITEBACK != 0);
             if dirty || writeback {
-                stat.nr_dirty += 1;
+                stat.nr_dirty += nr_pages;
             }
             if dirty && !writeback {
-                stat.nr_unqueued_dirty += 1;
+                stat.nr_unqueued_dirty += nr_pages;
             }
             if writeback && flags & pg::RECLAIM != 0 {
-                stat.nr_congested += 1;
+                stat.nr_congested += nr_pages;
             }
             let mut activate = false;
             if writeback {
                 if sc.kswapd && flags & pg::RECLAIM != 0 && self.mm.nodes[nid].pgdat_writeback {
-                    stat.nr_immediate += 1;
+                    stat.nr_immediate += nr_pages;
                 } else if !sc.writeback_throttling_sane()
                     && flags & pg::RECLAIM != 0
                     && may_enter_fs
@@ -533,7 +541,7 @@ impl Kernel {
                     break;
                 } else {
                     self.mm.map[pfn as usize].flags |= pg::RECLAIM;
-                    stat.nr_writeback += 1;
+                    stat.nr_writeback += nr_pages;
                 }
                 if self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic {
                     // 2.6.2x: "if (PageWriteback(page)) goto keep_locked;"
@@ -550,7 +558,7 @@ impl Kernel {
             match references {
                 FolioRef::Activate => activate = true,
                 FolioRef::Keep => {
-                    stat.nr_ref_keep += 1;
+                    stat.nr_ref_keep += nr_pages;
                     ret.push(pfn);
                     continue;
                 }
@@ -576,7 +584,7 @@ impl Kernel {
                             continue;
                         }
                         DirtyAction::WrittenKeep => {
-                            stat.nr_pageout += 1;
+                            stat.nr_pageout += nr_pages;
                             ret.push(pfn);
                             continue;
                         }
@@ -602,7 +610,7 @@ impl Kernel {
             if activate {
                 let p = &mut self.mm.map[pfn as usize];
                 p.flags |= pg::ACTIVE;
-                stat.nr_activate[file as usize] += 1;
+                stat.nr_activate[file as usize] += nr_pages;
                 ret.push(pfn);
                 continue;
             }
@@ -611,13 +619,19 @@ impl Kernel {
             if file && self.mm.kcfg.workingset {
                 let shadow = self.workingset_eviction(pfn, sc.target_mem_cgroup);
                 let slot = self.mm.map[pfn as usize].owner;
-                let ino = match self.rmap.owner(slot).0 {
+                let (owner, index) = self.rmap.owner(slot);
+                let ino = match owner {
                     super::rmap::Owner::File { ino, .. } => Some(ino),
                     _ => None,
                 };
                 self.remove_mapping_and_free(pfn, sc.cpu);
                 if let Some(ino) = ino {
-                    self.shadow_store(ino, slot, shadow);
+                    // A large folio's shadow covers all its indices (a multi-index entry).
+                    for i in index..index + nr_pages {
+                        if let Some(s) = self.inodes[ino as usize].pages.slot(i) {
+                            self.shadow_store(ino, s, shadow);
+                        }
+                    }
                 }
             } else if let Some(swap_slot) =
                 (!file && self.mm.kcfg.workingset && self.mm.kcfg.workingset_anon)
@@ -630,7 +644,7 @@ impl Kernel {
             } else {
                 self.remove_mapping_and_free(pfn, sc.cpu);
             }
-            nr_reclaimed += 1;
+            nr_reclaimed += nr_pages;
         }
         *pages = ret;
         self.blk_finish_plug();
@@ -663,8 +677,7 @@ impl Kernel {
             self.reclaim_throttle(nid, VMSCAN_THROTTLE_ISOLATED);
             return 0;
         }
-        let (mut list, nr_scanned) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
-        let nr_taken = list.len() as u64;
+        let (mut list, nr_scanned, nr_taken) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
         sc.last_isolated = (nid, file, nr_taken);
         let iso = if file {
             NodeStat::NR_ISOLATED_FILE
@@ -1479,7 +1492,8 @@ impl Kernel {
                 // pageout(), which no longer writes filesystem pages; either way it is activated.
                 let flags = self.mm.map[pfn as usize].flags;
                 if !sc.kswapd || flags & pg::RECLAIM == 0 || !self.mm.nodes[nid].pgdat_dirty {
-                    self.mm.count_node_vm_immediate(nid);
+                    let nr_pages = self.mm.folio_nr_pages(pfn);
+                    self.mm.count_node_vm_immediate(nid, nr_pages);
                     self.mm.map[pfn as usize].flags |= pg::RECLAIM;
                 }
                 DirtyAction::Activate
@@ -1506,9 +1520,9 @@ impl Kernel {
 }
 
 impl super::Mm {
-    /// Counts a page marked for immediate reclaim (NR_VMSCAN_IMMEDIATE).
-    fn count_node_vm_immediate(&mut self, nid: usize) {
-        self.mod_node_page_state(nid, NodeStat::NR_VMSCAN_IMMEDIATE_RECLAIM, 1);
+    /// Counts a folio of `nr` pages marked for immediate reclaim (NR_VMSCAN_IMMEDIATE).
+    fn count_node_vm_immediate(&mut self, nid: usize, nr: u64) {
+        self.mod_node_page_state(nid, NodeStat::NR_VMSCAN_IMMEDIATE_RECLAIM, nr as i64);
     }
 }
 

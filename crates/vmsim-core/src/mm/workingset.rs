@@ -492,7 +492,8 @@ impl Kernel {
         let nid = self.mm.pfn_to_nid(p);
         let eviction = mem_cgroup_lruvec(&mut self.mm.nodes, &mut self.mm.memcg, target_memcg, nid)
             .nonresident_age;
-        self.mm.workingset_age_nonresident(target_memcg, nid, 1);
+        let nr = self.mm.folio_nr_pages(p);
+        self.mm.workingset_age_nonresident(target_memcg, nid, nr);
         Shadow {
             memcg: target_memcg,
             nid: nid as u16,
@@ -508,6 +509,7 @@ impl Kernel {
     pub fn workingset_refault(&mut self, p: Pfn, s: Shadow) {
         use super::memcontrol::stat;
         let nid = self.mm.pfn_to_nid(p);
+        let nr = self.mm.folio_nr_pages(p);
         let file = self.mm.map[p as usize].kind() == super::page::PageKind::File;
         let pick = |f: NodeStat, a: NodeStat| if file { f } else { a };
         self.mm.mod_node_page_state(
@@ -516,14 +518,14 @@ impl Kernel {
                 NodeStat::WORKINGSET_REFAULT_FILE,
                 NodeStat::WORKINGSET_REFAULT_ANON,
             ),
-            1,
+            nr as i64,
         );
         let memcg_item = if file {
             stat::WORKINGSET_REFAULT_FILE
         } else {
             stat::WORKINGSET_REFAULT_ANON
         };
-        self.mod_memcg_page_state(p, memcg_item, 1);
+        self.mod_memcg_page_state(p, memcg_item, nr as i64);
         let swap_available = self.swap.pages > 0 && self.swap.nr_free() > 0;
         if !self.mm.workingset_test_recent(s, file, swap_available) {
             return;
@@ -531,26 +533,26 @@ impl Kernel {
         let page = self.mm.map[p as usize];
         let memcg = self.mm.memcg.folio_memcg(page.kind(), page.owner);
         self.mm.map[p as usize].flags |= pg::ACTIVE;
-        self.mm.workingset_age_nonresident(memcg, nid, 1);
+        self.mm.workingset_age_nonresident(memcg, nid, nr);
         self.mm.mod_node_page_state(
             nid,
             pick(
                 NodeStat::WORKINGSET_ACTIVATE_FILE,
                 NodeStat::WORKINGSET_ACTIVATE_ANON,
             ),
-            1,
+            nr as i64,
         );
         if s.workingset {
             self.mm.map[p as usize].flags |= pg::WORKINGSET;
             // lru_note_cost_refault(): the refault is I/O that reclaiming this type cost.
-            self.lru_note_cost(nid, file, 1, 0);
+            self.lru_note_cost(nid, file, nr, 0);
             self.mm.mod_node_page_state(
                 nid,
                 pick(
                     NodeStat::WORKINGSET_RESTORE_FILE,
                     NodeStat::WORKINGSET_RESTORE_ANON,
                 ),
-                1,
+                nr as i64,
             );
         }
     }

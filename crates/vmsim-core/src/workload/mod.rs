@@ -316,13 +316,13 @@ impl OpProgram {
                         size.0.div_ceil(PAGE_SIZE)
                     }
                     Op::FioWrite { files, file_size } => files * file_size.0.div_ceil(PAGE_SIZE),
-                    Op::Write { file, size } => {
+                    Op::Write { file, size, .. } => {
                         let ino = cx.k.lookup_or_create(file);
                         self.file_base = cx.k.inodes[ino as usize].size_pages;
                         self.dirtied = 0;
                         size.0.div_ceil(PAGE_SIZE)
                     }
-                    Op::Read { file, size } => {
+                    Op::Read { file, size, .. } => {
                         let ino = cx.k.lookup_or_create(file);
                         let file_pages = cx.k.inodes[ino as usize].size_pages;
                         self.read_pages = size
@@ -435,11 +435,15 @@ impl OpProgram {
                         None => self.left = 0,
                     }
                 }
-                Op::Write { file, size } => {
+                Op::Write { file, size, bs } => {
                     let ino = cx.k.lookup_or_create(file);
                     let n = size.0.div_ceil(PAGE_SIZE);
+                    let done = (n - self.left) * PAGE_SIZE;
                     let index = self.file_base + (n - self.left);
-                    let r = cx.k.file_write_page(tid, ino, index);
+                    // Bytes of the current write(2) left from this page.
+                    let bs = bs.map_or(PAGE_SIZE, |b| b.0);
+                    let len = (bs - done % bs).min(size.0 - done.min(size.0)).max(1);
+                    let r = cx.k.file_write_folio(tid, ino, index, len);
                     if let Some(out) = self.unless_allocated(r, user, true) {
                         return out;
                     }
@@ -457,10 +461,13 @@ impl OpProgram {
                         }
                     }
                 }
-                Op::Read { file, .. } => {
+                Op::Read { file, bs, .. } => {
                     let ino = cx.k.lookup_or_create(file);
                     let index = self.read_pages - self.left;
-                    let r = cx.k.file_read_page(tid, ino, index);
+                    // Pages of the current read(2) left from this page.
+                    let bs_pages = bs.map_or(1, |b| b.0 / PAGE_SIZE);
+                    let req = (bs_pages - index % bs_pages).min(self.left);
+                    let r = cx.k.file_read_folio(tid, ino, index, req);
                     if let Some(out) = self.unless_allocated(r, user, true) {
                         return out;
                     }
