@@ -1414,7 +1414,10 @@ mod compact_memory_tests {
     #[test]
     fn compact_memory_rebuilds_free_huge_blocks_of_a_fragmented_layout() {
         // Two readers fill memory side by side, one file is deleted: holes everywhere.
-        let text = "duration = \"60s\"\n[machine]\nmemory = \"1GiB\"\ncpus = 2\n\
+        // Order-0 page cache (large_folios off): vmsim's compaction does not migrate
+        // large folios yet (docs/simplifications.md).
+        let text = "duration = \"60s\"\n[kernel]\nlarge_folios = false\n\
+            [machine]\nmemory = \"1GiB\"\ncpus = 2\n\
             [disk]\nread_bandwidth = 500000000\nlatency = 100000\n\
             [[file]]\nname = \"a\"\nsize = \"400MiB\"\n[[file]]\nname = \"b\"\nsize = \"400MiB\"\n\
             [[task]]\nname = \"a\"\nprogram = [{ op = \"read\", file = \"a\" },\
