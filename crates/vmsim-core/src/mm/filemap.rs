@@ -124,6 +124,10 @@ impl Kernel {
                     return r;
                 }
                 self.filemap_add_folio(ino, index, p, cpu, true);
+                if self.fs_is_ext4() {
+                    // ext4_da_write_begin → create_empty_buffers(); NOFAIL in the kernel.
+                    let _ = self.folio_alloc_buffers(p, tid);
+                }
                 p
             }
         };
@@ -208,6 +212,7 @@ impl Kernel {
         let Some(ino) = self.files.shift_remove(name) else {
             return;
         };
+        self.ext4_unlink(tid, ino);
         let cpu = self.tasks[tid as usize].cpu;
         let size = self.inodes[ino as usize].size_pages;
         for i in 0..size {
@@ -251,6 +256,7 @@ impl Kernel {
     /// Takes a clean, unmapped page out of its file's page cache and frees it
     /// (__filemap_remove_folio, then the final folio_put).
     pub fn remove_file_page_and_free(&mut self, p: Pfn, cpu: usize) {
+        self.try_to_free_buffers(p, cpu);
         self.mem_cgroup_uncharge(p);
         let slot = self.mm.map[p as usize].owner;
         if let (Owner::File { ino, .. }, _) = self.rmap.owner(slot) {

@@ -478,6 +478,7 @@ impl Kernel {
         self.mm.map[p as usize].flags &= !pg::WRITEBACK;
         if self.mm.map[p as usize].owner == NIL && flags & pg::LRU == 0 {
             let cpu = 0;
+            self.try_to_free_buffers(p, cpu);
             self.mm.free_pages(p, 0, cpu);
             return;
         }

@@ -32,6 +32,8 @@ pub const BUILTIN_CACHES: &[(&str, u32, u8, bool)] = &[
     ("skbuff_head_cache", 256, 1, false),
     ("anon_vma", 104, 0, false),
     ("vm_area_struct", 176, 0, false),
+    // SLAB_TEMPORARY (= SLAB_RECLAIM_ACCOUNT), 120 bytes, 34 a slab on this machine's 6.18.
+    ("jbd2_journal_head", 120, 0, true),
 ];
 
 /// Index of a built-in cache by name.
@@ -198,6 +200,29 @@ impl Kernel {
     /// Objects of reclaimable caches go to the cache's LRU as unused cached objects;
     /// objects of other caches are held by the task until freed.
     pub fn kmem_cache_alloc(&mut self, cache: usize, tid: TaskId) -> AllocResult {
+        let id = match self.slab_alloc_object(cache, tid) {
+            Ok(id) => id,
+            Err(r) => return r,
+        };
+        let c = &mut self.slab.caches[cache];
+        if c.reclaimable {
+            c.lru.push_back(id);
+        } else {
+            self.tasks[tid as usize]
+                .slab_held
+                .push_back((cache as u16, id));
+        }
+        AllocResult::Page(self.slab.caches[cache].slabs[id as usize].pfn)
+    }
+
+    /// One object of a cache, held by its caller by slab id, on no list (slab_alloc_node):
+    /// the objects a filesystem keeps by reference (buffer_head, journal_head), which no
+    /// shrinker walks.
+    pub fn slab_alloc_object(
+        &mut self,
+        cache: usize,
+        tid: TaskId,
+    ) -> std::result::Result<u32, AllocResult> {
         self.mm.cur.acc += self.mm.cost.slab_object;
         let id = match self.slab.caches[cache].get_partial() {
             Some(id) => id,
@@ -211,7 +236,7 @@ impl Kernel {
                 let order = c.order as usize;
                 let pfn = match self.alloc_pages(gfp, order, tid) {
                     AllocResult::Page(p) => p,
-                    other => return other,
+                    other => return Err(other),
                 };
                 let c = &mut self.slab.caches[cache];
                 let page = &mut self.mm.map[pfn as usize];
@@ -227,16 +252,20 @@ impl Kernel {
                 c.add_slab(pfn)
             }
         };
-        let c = &mut self.slab.caches[cache];
-        c.take_object(id);
-        if c.reclaimable {
-            c.lru.push_back(id);
-        } else {
-            self.tasks[tid as usize]
-                .slab_held
-                .push_back((cache as u16, id));
-        }
-        AllocResult::Page(self.slab.caches[cache].slabs[id as usize].pfn)
+        self.slab.caches[cache].take_object(id);
+        Ok(id)
+    }
+
+    /// Frees an unused cached object of slab `id` of a reclaimable cache, if the shrinker
+    /// has not freed one already (the object's owner is gone: dentry_kill, evict of an
+    /// unlinked inode). Returns the pages freed.
+    pub fn kmem_cache_free_cached(&mut self, cache: usize, id: u32, cpu: usize) -> u64 {
+        let lru = &mut self.slab.caches[cache].lru;
+        let Some(i) = lru.iter().rposition(|&s| s == id) else {
+            return 0;
+        };
+        lru.remove(i);
+        self.kmem_cache_free(cache, id, cpu)
     }
 
     /// Frees one object of slab `id`; frees the slab page when it empties (kmem_cache_free → discard_slab).
