@@ -121,6 +121,34 @@ pub struct Ext4 {
     pub splits: u64,
 }
 
+/// What the filesystem did in a run (the result's `ext4` object).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Ext4Report {
+    /// Files created (ext4_create).
+    pub creates: u64,
+    /// Files unlinked (ext4_unlink).
+    pub unlinks: u64,
+    /// Directories made.
+    pub directories: u64,
+    /// Directory leaf splits (do_split).
+    pub leaf_splits: u64,
+    /// Files whose delayed blocks writeback mapped (ext4_map_blocks).
+    pub delalloc_maps: u64,
+    /// Metadata blocks grown into the block device's page cache with `__GFP_MOVABLE`
+    /// (sb_getblk) and without (getblk_unmovable, ext4_sb_bread_unmovable).
+    pub blocks_movable: u64,
+    /// See `blocks_movable`.
+    pub blocks_unmovable: u64,
+    /// Metadata blocks read from the disk.
+    pub blocks_read: u64,
+    /// Pages with a buffer_head at the end (metadata and data).
+    pub pages_with_buffers: u64,
+    /// jbd2 transactions committed.
+    pub journal_commits: u64,
+    /// Blocks written to the journal (descriptors, metadata, commit blocks).
+    pub journal_blocks: u64,
+}
+
 /// The directory and the name in it of a path.
 fn split_path(name: &str) -> (&str, &str) {
     match name.rfind('/') {
@@ -204,6 +232,26 @@ impl Ext4 {
 }
 
 impl Kernel {
+    /// The run's ext4 figures, when a file was created on ext4.
+    pub fn ext4_report(&self) -> Option<Ext4Report> {
+        if !self.fs_is_ext4() || self.ext4.dirs.is_empty() {
+            return None;
+        }
+        Some(Ext4Report {
+            creates: self.ext4.creates,
+            unlinks: self.ext4.unlinks,
+            directories: self.ext4.dirs.len() as u64,
+            leaf_splits: self.ext4.splits,
+            delalloc_maps: self.ext4.da_maps,
+            blocks_movable: self.buffers.grown[0],
+            blocks_unmovable: self.buffers.grown[1],
+            blocks_read: self.buffers.reads,
+            pages_with_buffers: self.buffers.bh.len() as u64,
+            journal_commits: self.journal.commits,
+            journal_blocks: self.journal.blocks_logged,
+        })
+    }
+
     /// Whether files live on ext4 (`kernel.fs`).
     pub fn fs_is_ext4(&self) -> bool {
         self.mm.kcfg.fs == crate::config::Fs::Ext4
