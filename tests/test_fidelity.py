@@ -189,7 +189,8 @@ def test_vmsim_runs_trace_the_experiments_own_tracepoints():
     # list must reach vmsim, or its kmem counts are 0 whatever the model does.
     text = SMALL.replace(
         'metrics = ["vmstat.nr_dirtied@write",',
-        'trace = ["kmem:mm_page_alloc"]\nmetrics = ["trace.mm_page_alloc@write", "vmstat.nr_dirtied@write",',
+        'trace = ["kmem:mm_page_alloc"]\n'
+        'metrics = ["trace.mm_page_alloc@write", "vmstat.nr_dirtied@write",',
     )
     assert text != SMALL
     sim = fc.run_vmsim(exp_of(text), MACHINE)

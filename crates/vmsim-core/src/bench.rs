@@ -300,8 +300,11 @@ pub fn files_created_per_sec(min_seconds: f64) -> f64 {
         k.tasks[tid as usize].alive = true;
         k.mm.cur.atomic = true;
         let t0 = Instant::now();
+        let mut name = String::with_capacity(32);
         for n in 0..2_000_000u64 {
-            let name = format!("d{}/file{n}", n / 10_000);
+            use std::fmt::Write;
+            name.clear();
+            let _ = write!(name, "d{}/file{n}", n / 10_000);
             let ino = k.lookup_or_create(&name);
             let _ = k.vfs_create(tid, ino);
             if n % 100_000 == 99_999 {

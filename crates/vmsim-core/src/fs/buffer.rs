@@ -25,7 +25,7 @@ use crate::mm::gfp::{Gfp, __GFP_FS, __GFP_MOVABLE, __GFP_NOFAIL, GFP_USER};
 use crate::mm::memory::BioKind;
 use crate::mm::page::Pfn;
 use crate::mm::rmap::Entry;
-use crate::mm::slab::builtin_cache;
+use crate::mm::slab::BUFFER_HEAD;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -77,7 +77,7 @@ impl Kernel {
         if self.buffers.bh.contains_key(&p) {
             return AllocResult::Page(p);
         }
-        let cache = builtin_cache("buffer_head").unwrap_or(0);
+        let cache = BUFFER_HEAD;
         match self.slab_alloc_object(cache, tid) {
             Ok(id) => {
                 self.buffers.bh.insert(p, id);
@@ -94,7 +94,7 @@ impl Kernel {
             return;
         }
         if let Some(id) = self.buffers.bh.remove(&p) {
-            let cache = builtin_cache("buffer_head").unwrap_or(0);
+            let cache = BUFFER_HEAD;
             self.kmem_cache_free(cache, id, cpu);
         }
     }

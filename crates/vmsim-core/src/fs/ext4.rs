@@ -31,7 +31,7 @@
 
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
-use crate::mm::slab::builtin_cache;
+use crate::mm::slab::{DENTRY, EXT4_INODE_CACHE};
 
 /// Blocks in a block group (EXT4_BLOCKS_PER_GROUP with 4 KiB blocks).
 pub const BLOCKS_PER_GROUP: u64 = 32_768;
@@ -119,6 +119,8 @@ pub struct Ext4 {
     pub da_maps: u64,
     /// Directory leaf splits.
     pub splits: u64,
+    /// The directory looked up last.
+    pub last_dir: u32,
 }
 
 /// What the filesystem did in a run (the result's `ext4` object).
@@ -280,8 +282,16 @@ impl Kernel {
 
     /// The steps of ext4_create from where the last attempt stopped.
     fn ext4_create(&mut self, tid: TaskId, ino: u32) -> AllocResult {
-        let name = self.inodes[ino as usize].name.clone();
-        let (dir_path, base) = split_path(&name);
+        // The name is lent out for the steps and put back.
+        let name = std::mem::take(&mut self.inodes[ino as usize].name);
+        let r = self.ext4_create_steps(tid, ino, &name);
+        self.inodes[ino as usize].name = name;
+        r
+    }
+
+    /// [`Kernel::ext4_create`] for the file's name.
+    fn ext4_create_steps(&mut self, tid: TaskId, ino: u32, name: &str) -> AllocResult {
+        let (dir_path, base) = split_path(name);
         let dir = match self.ext4_dir(tid, dir_path) {
             Ok(d) => d,
             Err(r) => return r,
@@ -290,10 +300,10 @@ impl Kernel {
         loop {
             let stage = self.ext4.inode(ino).stage;
             let r = match stage {
-                STAGE_DENTRY => self.ext4_cached_object("dentry", tid).map(|id| {
+                STAGE_DENTRY => self.ext4_cached_object(DENTRY, tid).map(|id| {
                     self.ext4.inode(ino).dentry = id;
                 }),
-                STAGE_INODE => self.ext4_cached_object("ext4_inode_cache", tid).map(|id| {
+                STAGE_INODE => self.ext4_cached_object(EXT4_INODE_CACHE, tid).map(|id| {
                     self.ext4.inode(ino).inode_obj = id;
                 }),
                 STAGE_IBITMAP => {
@@ -326,8 +336,7 @@ impl Kernel {
     }
 
     /// One object of a reclaimable cache on its shrinker's LRU (d_alloc, alloc_inode_sb).
-    fn ext4_cached_object(&mut self, cache: &str, tid: TaskId) -> Result<u32, AllocResult> {
-        let c = builtin_cache(cache).unwrap_or(0);
+    fn ext4_cached_object(&mut self, c: usize, tid: TaskId) -> Result<u32, AllocResult> {
         let id = self.slab_alloc_object(c, tid)?;
         self.slab.caches[c].lru.push_back(id);
         Ok(id)
@@ -377,7 +386,18 @@ impl Kernel {
 
     /// The directory of a path, made with its first block if new (ext4_mkdir, reduced).
     fn ext4_dir(&mut self, tid: TaskId, path: &str) -> Result<u32, AllocResult> {
+        // The last directory looked up first (a workload fills one directory at a time).
+        let last = self.ext4.last_dir as usize;
+        if self
+            .ext4
+            .dirs
+            .get_index(last)
+            .is_some_and(|(p, _)| p == path)
+        {
+            return Ok(last as u32);
+        }
         if let Some(i) = self.ext4.dirs.get_index_of(path) {
+            self.ext4.last_dir = i as u32;
             return Ok(i as u32);
         }
         let g = self.ext4.next_dir_group;
@@ -488,8 +508,8 @@ impl Kernel {
         }
         self.ext4.group(g).freed.push(e.i_ino % INODES_PER_GROUP);
         let cpu = self.tasks[tid as usize].cpu;
-        let ic = builtin_cache("ext4_inode_cache").unwrap_or(0);
-        let dc = builtin_cache("dentry").unwrap_or(0);
+        let ic = EXT4_INODE_CACHE;
+        let dc = DENTRY;
         self.kmem_cache_free_cached(ic, e.inode_obj, cpu);
         self.kmem_cache_free_cached(dc, e.dentry, cpu);
         self.ext4.inodes[ino as usize] = Ext4Inode::default();
@@ -503,6 +523,7 @@ mod tests {
     use crate::config::Scenario;
     use crate::mm::mmzone::MigrateType;
     use crate::mm::page::Pfn;
+    use crate::mm::slab::builtin_cache;
 
     /// A booted 1 GiB kernel on ext4 with one task, current.
     fn boot() -> (Kernel, TaskId) {

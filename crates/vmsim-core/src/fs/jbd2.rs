@@ -22,7 +22,7 @@ use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::memory::BioKind;
 use crate::mm::page::pg;
-use crate::mm::slab::builtin_cache;
+use crate::mm::slab::JBD2_JOURNAL_HEAD;
 
 /// Journal size [blocks] (mke2fs's default for a filesystem of 128 GiB and more: 1 GiB;
 /// ext2fs_default_journal_size).
@@ -71,16 +71,17 @@ impl Kernel {
     /// dirty. Wakes kjournald2 when the transaction holds a quarter of the journal
     /// (j_max_transaction_buffers).
     pub fn jbd2_journal_dirty_metadata(&mut self, tid: TaskId, block: u64) -> AllocResult {
-        let now = self.mm.clock();
         let running = self.journal.tid + 1;
         match self.journal.jh.get_mut(&block) {
-            Some(jh) if jh.transaction == running => {}
+            // Already in the running transaction: nothing to do (its page was dirtied
+            // when it joined, and the commit dirties it again).
+            Some(jh) if jh.transaction == running => return AllocResult::Page(0),
             Some(jh) => {
                 jh.transaction = running;
                 self.journal.running.push(block);
             }
             None => {
-                let cache = builtin_cache("jbd2_journal_head").unwrap_or(0);
+                let cache = JBD2_JOURNAL_HEAD;
                 let slab = match self.slab_alloc_object(cache, tid) {
                     Ok(id) => id,
                     Err(r) => return r,
@@ -95,7 +96,9 @@ impl Kernel {
                 self.journal.running.push(block);
             }
         }
-        self.journal.running_start.get_or_insert(now);
+        if self.journal.running_start.is_none() {
+            self.journal.running_start = Some(self.mm.clock());
+        }
         self.mark_buffer_dirty(block);
         if self.journal.running.len() as u64 >= JOURNAL_BLOCKS / 4 {
             if let Some(wq) = self.journal.wq {
@@ -129,10 +132,13 @@ impl Kernel {
             .count_vm_events(crate::mm::vmstat::Event::PGPGOUT, 4 * blocks);
         let req = crate::block::Request::write(start, blocks as u32, 0, true);
         let done = self.submit_bio(req, BioKind::FileWrite(Vec::new()));
-        for b in &bufs {
-            if let Some(jh) = self.journal.jh.get_mut(b) {
+        for &b in &bufs {
+            if let Some(jh) = self.journal.jh.get_mut(&b) {
                 jh.transaction = 0;
             }
+            // __jbd2_journal_refile_buffer(): the committed buffer is dirty for its
+            // write in place.
+            self.mark_buffer_dirty(b);
         }
         self.journal.checkpoint.extend(bufs);
         done
@@ -141,7 +147,7 @@ impl Kernel {
     /// Frees the journal_heads of checkpointed buffers written back in place
     /// (__jbd2_journal_clean_checkpoint_list → __jbd2_journal_remove_checkpoint).
     pub fn jbd2_clean_checkpoint_list(&mut self) {
-        let cache = builtin_cache("jbd2_journal_head").unwrap_or(0);
+        let cache = JBD2_JOURNAL_HEAD;
         let list = std::mem::take(&mut self.journal.checkpoint);
         let mut keep = Vec::new();
         for b in list {
