@@ -299,8 +299,9 @@ def test_fidelity_over_a_recording_directory(tmp_path):
     assert out["kernels"]["6.18-1GiB-2cpu"]["label"] == "6.18"
     assert ex["total"] == 5 and out["total"] == 5 and out["score"] == round(out["ok"] / 5, 4)
     m = ex["metrics"]["vmstat.nr_dirtied@write"]
-    assert (m["real"], m["real_min"], m["real_max"], m["vmsim"]) == (2049, 2048, 2050, 2048)
-    assert m["ok"] and abs(m["ratio"] - 2048 / 2049) < 1e-12
+    # vmsim: the 2,048 data pages and the four ext4 metadata blocks the create dirtied.
+    assert (m["real"], m["real_min"], m["real_max"], m["vmsim"]) == (2049, 2048, 2050, 2052)
+    assert m["ok"] and abs(m["ratio"] - 2052 / 2049) < 1e-12
     assert not ex["stale_recording"]
     text = fc.render_text(out)
     assert "vmstat.nr_dirtied@write" in text and text.rstrip().endswith(f"({out['score']:.2f})")
