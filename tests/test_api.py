@@ -165,7 +165,14 @@ def test_result_properties(small_result, procfmt):
     assert n >= 2
     assert ts["time_seconds"] == sorted(ts["time_seconds"])
     assert all(len(series) == n for series in ts["vmstat"].values())
-    assert set(r.data["tasks"]) == {"worker", "driver", "kswapd0", "kcompactd0", "kworker/u8:0"}
+    assert set(r.data["tasks"]) == {
+        "worker",
+        "driver",
+        "kswapd0",
+        "kcompactd0",
+        "kworker/u8:0",
+        "jbd2/vda-8",
+    }
 
 
 def test_result_proc_files_are_kernel_formats(small_result, procfmt):

@@ -713,6 +713,7 @@ def bench_cmd(as_json: bool, min_seconds: float) -> None:
         "grouping_cost_ratio": ("", None),
         "throttle_repro_wall_seconds": ("<=", 60),
         "memcg_iter_groups_per_sec": (">=", 20e6),
+        "files_created_per_sec": (">=", 1e6),
         "sweep_parallel_efficiency": (">=", 0.8),
         "ray_overhead_ms_per_task": ("<=", 50),
     }

@@ -313,7 +313,23 @@ section! {
         thp_defrag: ThpDefrag = ThpDefrag::Madvise, "[policy]";
         /// Soft-limit reclaim of memory cgroups (seed 002): base (the soft-limit tree, largest excess reclaimed first at priority 0 from kswapd and direct reclaim; 3.11 and today's cgroup v1), rework (soft limit folded into the hierarchy walk of shrink_node, eligibility climbing to the root per group), reworkoptim (rework plus children_in_excess skipping subtrees).
         soft_limit_reclaim: SoftLimitReclaim = SoftLimitReclaim::Base, "[policy]";
+        /// The filesystem files are created on: ext4 (6.18's default here: a create allocates an ext4_inode_cache object, a dentry and the inode-table, bitmap and directory blocks in the block device's page cache with their buffer_heads; written pages get buffer_heads; jbd2 journals the metadata, docs/ext4.md) or xfs (vmsim's older model: a create allocates nothing, fio_write a dentry and an xfs_inode; the seed-era templates).
+        fs: Fs = Fs::Ext4, "[policy]";
+        /// ext4's commit= mount option: jbd2 commits the running transaction this long after it started (j_commit_interval, JBD2_DEFAULT_MAX_COMMIT_AGE).
+        ext4_commit: u64 = 5, "[s]", max 86_400;
     }
+}
+
+/// The filesystem files live on (`kernel.fs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fs {
+    /// ext4 with its journal (fs/ext4, fs/jbd2, fs/buffer.c): metadata in the block
+    /// device's page cache, buffer_heads, journal commits.
+    Ext4,
+    /// vmsim's older model: no filesystem metadata (fio_write allocates a dentry and an
+    /// xfs_inode per file).
+    Xfs,
 }
 
 /// The kernel version whose rules the per-mechanism switches default to.
@@ -754,6 +770,11 @@ pub enum Op {
         /// File name.
         file: String,
     },
+    /// Delete every file under a directory, oldest first, one unlink(2) each (`rm DIR/*`).
+    UnlinkDir {
+        /// Directory: every file whose name starts with `DIR/`.
+        dir: String,
+    },
     /// madvise(2) over the task's whole anonymous memory: `hugepage` (MADV_HUGEPAGE) or `nohugepage`.
     Madvise {
         /// The advice.
@@ -862,6 +883,32 @@ pub struct TaskSpec {
     /// Memory cgroup the tasks run in (a `[[cgroup]]` path); the root when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
+    /// Tasks (by name) this one outlives: its program repeats, however often `repeat`
+    /// says, until every task of these names has exited (checked after each repetition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub until_exit: Vec<String>,
+}
+
+/// The placeholders a file name may hold: `{rep}` (the repetition of the program,
+/// from 0) and `{pid}` (the task's pid), so that each repetition or copy of a task
+/// makes files of its own.
+pub const FILE_PLACEHOLDERS: [&str; 2] = ["{rep}", "{pid}"];
+
+/// The first unknown `{…}` placeholder of a file name, if any (an unclosed `{` too).
+pub fn bad_file_placeholder(name: &str) -> Option<String> {
+    let mut rest = name;
+    while let Some(i) = rest.find('{') {
+        let tail = &rest[i..];
+        let Some(j) = tail.find('}') else {
+            return Some(tail.to_string());
+        };
+        let ph = &tail[..=j];
+        if !FILE_PLACEHOLDERS.contains(&ph) {
+            return Some(ph.to_string());
+        }
+        rest = &tail[j + 1..];
+    }
+    None
 }
 
 impl TaskSpec {
@@ -1369,6 +1416,17 @@ impl Scenario {
             return inv("repeat must be >= 1".into());
         }
         max("", "repeat", t.repeat, &t.repeat)?;
+        for name in &t.until_exit {
+            if name == &t.name {
+                return inv(format!("until_exit: \"{}\" is the task itself", clip(name)));
+            }
+            if !self.tasks.iter().any(|o| &o.name == name) {
+                return inv(format!(
+                    "until_exit: no [[task]] is named \"{}\"",
+                    clip(name)
+                ));
+            }
+        }
         let taken = t.snapshots_taken();
         if taken > MAX_SNAPSHOTS {
             return inv(format!(
@@ -1378,6 +1436,16 @@ impl Scenario {
         }
         for (j, op) in t.program.iter().enumerate() {
             let at_op = |msg: String| inv(format!("program[{j}] {msg}"));
+            if let Op::Write { file, .. } | Op::Read { file, .. } | Op::Unlink { file } = op {
+                if let Some(bad) = bad_file_placeholder(file) {
+                    return at_op(format!(
+                        "file \"{}\": unknown placeholder {} (known: {})",
+                        clip(file),
+                        clip(&bad),
+                        FILE_PLACEHOLDERS.join(", ")
+                    ));
+                }
+            }
             let op_at = format!("program[{j}] ");
             let max_op =
                 |name: &str, v: u64, shown: &dyn std::fmt::Display| max(&op_at, name, v, shown);
@@ -1500,6 +1568,11 @@ impl Scenario {
                             m.memory
                         ));
                     }
+                }
+                Op::UnlinkDir { dir } if dir.is_empty() || dir.contains('{') => {
+                    return at_op(
+                        "unlink_dir: dir must be a non-empty name without placeholders".into(),
+                    );
                 }
                 Op::Touch { size } | Op::Unmap { size } | Op::ThpFault { size }
                     if size.0 > m.memory.0.saturating_mul(64) =>

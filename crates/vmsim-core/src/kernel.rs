@@ -190,6 +190,12 @@ pub struct Kernel {
     pub metrics: std::collections::BTreeMap<String, f64>,
     /// /proc files read by `snapshot` operations, in the order they were read.
     pub proc_snapshots: Vec<crate::mm::vmstat::ProcSnapshot>,
+    /// Buffer heads and the block device's page cache (fs/buffer.c).
+    pub buffers: crate::fs::buffer::Buffers,
+    /// The jbd2 journal of the ext4 filesystem.
+    pub journal: crate::fs::jbd2::Journal,
+    /// The ext4 filesystem's inodes, directories and block groups.
+    pub ext4: crate::fs::ext4::Ext4,
 }
 
 /// The engine over this kernel.
@@ -285,6 +291,18 @@ pub fn start_kthreads(eng: &mut Engine) {
             );
         }
     }
+    if kcfg.fs == crate::config::Fs::Ext4 {
+        // The journal's commit thread, named after its device as jbd2 names it.
+        let wq = eng.new_waitqueue();
+        eng.kernel.journal.wq = Some(wq);
+        eng.spawn(
+            "jbd2/vda-8",
+            0,
+            0,
+            true,
+            Box::new(crate::fs::jbd2::Kjournald2::default()),
+        );
+    }
     // kcompactd runs beside kswapd; a kernel without kswapd (a test of the slow path) has neither.
     if kcfg.kcompactd && kcfg.compaction && kcfg.kswapd {
         for nid in 0..eng.kernel.mm.nodes.len() {
@@ -364,6 +382,9 @@ impl Kernel {
             sockets: Vec::new(),
             metrics: Default::default(),
             proc_snapshots: Vec::new(),
+            buffers: Default::default(),
+            journal: Default::default(),
+            ext4: Default::default(),
         }
     }
 

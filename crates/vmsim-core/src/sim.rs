@@ -242,6 +242,9 @@ pub struct RunResult {
     /// /proc files read by the workload's `snapshot` operations.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<crate::mm::vmstat::ProcSnapshot>,
+    /// What the ext4 filesystem did, when the run created a file on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ext4: Option<crate::fs::ext4::Ext4Report>,
     /// Where a limit (the wall-clock budget) cut the run short, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<Cut>,
@@ -650,6 +653,7 @@ fn result(
         workload: k.metrics.clone(),
         memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
         snapshots: k.proc_snapshots.clone(),
+        ext4: k.ext4_report(),
         cut: None,
         trace_events_dropped: None,
     }

@@ -374,12 +374,13 @@ program = [ {{ op = "write", file = "q", size = "400MiB" }} ]
 }
 
 /// A 512 MiB machine without swap (`kernel` lines in `[kernel]`) with one group "L"
-/// declared with `files` (its limit lines) and one task in it running `program`.
+/// declared with `files` (its limit lines) and one task in it running `program`. Files
+/// carry no filesystem metadata (`fs = "xfs"`), so that the page counts are the data's.
 fn in_group(kernel: &str, files: &str, program: &str) -> Scenario {
     scenario(
         "512MiB",
         "0",
-        kernel,
+        &format!("fs = \"xfs\"\n{kernel}"),
         &format!(
             "[[cgroup]]\npath = \"L\"\n{files}\n\
              [[task]]\nname = \"dd\"\ncgroup = \"L\"\nprogram = [ {program} ]\n"

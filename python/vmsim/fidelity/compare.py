@@ -239,7 +239,9 @@ def run_vmsim(exp: Experiment, machine: dict[str, Any], seed: int = 1) -> dict[s
     trace_keys = sorted({m.filter_key for m in exp.metrics if m.source == "trace"})
     with tempfile.TemporaryDirectory(prefix="vmsim-fidelity-") as tmp:
         tpath = Path(tmp) / "trace" if trace_keys else None
-        r = api.run(sc, seed=seed, trace=tpath)
+        # The experiment's own tracepoints, as the recorder enables them (kmem is off by default).
+        events = list(exp.trace) if exp.trace else None
+        r = api.run(sc, seed=seed, trace=tpath, events=events)
         snaps = {s["name"]: s for s in r.data.get("snapshots", [])}
         names = ["start", *exp.phase_names()]
         final = {

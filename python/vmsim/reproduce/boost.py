@@ -216,6 +216,8 @@ def build_scenario(
         "kernel": {
             "name": kernel,
             "watermark_boost_factor": BOOST_FACTOR[kernel],
+            # Seed 004's thpfioscale wrote its files on XFS.
+            "fs": "xfs",
             # 5.0: page-cache shadows (3.15+) but none for anonymous pages (5.9+).
             "workingset_anon": False,
             "thp_enabled": "always",

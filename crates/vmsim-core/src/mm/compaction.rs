@@ -834,6 +834,7 @@ impl Kernel {
         // The page table or page cache now points at the new frame (remove_migration_ptes).
         debug_assert_eq!(self.rmap.get(old.owner), Entry::Page(src));
         self.rmap.set(old.owner, Entry::Page(dst));
+        self.buffer_migrate_folio(src, dst);
         // The old frame is free again.
         let zid = self.mm.page_zone(src);
         {

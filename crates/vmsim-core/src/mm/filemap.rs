@@ -246,10 +246,15 @@ impl Kernel {
                 let order = write_begin_order(index, bytes, max_order);
                 // write_begin_get_folio(): the mapping's gfp without __GFP_FS.
                 let gfp = Gfp(GFP_HIGHUSER_MOVABLE.0 & !__GFP_FS.0);
-                match self.filemap_create_folio(tid, ino, index, order, gfp, true) {
+                let p = match self.filemap_create_folio(tid, ino, index, order, gfp, true) {
                     AllocResult::Page(p) => p,
                     other => return other,
+                };
+                if self.fs_is_ext4() {
+                    // ext4_da_write_begin → create_empty_buffers(); NOFAIL in the kernel.
+                    let _ = self.folio_alloc_buffers(p, tid);
                 }
+                p
             }
         };
         self.mm.cur.acc += self.mm.cost.copy_page;
@@ -388,6 +393,7 @@ impl Kernel {
         let Some(ino) = self.files.shift_remove(name) else {
             return;
         };
+        self.ext4_unlink(tid, ino);
         let cpu = self.tasks[tid as usize].cpu;
         let size = self.inodes[ino as usize].size_pages;
         for i in 0..size {
@@ -427,6 +433,7 @@ impl Kernel {
     /// Takes a clean, unmapped page out of its file's page cache and frees it
     /// (__filemap_remove_folio, then the final folio_put).
     pub fn remove_file_page_and_free(&mut self, p: Pfn, cpu: usize) {
+        self.try_to_free_buffers(p, cpu);
         self.mem_cgroup_uncharge(p);
         self.filemap_unaccount_folio(p);
         let order = self.mm.map[p as usize].order();

@@ -480,6 +480,7 @@ impl Kernel {
         self.mm.map[p as usize].flags &= !pg::WRITEBACK;
         if self.mm.map[p as usize].owner == NIL && flags & pg::LRU == 0 {
             let cpu = 0;
+            self.try_to_free_buffers(p, cpu);
             let order = self.mm.map[p as usize].order();
             self.mm.free_pages(p, order, cpu);
             return;

@@ -391,6 +391,7 @@ impl Kernel {
     /// requests of consecutive pages (do_writepages → write_cache_pages); a folio is
     /// written whole.
     fn write_inode_pages(&mut self, ino: u32, max: u64) -> u64 {
+        self.ext4_da_writepages(ino);
         let size = self.inodes[ino as usize].size_pages;
         let start = self.inodes[ino as usize].writeback_index;
         let mut written = 0;

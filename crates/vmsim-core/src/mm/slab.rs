@@ -32,12 +32,44 @@ pub const BUILTIN_CACHES: &[(&str, u32, u8, bool)] = &[
     ("skbuff_head_cache", 256, 1, false),
     ("anon_vma", 104, 0, false),
     ("vm_area_struct", 176, 0, false),
+    // SLAB_TEMPORARY (= SLAB_RECLAIM_ACCOUNT), 120 bytes, 34 a slab on this machine's 6.18.
+    ("jbd2_journal_head", 120, 0, true),
 ];
 
 /// Index of a built-in cache by name.
 pub fn builtin_cache(name: &str) -> Option<usize> {
     BUILTIN_CACHES.iter().position(|c| c.0 == name)
 }
+
+/// Index of a built-in cache by name, at compile time (a name not in the table does
+/// not compile).
+pub const fn builtin_index(name: &str) -> usize {
+    let mut i = 0;
+    while i < BUILTIN_CACHES.len() {
+        let a = BUILTIN_CACHES[i].0.as_bytes();
+        let b = name.as_bytes();
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a built-in cache")
+}
+
+/// The dentry cache.
+pub const DENTRY: usize = builtin_index("dentry");
+/// ext4's inode cache.
+pub const EXT4_INODE_CACHE: usize = builtin_index("ext4_inode_cache");
+/// The buffer_head cache.
+pub const BUFFER_HEAD: usize = builtin_index("buffer_head");
+/// jbd2's journal_head cache.
+pub const JBD2_JOURNAL_HEAD: usize = builtin_index("jbd2_journal_head");
 
 /// Names of all built-in caches.
 pub fn builtin_names() -> Vec<&'static str> {
@@ -201,31 +233,10 @@ impl Kernel {
         self.mm.cur.acc += self.mm.cost.slab_object;
         let id = match self.slab.caches[cache].get_partial() {
             Some(id) => id,
-            None => {
-                let c = &self.slab.caches[cache];
-                let gfp = if c.reclaimable {
-                    GFP_KERNEL_RECLAIMABLE
-                } else {
-                    GFP_KERNEL
-                };
-                let order = c.order as usize;
-                let pfn = match self.alloc_pages(gfp, order, tid) {
-                    AllocResult::Page(p) => p,
-                    other => return other,
-                };
-                let c = &mut self.slab.caches[cache];
-                let page = &mut self.mm.map[pfn as usize];
-                page.set_kind(super::page::PageKind::Slab);
-                page.owner = cache as u32;
-                let item = if c.reclaimable {
-                    NodeStat::NR_SLAB_RECLAIMABLE
-                } else {
-                    NodeStat::NR_SLAB_UNRECLAIMABLE
-                };
-                let nid = self.mm.pfn_to_nid(pfn);
-                self.mm.mod_node_page_state(nid, item, 1 << order);
-                c.add_slab(pfn)
-            }
+            None => match self.new_slab(cache, tid) {
+                Ok(id) => id,
+                Err(r) => return r,
+            },
         };
         let c = &mut self.slab.caches[cache];
         c.take_object(id);
@@ -237,6 +248,69 @@ impl Kernel {
                 .push_back((cache as u16, id));
         }
         AllocResult::Page(self.slab.caches[cache].slabs[id as usize].pfn)
+    }
+
+    /// One object of a cache, held by its caller by slab id, on no list (slab_alloc_node):
+    /// the objects a filesystem keeps by reference (buffer_head, journal_head), which no
+    /// shrinker walks.
+    pub fn slab_alloc_object(
+        &mut self,
+        cache: usize,
+        tid: TaskId,
+    ) -> std::result::Result<u32, AllocResult> {
+        self.mm.cur.acc += self.mm.cost.slab_object;
+        let id = match self.slab.caches[cache].get_partial() {
+            Some(id) => id,
+            None => self.new_slab(cache, tid)?,
+        };
+        self.slab.caches[cache].take_object(id);
+        Ok(id)
+    }
+
+    /// A new slab for a cache (new_slab → allocate_slab): one allocation of the cache's
+    /// order, MIGRATE_RECLAIMABLE for SLAB_RECLAIM_ACCOUNT caches; returns its id.
+    fn new_slab(&mut self, cache: usize, tid: TaskId) -> std::result::Result<u32, AllocResult> {
+        let c = &self.slab.caches[cache];
+        let gfp = if c.reclaimable {
+            GFP_KERNEL_RECLAIMABLE
+        } else {
+            GFP_KERNEL
+        };
+        let order = c.order as usize;
+        let pfn = match self.alloc_pages(gfp, order, tid) {
+            AllocResult::Page(p) => p,
+            other => return Err(other),
+        };
+        let c = &mut self.slab.caches[cache];
+        let page = &mut self.mm.map[pfn as usize];
+        page.set_kind(super::page::PageKind::Slab);
+        page.owner = cache as u32;
+        let item = if c.reclaimable {
+            NodeStat::NR_SLAB_RECLAIMABLE
+        } else {
+            NodeStat::NR_SLAB_UNRECLAIMABLE
+        };
+        let nid = self.mm.pfn_to_nid(pfn);
+        self.mm.mod_node_page_state(nid, item, 1 << order);
+        Ok(c.add_slab(pfn))
+    }
+
+    /// Frees an unused cached object of slab `id` of a reclaimable cache, if the shrinker
+    /// has not freed one already (the object's owner is gone: dentry_kill, evict of an
+    /// unlinked inode). Returns the pages freed.
+    pub fn kmem_cache_free_cached(&mut self, cache: usize, id: u32, cpu: usize) -> u64 {
+        let lru = &mut self.slab.caches[cache].lru;
+        // From both ends at once: the owners freed are mostly the newest (a file made
+        // and deleted) or the oldest (a directory emptied in creation order).
+        let n = lru.len();
+        let Some(i) = (0..n.div_ceil(2))
+            .flat_map(|k| [n - 1 - k, k])
+            .find(|&i| lru[i] == id)
+        else {
+            return 0;
+        };
+        lru.remove(i);
+        self.kmem_cache_free(cache, id, cpu)
     }
 
     /// Frees one object of slab `id`; frees the slab page when it empties (kmem_cache_free → discard_slab).

@@ -90,6 +90,35 @@ pub struct OpProgram {
     thp: crate::workload::thpfioscale::ThpOpState,
     /// System calls started in the current step.
     syscalls: u64,
+    /// Repetitions of the program finished so far (`{rep}` in file names).
+    rep: u64,
+    /// Tasks whose exit ends the repetitions (`until_exit`).
+    until_exit: Arc<Vec<String>>,
+    /// The current file operation's file name, placeholders filled in.
+    file: String,
+    /// Files an `unlink_dir` operation has left to delete, oldest first.
+    unlink_list: std::collections::VecDeque<String>,
+}
+
+/// A file name with its placeholders filled in: `{rep}` by the repetition, `{pid}` by
+/// the task's pid (config::FILE_PLACEHOLDERS).
+pub fn expand_file_name(template: &str, rep: u64, pid: u32) -> String {
+    if !template.contains('{') {
+        return template.to_string();
+    }
+    template
+        .replace("{rep}", &rep.to_string())
+        .replace("{pid}", &pid.to_string())
+}
+
+/// Whether every task of these names has exited (none alive, each started and gone).
+pub fn all_exited(k: &Kernel, names: &[String]) -> bool {
+    names.iter().all(|n| {
+        k.tasks
+            .iter()
+            .filter(|t| t.comm == *n)
+            .all(|t| !t.alive && (t.stats.exit_ns > 0 || t.oom_killed))
+    })
 }
 
 /// Operations a program may start in one step before it yields to the engine, whose
@@ -103,7 +132,7 @@ pub const MAX_OPS_PER_STEP: u32 = 4096;
 pub fn is_syscall(op: &Op) -> bool {
     !matches!(
         op,
-        Op::Compute { .. } | Op::Touch { .. } | Op::ThpFault { .. }
+        Op::Compute { .. } | Op::Touch { .. } | Op::ThpFault { .. } | Op::UnlinkDir { .. }
     )
 }
 
@@ -133,6 +162,8 @@ impl OpProgram {
     pub fn new(spec: &TaskSpec, ops: Arc<Vec<Op>>, rng: Stream) -> Self {
         let repeat = if ops.iter().all(is_empty_op) {
             1
+        } else if !spec.until_exit.is_empty() {
+            u64::MAX
         } else {
             spec.repeat
         };
@@ -149,6 +180,10 @@ impl OpProgram {
             read_pages: 0,
             thp: Default::default(),
             syscalls: 0,
+            rep: 0,
+            until_exit: Arc::new(spec.until_exit.clone()),
+            file: String::new(),
+            unlink_list: Default::default(),
         }
     }
 }
@@ -276,7 +311,14 @@ impl OpProgram {
                 };
             }
             if self.pc >= self.ops.len() {
+                if !self.until_exit.is_empty() && all_exited(cx.k, &self.until_exit) {
+                    return StepOut {
+                        user_ns: user,
+                        next: Step::Exit,
+                    };
+                }
                 if self.repeat_left > 1 {
+                    self.rep += 1;
                     self.repeat_left -= 1;
                     self.pc = 0;
                     self.started = false;
@@ -306,7 +348,22 @@ impl OpProgram {
                     Op::Free { count, .. } => count.unwrap_or(u64::MAX),
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
-                    Op::Sleep { .. } | Op::Exit {} | Op::Unlink { .. } | Op::Snapshot { .. } => 1,
+                    Op::Sleep { .. } | Op::Exit {} | Op::Snapshot { .. } => 1,
+                    Op::Unlink { file } => {
+                        let pid = cx.k.tasks[tid as usize].pid;
+                        self.file = expand_file_name(file, self.rep, pid);
+                        1
+                    }
+                    Op::UnlinkDir { dir } => {
+                        let prefix = format!("{dir}/");
+                        self.unlink_list =
+                            cx.k.files
+                                .keys()
+                                .filter(|n| n.starts_with(&prefix))
+                                .cloned()
+                                .collect();
+                        self.unlink_list.len() as u64
+                    }
                     Op::NrHugepages { .. } | Op::Sysctl { .. } => 1,
                     Op::DropCaches { .. } | Op::CompactMemory {} => 1,
                     Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
@@ -317,13 +374,17 @@ impl OpProgram {
                     }
                     Op::FioWrite { files, file_size } => files * file_size.0.div_ceil(PAGE_SIZE),
                     Op::Write { file, size, .. } => {
-                        let ino = cx.k.lookup_or_create(file);
+                        let pid = cx.k.tasks[tid as usize].pid;
+                        self.file = expand_file_name(file, self.rep, pid);
+                        let ino = cx.k.lookup_or_create(&self.file);
                         self.file_base = cx.k.inodes[ino as usize].size_pages;
                         self.dirtied = 0;
                         size.0.div_ceil(PAGE_SIZE)
                     }
                     Op::Read { file, size, .. } => {
-                        let ino = cx.k.lookup_or_create(file);
+                        let pid = cx.k.tasks[tid as usize].pid;
+                        self.file = expand_file_name(file, self.rep, pid);
+                        let ino = cx.k.lookup_or_create(&self.file);
                         let file_pages = cx.k.inodes[ino as usize].size_pages;
                         self.read_pages = size
                             .map(|b| b.0.div_ceil(PAGE_SIZE))
@@ -435,8 +496,13 @@ impl OpProgram {
                         None => self.left = 0,
                     }
                 }
-                Op::Write { file, size, bs } => {
-                    let ino = cx.k.lookup_or_create(file);
+                Op::Write { size, bs, .. } => {
+                    let ino = cx.k.lookup_or_create(&self.file);
+                    // open(O_CREAT) on ext4: the inode, its directory entry and metadata.
+                    let r = cx.k.vfs_create(tid, ino);
+                    if let Some(out) = self.unless_allocated(r, user, true) {
+                        return out;
+                    }
                     let n = size.0.div_ceil(PAGE_SIZE);
                     let done = (n - self.left) * PAGE_SIZE;
                     let index = self.file_base + (n - self.left);
@@ -461,8 +527,8 @@ impl OpProgram {
                         }
                     }
                 }
-                Op::Read { file, bs, .. } => {
-                    let ino = cx.k.lookup_or_create(file);
+                Op::Read { bs, .. } => {
+                    let ino = cx.k.lookup_or_create(&self.file);
                     let index = self.read_pages - self.left;
                     // Pages of the current read(2) left from this page.
                     let bs_pages = bs.map_or(1, |b| b.0 / PAGE_SIZE);
@@ -495,9 +561,20 @@ impl OpProgram {
                         return out;
                     }
                 }
-                Op::Unlink { file } => {
-                    cx.k.unlink(tid, file);
+                Op::Unlink { .. } => {
+                    cx.k.unlink(tid, &self.file);
                     self.left = 0;
+                }
+                Op::UnlinkDir { .. } => {
+                    match self.unlink_list.pop_front() {
+                        Some(name) => {
+                            // Each file is an unlink(2) of its own.
+                            self.syscalls += 1;
+                            cx.k.unlink(tid, &name);
+                            self.left -= 1;
+                        }
+                        None => self.left = 0,
+                    }
                 }
                 Op::NrHugepages { pages, node } => {
                     if let Some(out) = self.nr_hugepages(cx, *pages, *node, user) {

@@ -120,12 +120,15 @@ impl ThpOpState {
                 let f = i / ppf;
                 let page = i % ppf;
                 if f as usize >= self.files.len() {
-                    // create_on_open: a new file, with its dentry and inode.
-                    for cache in ["dentry", "xfs_inode"] {
-                        let c = builtin_cache(cache).unwrap_or(0);
-                        let r = cx.k.kmem_cache_alloc(c, tid);
-                        if let Some(out) = step_unless_allocated(r, *user, false) {
-                            return Some(out);
+                    // create_on_open: a new file, with its dentry and inode (on ext4,
+                    // vfs_create below makes its inode, directory entry and metadata).
+                    if !cx.k.fs_is_ext4() {
+                        for cache in ["dentry", "xfs_inode"] {
+                            let c = builtin_cache(cache).unwrap_or(0);
+                            let r = cx.k.kmem_cache_alloc(c, tid);
+                            if let Some(out) = step_unless_allocated(r, *user, false) {
+                                return Some(out);
+                            }
                         }
                     }
                     let pid = cx.k.tasks[tid as usize].pid;
@@ -135,6 +138,10 @@ impl ThpOpState {
                     self.file_pages = ppf;
                 }
                 let ino = self.files[f as usize];
+                let r = cx.k.vfs_create(tid, ino);
+                if let Some(out) = step_unless_allocated(r, *user, true) {
+                    return Some(out);
+                }
                 let r = cx.k.file_write_page(tid, ino, page);
                 if let Some(out) = step_unless_allocated(r, *user, true) {
                     return Some(out);

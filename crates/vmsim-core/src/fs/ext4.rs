@@ -1,0 +1,703 @@
+//! What an ext4 file's life allocates (fs/ext4): create, delayed allocation, unlink.
+//!
+//! A create (`ext4_create` → `__ext4_new_inode` + `ext4_add_nondir`) takes a
+//! dentry (`d_alloc`) and an `ext4_inode_cache` object (`ext4_alloc_inode`),
+//! both SLAB_RECLAIM_ACCOUNT; picks a block group (`find_group_other`: the
+//! parent directory's while it has free inodes; a new directory goes to the
+//! next group, as `find_group_orlov` spreads them); reads the group's inode
+//! bitmap (`ext4_read_inode_bitmap` → `sb_getblk`: movable); dirties the
+//! inode's inode-table block (`__ext4_get_inode_loc` → `sb_getblk`: movable,
+//! not read when no other inode of the block is in use) and the group
+//! descriptor block (read at mount by `ext4_sb_bread_unmovable`); and adds the
+//! name to a directory leaf block (`ext4_add_entry`; a full leaf is split by
+//! `do_split` into a new block from `ext4_append` → `ext4_bread` →
+//! `ext4_getblk` → `getblk_unmovable`: **unmovable**). Each modified block
+//! joins the jbd2 transaction (fs/jbd2.rs). A written file's blocks are
+//! allocated at writeback (`ext4_writepages` → `mpage_map_and_submit_extent`
+//! → `ext4_map_blocks` → `ext4_mb_new_blocks`): the group's block bitmap is
+//! read and dirtied with the descriptor and the inode (its extents fit in the
+//! inode: no extent block for files of up to 4 extents). Unlink
+//! (`ext4_unlink`, then `ext4_evict_inode` → `ext4_free_inode`,
+//! `ext4_free_blocks`) dirties the leaf, the bitmaps and the inode's block and
+//! frees the inode and dentry objects; the metadata blocks stay cached.
+//!
+//! Layout (mke2fs defaults for a large filesystem): 4 KiB blocks, 32,768
+//! blocks and 8,192 inodes of 256 bytes a group (16 a block), 64 group
+//! descriptors a block. Directory leaves hold `(4096 − 12) / rec_len` entries
+//! (rec_len = 8 + name length rounded up to 4; the 12-byte checksum tail);
+//! the name's hash picks the leaf (`dx_probe`), a split halves the leaf's
+//! hash range and entries. Simplified: no htree index blocks beyond the
+//! first, no mballoc buddy cache, no extent-status tree, no orphan list.
+
+use crate::engine::TaskId;
+use crate::kernel::{AllocResult, Kernel};
+use crate::mm::slab::{DENTRY, EXT4_INODE_CACHE};
+
+/// Blocks in a block group (EXT4_BLOCKS_PER_GROUP with 4 KiB blocks).
+pub const BLOCKS_PER_GROUP: u64 = 32_768;
+/// Inodes in a block group (mke2fs's inode_ratio 16384).
+pub const INODES_PER_GROUP: u32 = 8_192;
+/// Inodes in an inode-table block (256-byte inodes).
+pub const INODES_PER_BLOCK: u32 = 16;
+/// Group descriptors in a block (64-byte descriptors).
+pub const DESC_PER_BLOCK: u64 = 64;
+/// Offset of a group's block bitmap in the group (after group 0's descriptors and
+/// reserved GDT blocks).
+const BLOCK_BITMAP_OFF: u64 = 1_025;
+/// Offset of its inode bitmap.
+const INODE_BITMAP_OFF: u64 = 1_026;
+/// Offset of its inode table.
+const INODE_TABLE_OFF: u64 = 1_027;
+/// Offset of its first block for directories.
+const DATA_OFF: u64 = INODE_TABLE_OFF + (INODES_PER_GROUP / INODES_PER_BLOCK) as u64;
+/// Usable bytes of a directory leaf block (the 12-byte ext4_dir_entry_tail).
+const LEAF_BYTES: u32 = 4096 - 12;
+
+/// Steps of a create, in order; a create that an allocation interrupted resumes at its step.
+const STAGE_DENTRY: u8 = 0;
+const STAGE_INODE: u8 = 1;
+const STAGE_IBITMAP: u8 = 2;
+const STAGE_ITABLE: u8 = 3;
+const STAGE_DIRENT: u8 = 4;
+const STAGE_DONE: u8 = 5;
+
+/// One ext4 inode's state beside vmsim's inode (struct ext4_inode_info, reduced).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ext4Inode {
+    /// Next step of its create ([`STAGE_DONE`] when created).
+    pub stage: u8,
+    /// Whether it has an inode number.
+    pub numbered: bool,
+    /// Inode number on disk (group × INODES_PER_GROUP + index).
+    pub i_ino: u32,
+    /// Slab id of its dentry.
+    pub dentry: u32,
+    /// Slab id of its ext4_inode_cache object.
+    pub inode_obj: u32,
+    /// Pages with blocks allocated (the rest are delayed allocations).
+    pub mapped: u64,
+    /// Its directory (index in `Ext4::dirs`).
+    pub dir: u32,
+}
+
+/// A directory: its group and its leaf blocks by hash range.
+#[derive(Debug, Clone, Default)]
+pub struct Dir {
+    /// Block group its files go to.
+    pub group: u32,
+    /// Leaves sorted by first hash: (first hash, entries, block).
+    pub leaves: Vec<(u32, u32, u64)>,
+}
+
+/// A block group's inode use.
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    /// Inodes ever handed out from the group (the bitmap's high-water mark).
+    pub used: u32,
+    /// Inode indexes freed since, reused first.
+    pub freed: Vec<u32>,
+    /// Next block of the group for directory blocks.
+    pub next_block: u64,
+}
+
+/// The mounted filesystem's state.
+#[derive(Debug, Clone, Default)]
+pub struct Ext4 {
+    /// Per vmsim inode number.
+    pub inodes: Vec<Ext4Inode>,
+    /// Directories by path.
+    pub dirs: indexmap::IndexMap<String, Dir>,
+    /// Block groups.
+    pub groups: Vec<Group>,
+    /// Group of the next new directory (find_group_orlov's spreading).
+    pub next_dir_group: u32,
+    /// Files created.
+    pub creates: u64,
+    /// Files unlinked.
+    pub unlinks: u64,
+    /// Delayed allocations mapped at writeback.
+    pub da_maps: u64,
+    /// Directory leaf splits.
+    pub splits: u64,
+    /// The directory looked up last.
+    pub last_dir: u32,
+}
+
+/// What the filesystem did in a run (the result's `ext4` object).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Ext4Report {
+    /// Files created (ext4_create).
+    pub creates: u64,
+    /// Files unlinked (ext4_unlink).
+    pub unlinks: u64,
+    /// Directories made.
+    pub directories: u64,
+    /// Directory leaf splits (do_split).
+    pub leaf_splits: u64,
+    /// Files whose delayed blocks writeback mapped (ext4_map_blocks).
+    pub delalloc_maps: u64,
+    /// Metadata blocks grown into the block device's page cache with `__GFP_MOVABLE`
+    /// (sb_getblk) and without (getblk_unmovable, ext4_sb_bread_unmovable).
+    pub blocks_movable: u64,
+    /// See `blocks_movable`.
+    pub blocks_unmovable: u64,
+    /// Metadata blocks read from the disk.
+    pub blocks_read: u64,
+    /// Pages with a buffer_head at the end (metadata and data).
+    pub pages_with_buffers: u64,
+    /// jbd2 transactions committed.
+    pub journal_commits: u64,
+    /// Blocks written to the journal (descriptors, metadata, commit blocks).
+    pub journal_blocks: u64,
+}
+
+/// The directory and the name in it of a path.
+fn split_path(name: &str) -> (&str, &str) {
+    match name.rfind('/') {
+        Some(i) => (&name[..i], &name[i + 1..]),
+        None => ("", name),
+    }
+}
+
+/// A name's hash in a directory (ext4fs_dirhash's role: a fixed, well-mixed 32-bit hash;
+/// FNV-1a here).
+pub fn dirhash(name: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h ^ (h >> 15)
+}
+
+/// Directory entries a leaf holds for names of this length (EXT4_DIR_REC_LEN).
+pub fn entries_per_leaf(name_len: usize) -> u32 {
+    let rec_len = (8 + name_len as u32 + 3) & !3;
+    LEAF_BYTES / rec_len
+}
+
+/// First block of a group.
+fn group_base(g: u32) -> u64 {
+    g as u64 * BLOCKS_PER_GROUP
+}
+
+/// The group descriptor block of a group (in group 0, after the superblock).
+fn gdt_block(g: u32) -> u64 {
+    1 + g as u64 / DESC_PER_BLOCK
+}
+
+impl Ext4 {
+    /// The state of a vmsim inode, grown on demand.
+    fn inode(&mut self, ino: u32) -> &mut Ext4Inode {
+        let i = ino as usize;
+        if self.inodes.len() <= i {
+            self.inodes.resize(i + 1, Ext4Inode::default());
+        }
+        &mut self.inodes[i]
+    }
+
+    /// A group's state, grown on demand.
+    fn group(&mut self, g: u32) -> &mut Group {
+        let i = g as usize;
+        while self.groups.len() <= i {
+            self.groups.push(Group {
+                next_block: DATA_OFF,
+                ..Default::default()
+            });
+        }
+        &mut self.groups[i]
+    }
+
+    /// A new block of a group for a directory (ext4_mb_new_blocks near the inode).
+    fn new_dir_block(&mut self, g: u32) -> u64 {
+        let gr = self.group(g);
+        let b = gr.next_block;
+        gr.next_block += 1;
+        group_base(g) + b
+    }
+
+    /// An inode number in group `g` or the next with a free inode (find_group_other,
+    /// find_inode_bit).
+    fn take_inode(&mut self, mut g: u32) -> u32 {
+        loop {
+            let gr = self.group(g);
+            if let Some(i) = gr.freed.pop() {
+                return g * INODES_PER_GROUP + i;
+            }
+            if gr.used < INODES_PER_GROUP {
+                gr.used += 1;
+                return g * INODES_PER_GROUP + gr.used - 1;
+            }
+            g += 1;
+        }
+    }
+}
+
+impl Kernel {
+    /// The run's ext4 figures, when a file was created on ext4.
+    pub fn ext4_report(&self) -> Option<Ext4Report> {
+        if !self.fs_is_ext4() || self.ext4.dirs.is_empty() {
+            return None;
+        }
+        Some(Ext4Report {
+            creates: self.ext4.creates,
+            unlinks: self.ext4.unlinks,
+            directories: self.ext4.dirs.len() as u64,
+            leaf_splits: self.ext4.splits,
+            delalloc_maps: self.ext4.da_maps,
+            blocks_movable: self.buffers.grown[0],
+            blocks_unmovable: self.buffers.grown[1],
+            blocks_read: self.buffers.reads,
+            pages_with_buffers: self.buffers.bh.len() as u64,
+            journal_commits: self.journal.commits,
+            journal_blocks: self.journal.blocks_logged,
+        })
+    }
+
+    /// Whether files live on ext4 (`kernel.fs`).
+    pub fn fs_is_ext4(&self) -> bool {
+        self.mm.kcfg.fs == crate::config::Fs::Ext4
+    }
+
+    /// ext4's commit interval [ns] (`commit=0` is the default, 5 s).
+    pub fn ext4_commit_interval(&self) -> u64 {
+        let s = match self.mm.kcfg.ext4_commit {
+            0 => 5,
+            s => s,
+        };
+        s * 1_000_000_000
+    }
+
+    /// Creates a file's on-disk inode and directory entry if it is not yet complete
+    /// (ext4_create); Page when done, else the allocation's result to retry on.
+    pub fn vfs_create(&mut self, tid: TaskId, ino: u32) -> AllocResult {
+        if !self.fs_is_ext4() {
+            return AllocResult::Page(0);
+        }
+        if self.ext4.inode(ino).stage == STAGE_DONE {
+            return AllocResult::Page(0);
+        }
+        self.ext4_create(tid, ino)
+    }
+
+    /// The steps of ext4_create from where the last attempt stopped.
+    fn ext4_create(&mut self, tid: TaskId, ino: u32) -> AllocResult {
+        // The name is lent out for the steps and put back.
+        let name = std::mem::take(&mut self.inodes[ino as usize].name);
+        let r = self.ext4_create_steps(tid, ino, &name);
+        self.inodes[ino as usize].name = name;
+        r
+    }
+
+    /// [`Kernel::ext4_create`] for the file's name.
+    fn ext4_create_steps(&mut self, tid: TaskId, ino: u32, name: &str) -> AllocResult {
+        let (dir_path, base) = split_path(name);
+        let dir = match self.ext4_dir(tid, dir_path) {
+            Ok(d) => d,
+            Err(r) => return r,
+        };
+        self.ext4.inode(ino).dir = dir;
+        loop {
+            let stage = self.ext4.inode(ino).stage;
+            let r = match stage {
+                STAGE_DENTRY => self.ext4_cached_object(DENTRY, tid).map(|id| {
+                    self.ext4.inode(ino).dentry = id;
+                }),
+                STAGE_INODE => self.ext4_cached_object(EXT4_INODE_CACHE, tid).map(|id| {
+                    self.ext4.inode(ino).inode_obj = id;
+                }),
+                STAGE_IBITMAP => {
+                    if !self.ext4.inode(ino).numbered {
+                        let g = self.ext4.dirs[dir as usize].group;
+                        let i_ino = self.ext4.take_inode(g);
+                        let e = self.ext4.inode(ino);
+                        e.i_ino = i_ino;
+                        e.numbered = true;
+                    }
+                    let i_ino = self.ext4.inode(ino).i_ino;
+                    self.ext4_dirty_bitmap_and_gdt(tid, i_ino / INODES_PER_GROUP, INODE_BITMAP_OFF)
+                }
+                STAGE_ITABLE => {
+                    let i_ino = self.ext4.inode(ino).i_ino;
+                    self.ext4_dirty_inode(tid, i_ino)
+                }
+                STAGE_DIRENT => self.ext4_add_entry(tid, dir, base),
+                _ => return AllocResult::Page(0),
+            };
+            if let Err(r) = r {
+                return r;
+            }
+            self.ext4.inode(ino).stage = stage + 1;
+            if stage + 1 == STAGE_DONE {
+                self.ext4.creates += 1;
+                return AllocResult::Page(0);
+            }
+        }
+    }
+
+    /// One object of a reclaimable cache on its shrinker's LRU (d_alloc, alloc_inode_sb).
+    fn ext4_cached_object(&mut self, c: usize, tid: TaskId) -> Result<u32, AllocResult> {
+        let id = self.slab_alloc_object(c, tid)?;
+        self.slab.caches[c].lru.push_back(id);
+        Ok(id)
+    }
+
+    /// Reads a metadata block and journals it (ext4_journal_get_write_access +
+    /// ext4_handle_dirty_metadata).
+    fn ext4_journal_block(
+        &mut self,
+        tid: TaskId,
+        block: u64,
+        movable: bool,
+        read: bool,
+    ) -> Result<(), AllocResult> {
+        match self.bdev_getblk(tid, block, movable, read) {
+            AllocResult::Page(_) => {}
+            r => return Err(r),
+        }
+        match self.jbd2_journal_dirty_metadata(tid, block) {
+            AllocResult::Page(_) => Ok(()),
+            r => Err(r),
+        }
+    }
+
+    /// Dirties a group's bitmap (inode or block, by offset) and its descriptor
+    /// (ext4_read_inode_bitmap / ext4_read_block_bitmap, ext4_group_desc_csum_set).
+    fn ext4_dirty_bitmap_and_gdt(
+        &mut self,
+        tid: TaskId,
+        g: u32,
+        off: u64,
+    ) -> Result<(), AllocResult> {
+        self.ext4_journal_block(tid, group_base(g) + off, true, true)?;
+        // ext4_sb_bread_unmovable() read the descriptors at mount.
+        self.ext4_journal_block(tid, gdt_block(g), false, true)
+    }
+
+    /// Dirties an inode's inode-table block (ext4_mark_inode_dirty → __ext4_get_inode_loc:
+    /// not read when no other inode of the block is in use).
+    fn ext4_dirty_inode(&mut self, tid: TaskId, i_ino: u32) -> Result<(), AllocResult> {
+        let g = i_ino / INODES_PER_GROUP;
+        let idx = i_ino % INODES_PER_GROUP;
+        let block = group_base(g) + INODE_TABLE_OFF + (idx / INODES_PER_BLOCK) as u64;
+        let others_in_use = !idx.is_multiple_of(INODES_PER_BLOCK);
+        self.ext4_journal_block(tid, block, true, others_in_use)
+    }
+
+    /// The directory of a path, made with its first block if new (ext4_mkdir, reduced).
+    fn ext4_dir(&mut self, tid: TaskId, path: &str) -> Result<u32, AllocResult> {
+        // The last directory looked up first (a workload fills one directory at a time).
+        let last = self.ext4.last_dir as usize;
+        if self
+            .ext4
+            .dirs
+            .get_index(last)
+            .is_some_and(|(p, _)| p == path)
+        {
+            return Ok(last as u32);
+        }
+        if let Some(i) = self.ext4.dirs.get_index_of(path) {
+            self.ext4.last_dir = i as u32;
+            return Ok(i as u32);
+        }
+        let g = self.ext4.next_dir_group;
+        let block = self.ext4.new_dir_block(g);
+        // ext4_init_new_dir → ext4_append → ext4_bread → getblk_unmovable: a new block.
+        match self.bdev_getblk(tid, block, false, false) {
+            AllocResult::Page(_) => {}
+            r => return Err(r),
+        }
+        self.ext4.next_dir_group += 1;
+        let (i, _) = self.ext4.dirs.insert_full(
+            path.to_string(),
+            Dir {
+                group: g,
+                leaves: vec![(0, 0, block)],
+            },
+        );
+        if let Some(&(_, _, b)) = self.ext4.dirs[i].leaves.first() {
+            let _ = self.jbd2_journal_dirty_metadata(tid, b);
+        }
+        Ok(i as u32)
+    }
+
+    /// Adds a name to its directory leaf (ext4_add_entry → ext4_dx_add_entry), splitting
+    /// a full leaf into a new unmovable block (do_split → ext4_append).
+    fn ext4_add_entry(&mut self, tid: TaskId, dir: u32, name: &str) -> Result<(), AllocResult> {
+        let cap = entries_per_leaf(name.len());
+        let h = dirhash(name);
+        let d = &self.ext4.dirs[dir as usize];
+        let mut li = d.leaves.partition_point(|l| l.0 <= h) - 1;
+        let (start, count, _) = d.leaves[li];
+        if count >= cap {
+            // do_split(): a new leaf takes the upper half of the hash range and entries.
+            let end = d.leaves.get(li + 1).map_or(1u64 << 32, |l| l.0 as u64);
+            let mid = ((start as u64 + end) / 2) as u32;
+            let g = d.group;
+            let nb = self.ext4.new_dir_block(g);
+            match self.bdev_getblk(tid, nb, false, false) {
+                AllocResult::Page(_) => {}
+                r => return Err(r),
+            }
+            let d = &mut self.ext4.dirs[dir as usize];
+            let upper = count / 2;
+            d.leaves[li].1 = count - upper;
+            d.leaves.insert(li + 1, (mid.max(start + 1), upper, nb));
+            self.ext4.splits += 1;
+            if let AllocResult::Page(_) = self.jbd2_journal_dirty_metadata(tid, nb) {}
+            if h >= self.ext4.dirs[dir as usize].leaves[li + 1].0 {
+                li += 1;
+            }
+        }
+        let block = self.ext4.dirs[dir as usize].leaves[li].2;
+        // The leaf is read back if reclaim evicted it.
+        self.ext4_journal_block(tid, block, false, true)?;
+        self.ext4.dirs[dir as usize].leaves[li].1 += 1;
+        Ok(())
+    }
+
+    /// Maps a file's delayed allocations as writeback starts (ext4_writepages →
+    /// ext4_map_blocks → ext4_mb_new_blocks): the group's block bitmap, its descriptor
+    /// and the inode are dirtied.
+    pub fn ext4_da_writepages(&mut self, ino: u32) {
+        if !self.fs_is_ext4() || Some(ino) == self.buffers.bdev_ino {
+            return;
+        }
+        let size = self.inodes[ino as usize].size_pages;
+        let e = *self.ext4.inode(ino);
+        if e.stage != STAGE_DONE || e.mapped >= size {
+            return;
+        }
+        let tid = self.mm.cur.tid;
+        let g = e.i_ino / INODES_PER_GROUP;
+        if self
+            .ext4_dirty_bitmap_and_gdt(tid, g, BLOCK_BITMAP_OFF)
+            .and_then(|_| self.ext4_dirty_inode(tid, e.i_ino))
+            .is_ok()
+        {
+            self.ext4.inode(ino).mapped = size;
+            self.ext4.da_maps += 1;
+        }
+    }
+
+    /// Removes a file's name and frees its inode (ext4_unlink, ext4_evict_inode →
+    /// ext4_free_inode, ext4_free_blocks): the leaf, the bitmaps, the descriptor and the
+    /// inode's block are dirtied, the inode and dentry objects freed.
+    pub fn ext4_unlink(&mut self, tid: TaskId, ino: u32) {
+        if !self.fs_is_ext4() || (ino as usize) >= self.ext4.inodes.len() {
+            return;
+        }
+        let e = self.ext4.inodes[ino as usize];
+        if e.stage != STAGE_DONE {
+            return;
+        }
+        let name = self.inodes[ino as usize].name.clone();
+        let (_, base) = split_path(&name);
+        let h = dirhash(base);
+        let d = &mut self.ext4.dirs[e.dir as usize];
+        let li = d.leaves.partition_point(|l| l.0 <= h) - 1;
+        d.leaves[li].1 = d.leaves[li].1.saturating_sub(1);
+        let leaf = d.leaves[li].2;
+        let g = e.i_ino / INODES_PER_GROUP;
+        // NOFAIL in the kernel: a failed step leaves its block undirtied here.
+        let _ = self.ext4_journal_block(tid, leaf, false, true);
+        let _ = self.ext4_dirty_inode(tid, e.i_ino);
+        let _ = self.ext4_dirty_bitmap_and_gdt(tid, g, INODE_BITMAP_OFF);
+        if e.mapped > 0 {
+            let _ = self.ext4_dirty_bitmap_and_gdt(tid, g, BLOCK_BITMAP_OFF);
+        }
+        self.ext4.group(g).freed.push(e.i_ino % INODES_PER_GROUP);
+        let cpu = self.tasks[tid as usize].cpu;
+        let ic = EXT4_INODE_CACHE;
+        let dc = DENTRY;
+        self.kmem_cache_free_cached(ic, e.inode_obj, cpu);
+        self.kmem_cache_free_cached(dc, e.dentry, cpu);
+        self.ext4.inodes[ino as usize] = Ext4Inode::default();
+        self.ext4.unlinks += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::mm::mmzone::MigrateType;
+    use crate::mm::page::Pfn;
+    use crate::mm::slab::builtin_cache;
+
+    /// A booted 1 GiB kernel on ext4 with one task, current.
+    fn boot() -> (Kernel, TaskId) {
+        let sc = Scenario::from_toml("[machine]\nmemory = \"1GiB\"\ncpus = 2\n").unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        let tid = k.alloc_task_struct("creat", 0, false);
+        k.tasks[tid as usize].alive = true;
+        k.mm.cur.tid = tid;
+        (k, tid)
+    }
+
+    /// Objects in use in a cache.
+    fn objs(k: &Kernel, cache: &str) -> u64 {
+        k.slab.caches[builtin_cache(cache).unwrap()].active_objs
+    }
+
+    /// Creates a file completely.
+    fn create(k: &mut Kernel, tid: TaskId, name: &str) -> u32 {
+        let ino = k.lookup_or_create(name);
+        assert_eq!(k.vfs_create(tid, ino), AllocResult::Page(0));
+        ino
+    }
+
+    /// The migratetype of the pageblock a cached block's page is in.
+    fn block_mt(k: &Kernel, block: u64) -> MigrateType {
+        let p: Pfn = k.find_get_block(block).expect("block cached");
+        k.mm.get_pageblock_migratetype(p)
+    }
+
+    #[test]
+    fn a_create_allocates_the_inode_dentry_and_metadata_blocks_with_their_gfp() {
+        let (mut k, tid) = boot();
+        let ino = create(&mut k, tid, "d/f0");
+        assert_eq!(objs(&k, "dentry"), 1);
+        assert_eq!(objs(&k, "ext4_inode_cache"), 1);
+        let e = k.ext4.inodes[ino as usize];
+        let g = e.i_ino / INODES_PER_GROUP;
+        // sb_getblk: movable bitmap and inode table; getblk_unmovable: the directory
+        // block; ext4_sb_bread_unmovable: the descriptors.
+        assert_eq!(
+            block_mt(&k, group_base(g) + INODE_BITMAP_OFF),
+            MigrateType::Movable
+        );
+        assert_eq!(
+            block_mt(&k, group_base(g) + INODE_TABLE_OFF),
+            MigrateType::Movable
+        );
+        assert_eq!(block_mt(&k, gdt_block(g)), MigrateType::Unmovable);
+        let leaf = k.ext4.dirs[e.dir as usize].leaves[0].2;
+        assert_eq!(block_mt(&k, leaf), MigrateType::Unmovable);
+        // One buffer_head a block, one journal_head a journaled block.
+        assert_eq!(objs(&k, "buffer_head"), 4);
+        assert_eq!(objs(&k, "jbd2_journal_head"), 4);
+        assert_eq!(k.buffers.grown, [2, 2]);
+        // The bitmap and the descriptors exist on disk: read; the rest is new.
+        assert_eq!(k.buffers.reads, 2);
+        // A second file of the same group shares every block.
+        create(&mut k, tid, "d/f1");
+        assert_eq!(objs(&k, "buffer_head"), 4);
+        assert_eq!(objs(&k, "dentry"), 2);
+        assert_eq!(k.ext4.creates, 2);
+    }
+
+    #[test]
+    fn inode_table_blocks_come_every_16_inodes_and_leaves_split_when_full() {
+        let (mut k, tid) = boot();
+        let n = 2_000u32;
+        for i in 0..n {
+            create(&mut k, tid, &format!("d/file{i:06}"));
+        }
+        let itable_blocks = (0..n.div_ceil(INODES_PER_BLOCK) as u64)
+            .filter(|b| k.find_get_block(INODE_TABLE_OFF + b).is_some())
+            .count() as u32;
+        assert_eq!(itable_blocks, n.div_ceil(INODES_PER_BLOCK));
+        let d = &k.ext4.dirs[0];
+        let cap = entries_per_leaf("file000000".len());
+        assert_eq!(cap, (4096 - 12) / 20);
+        assert_eq!(d.leaves.len() as u64, k.ext4.splits + 1);
+        assert_eq!(d.leaves.iter().map(|l| l.1).sum::<u32>(), n);
+        assert!(d.leaves.iter().all(|l| l.1 <= cap));
+        // Splits leave leaves between half and wholly full: more leaves than a packed
+        // directory needs, fewer than twice as many.
+        let packed = n.div_ceil(cap) as usize;
+        assert!(
+            d.leaves.len() > packed && d.leaves.len() < 2 * packed + 1,
+            "{}",
+            d.leaves.len()
+        );
+        // Every leaf is an unmovable block of the block device's page cache.
+        assert_eq!(k.buffers.grown[1] as usize, d.leaves.len() + 1);
+    }
+
+    #[test]
+    fn the_journal_commit_writes_the_dirtied_blocks_once_each() {
+        let (mut k, tid) = boot();
+        for i in 0..40 {
+            create(&mut k, tid, &format!("d/f{i}"));
+        }
+        // ibitmap, gdt, 3 inode-table blocks, one leaf.
+        assert_eq!(k.journal.running.len(), 6);
+        let written = k.mm.events[crate::mm::vmstat::Event::PGPGOUT as usize];
+        k.jbd2_journal_commit_transaction();
+        assert_eq!(k.journal.commits, 1);
+        assert_eq!(
+            k.journal.blocks_logged,
+            6 + 1 + 1,
+            "descriptor + 6 + commit block"
+        );
+        assert_eq!(
+            k.mm.events[crate::mm::vmstat::Event::PGPGOUT as usize] - written,
+            4 * 8
+        );
+        assert!(k.journal.running.is_empty());
+        assert_eq!(k.journal.checkpoint.len(), 6);
+        // The checkpointed buffers keep their journal_heads while their pages are dirty.
+        k.jbd2_clean_checkpoint_list();
+        assert_eq!(objs(&k, "jbd2_journal_head"), 6);
+        let bdev = k.buffers.bdev_ino.unwrap();
+        assert_eq!(k.inodes[bdev as usize].nr_dirty, 6);
+    }
+
+    #[test]
+    fn unlink_frees_the_inode_dentry_and_data_buffers_but_keeps_metadata_cached() {
+        let (mut k, tid) = boot();
+        let ino = create(&mut k, tid, "d/f");
+        for i in 0..8 {
+            assert!(matches!(
+                k.file_write_page(tid, ino, i),
+                AllocResult::Page(_)
+            ));
+        }
+        assert_eq!(
+            objs(&k, "buffer_head"),
+            4 + 8,
+            "a buffer_head per data page"
+        );
+        let cached = k.buffers.grown;
+        k.unlink(tid, "d/f");
+        assert_eq!(objs(&k, "dentry"), 0);
+        assert_eq!(objs(&k, "ext4_inode_cache"), 0);
+        assert_eq!(objs(&k, "buffer_head"), 4);
+        assert_eq!(k.buffers.grown, cached);
+        assert_eq!(k.ext4.unlinks, 1);
+        // Its inode number is free again.
+        let again = create(&mut k, tid, "d/g");
+        assert_eq!(k.ext4.inodes[again as usize].i_ino, 0);
+    }
+
+    #[test]
+    fn writeback_maps_delayed_blocks_once() {
+        let (mut k, tid) = boot();
+        let ino = create(&mut k, tid, "d/f");
+        for i in 0..4 {
+            let _ = k.file_write_page(tid, ino, i);
+        }
+        let before = k.buffers.grown;
+        k.ext4_da_writepages(ino);
+        assert_eq!(k.ext4.da_maps, 1);
+        // The block bitmap came in (movable, read from disk).
+        assert_eq!(k.buffers.grown[0], before[0] + 1);
+        k.ext4_da_writepages(ino);
+        assert_eq!(k.ext4.da_maps, 1, "nothing new to map");
+    }
+
+    #[test]
+    fn xfs_creates_nothing() {
+        let sc =
+            Scenario::from_toml("[machine]\nmemory = \"1GiB\"\n[kernel]\nfs = \"xfs\"\n").unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        let tid = k.alloc_task_struct("creat", 0, false);
+        let ino = k.lookup_or_create("d/f");
+        assert_eq!(k.vfs_create(tid, ino), AllocResult::Page(0));
+        let _ = k.file_write_page(tid, ino, 0);
+        assert_eq!(objs(&k, "dentry") + objs(&k, "buffer_head"), 0);
+        assert!(k.buffers.bdev_ino.is_none());
+    }
+}

@@ -1,0 +1,99 @@
+//! Files on ext4 in whole runs: the journal commits, per-repetition file names,
+//! `until_exit`, `unlink_dir`, the xfs switch and determinism.
+
+use vmsim_core::config::Scenario;
+use vmsim_core::RunResult;
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn run(text: &str) -> RunResult {
+    vmsim_core::run(&scenario(text), &mut |_, _| {})
+}
+
+/// A 1 GiB, 2-CPU machine on `fs` and these tasks.
+fn machine(fs: &str, tasks: &str) -> String {
+    format!(
+        "duration = \"30s\"\n[machine]\nmemory = \"1GiB\"\ncpus = 2\n[kernel]\nfs = \"{fs}\"\n{tasks}"
+    )
+}
+
+const WRITER: &str = r#"
+[[task]]
+name = "writer"
+repeat = 50
+program = [
+    { op = "write", file = "w/f{rep}", size = "16KiB" },
+    { op = "compute", time = "100ms" },
+]
+"#;
+
+#[test]
+fn each_repetition_creates_its_own_file_and_the_journal_commits() {
+    let r = run(&machine("ext4", WRITER));
+    let e = r.ext4.expect("an ext4 report");
+    assert_eq!(e.creates, 50);
+    assert_eq!(e.directories, 1);
+    // 5 s run, 5 s commit interval: at least one commit with what the creates dirtied.
+    assert!(e.journal_commits >= 1, "{e:?}");
+    assert!(e.journal_blocks > e.journal_commits * 2, "{e:?}");
+    // A directory leaf and a descriptor block unmovable; bitmaps and inode tables movable.
+    assert!(e.blocks_unmovable >= 2 && e.blocks_movable >= 3, "{e:?}");
+    // Every data page has its buffer_head: 50 files × 4 pages, plus the metadata.
+    assert!(e.pages_with_buffers >= 200, "{e:?}");
+    assert!(r.proc["slabinfo"].contains("jbd2_journal_head"));
+    // Without the placeholder the program rewrites one file.
+    let one = run(&machine("ext4", &WRITER.replace("f{rep}", "f")));
+    assert_eq!(one.ext4.expect("an ext4 report").creates, 1);
+}
+
+#[test]
+fn until_exit_repeats_until_the_named_tasks_have_exited_and_unlink_dir_empties_a_directory() {
+    let churn = r#"
+[[task]]
+name = "churn"
+until_exit = ["writer"]
+program = [
+    { op = "write", file = "c/f{rep}", size = "4KiB" },
+    { op = "compute", time = "50ms" },
+    { op = "unlink", file = "c/f{rep}" },
+]
+
+[[task]]
+name = "cleaner"
+start = "20s"
+program = [{ op = "unlink_dir", dir = "w" }]
+"#;
+    let r = run(&machine("ext4", &format!("{WRITER}{churn}")));
+    let writer = &r.tasks["writer"];
+    let churner = &r.tasks["churn"];
+    assert!(
+        churner.mean_runtime_seconds >= writer.mean_runtime_seconds,
+        "churn exits after the writer: {} < {}",
+        churner.mean_runtime_seconds,
+        writer.mean_runtime_seconds
+    );
+    let e = r.ext4.expect("an ext4 report");
+    // The writer's 50 files, and churn's one a repetition, each of them unlinked.
+    let churned = e.creates - 50;
+    assert!(churned > 50, "churn repeated while the writer ran: {e:?}");
+    assert_eq!(e.unlinks, churned + 50, "{e:?}");
+    // Every inode and dentry is freed with its file.
+    let slab = &r.proc["slabinfo"];
+    for cache in ["dentry", "ext4_inode_cache"] {
+        let line = slab.lines().find(|l| l.starts_with(cache)).unwrap();
+        let active: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert_eq!(active, 0, "{line}");
+    }
+}
+
+#[test]
+fn xfs_keeps_the_older_model_and_ext4_runs_are_deterministic() {
+    let xfs = run(&machine("xfs", WRITER));
+    assert!(xfs.ext4.is_none());
+    let a = serde_json::to_string(&run(&machine("ext4", WRITER))).unwrap();
+    let b = serde_json::to_string(&run(&machine("ext4", WRITER))).unwrap();
+    assert!(a == b, "two runs of the same ext4 scenario differ");
+    assert_ne!(a, serde_json::to_string(&xfs).unwrap());
+}
