@@ -101,7 +101,7 @@ impl MemcgState {
     fn drain_stock(&mut self, cpu: usize, i: usize) {
         let s = std::mem::replace(&mut self.stock.cpu_slots(cpu)[i], EMPTY);
         if s.memcg != NO_MEMCG && s.nr_pages > 0 {
-            self.page_counter_uncharge(s.memcg, s.nr_pages);
+            self.uncharge_memory_memsw(s.memcg, s.nr_pages);
         }
     }
 
@@ -110,7 +110,7 @@ impl MemcgState {
     /// a slot over MEMCG_CHARGE_BATCH is drained.
     pub fn refill_stock(&mut self, cpu: usize, id: u32, nr_pages: u64) {
         if nr_pages > MEMCG_CHARGE_BATCH {
-            self.page_counter_uncharge(id, nr_pages);
+            self.uncharge_memory_memsw(id, nr_pages);
             return;
         }
         let slots = self.stock.cpu_slots(cpu);

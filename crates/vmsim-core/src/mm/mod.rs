@@ -19,6 +19,7 @@ pub mod rmap;
 pub mod shrinker;
 pub mod slab;
 pub mod swap;
+pub mod swap_state;
 pub mod swapfile;
 pub mod vmscan;
 pub mod vmstat;
