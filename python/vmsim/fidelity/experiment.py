@@ -7,6 +7,8 @@ and vmsim (a scenario derived from the recorded machine). It names
 - ``[cgroup]``: one cgroup-v1 memory group made for the experiment
   (``limit_in_bytes``), which tasks with ``cgroup = true`` run in;
 - ``[sysctl]``: ``vm.*`` sysctls set for the run and restored after;
+- ``[swap]``: a swap file of ``size`` the recorder makes, enables (``swapon``)
+  for the run and removes (``swapoff``, unlink) after, on errors and Ctrl-C too;
 - ``[[task]]``: processes that live for the whole experiment (their
   anonymous memory and files persist from phase to phase);
 - ``[[phase]]``: what is measured, in order. A phase's ``steps`` belong to a
@@ -59,6 +61,7 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "unlink": (("file",), (), "task"),
     "anon": (("size",), ("hugepage",), "task"),
     "anon_free": ((), (), "task"),
+    "anon_touch": ((), ("write", "order"), "task"),
     "files": (("dir", "count", "size"), (), "task"),
     "unlink_files": (("dir",), (), "task"),
     "sleep": (("time",), (), "both"),
@@ -72,6 +75,7 @@ MISSING = {
     "unlink_files": "unlinking files created by a 'files' step (fio_write's files have no names)",
 }
 
+TOUCH_ORDERS = ("sequential", "random")
 SOURCES = ("vmstat", "memcg", "meminfo", "buddy", "time", "trace")
 # Sources whose value is a state at the end of a phase (the others are counted over phases).
 STATE_SOURCES = ("memcg", "meminfo", "buddy")
@@ -172,6 +176,7 @@ class Experiment:
     phases: list[Phase]
     metrics: list[Metric]
     cgroup_limit: int | None = None
+    swap_size: int | None = None
     sysctl: dict[str, int] = field(default_factory=dict)
     trace: list[str] = field(default_factory=list)
     vmsim_duration: float = 600.0
@@ -206,7 +211,7 @@ class Experiment:
                 elif s.op == "nr_hugepages":
                     hugetlb = s.args["pages"] * HPAGE_SIZE
                 peak = max(peak, sum(held.values()) + hugetlb)
-        return {"memory": peak, "disk": disk}
+        return {"memory": peak, "disk": disk + (self.swap_size or 0)}
 
     def phase_names(self) -> list[str]:
         """The phases' names, in order."""
@@ -255,9 +260,15 @@ def _parse_step(raw: Any, where: str, tasks: dict[str, TaskDef]) -> Step:
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 10_000_000:
                 raise FidelityError(f"{where} ({op}) {k}: must be an integer from 0 to 10000000")
             args[k] = v
-        elif k == "hugepage":
+        elif k in ("hugepage", "write"):
             if not isinstance(v, bool):
-                raise FidelityError(f"{where} ({op}) hugepage: must be true or false")
+                raise FidelityError(f"{where} ({op}) {k}: must be true or false")
+            args[k] = v
+        elif k == "order":
+            if v not in TOUCH_ORDERS:
+                raise FidelityError(
+                    f"{where} ({op}) order: must be one of {', '.join(TOUCH_ORDERS)}"
+                )
             args[k] = v
         else:
             if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", v):
@@ -302,15 +313,18 @@ def workload_sha256(
     tasks: dict[str, TaskDef],
     phases: list[Phase],
     trace: list[str],
+    swap_size: int | None = None,
 ) -> str:
     """A hash of what the real run does (not of the metrics, which only read its snapshots)."""
-    what = {
+    what: dict[str, Any] = {
         "cgroup": cgroup_limit,
         "sysctl": sysctl,
         "tasks": [[t.name, t.cgroup] for t in tasks.values()],
         "phases": [[p.name, [[s.op, s.task, s.args] for s in p.steps]] for p in phases],
         "trace": trace,
     }
+    if swap_size is not None:
+        what["swap"] = swap_size
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
@@ -329,6 +343,7 @@ def parse_experiment(text: str, path: Path) -> Experiment:
             "notes",
             "cgroup",
             "sysctl",
+            "swap",
             "task",
             "phase",
             "metrics",
@@ -369,6 +384,17 @@ def parse_experiment(text: str, path: Path) -> Experiment:
                 raise FidelityError(f"{where}: [cgroup] limit_in_bytes must be at least 4MiB")
     elif any(t.cgroup for t in tasks.values()):
         raise FidelityError(f"{where}: tasks run in the cgroup but there is no [cgroup] table")
+    swap_size = None
+    if "swap" in data:
+        sw = data["swap"]
+        if not isinstance(sw, dict):
+            raise FidelityError(f"{where}: [swap] must be a table")
+        _check_keys(sw, ("size",), f"{where}: [swap]")
+        if "size" not in sw:
+            raise FidelityError(f"{where}: [swap] size is required")
+        swap_size = _size(sw["size"], f"{where}: [swap] size")
+        if not 40 << 10 <= swap_size <= 16 << 30:
+            raise FidelityError(f"{where}: [swap] size must be from 40KiB to 16GiB")
     sysctl: dict[str, int] = {}
     for k, v in (data.get("sysctl") or {}).items():
         if not re.fullmatch(r"vm\.[a-z_]+", k):
@@ -415,11 +441,12 @@ def parse_experiment(text: str, path: Path) -> Experiment:
         description=str(data.get("description", "")),
         notes=str(data.get("notes", "")),
         path=path,
-        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace),
+        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace, swap_size),
         tasks=list(tasks.values()),
         phases=phases,
         metrics=metrics,
         cgroup_limit=cgroup_limit,
+        swap_size=swap_size,
         sysctl=sysctl,
         trace=trace,
         vmsim_duration=parse_duration(data.get("vmsim_duration", "600s"), f"{where}: duration"),

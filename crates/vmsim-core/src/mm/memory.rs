@@ -225,6 +225,8 @@ impl Kernel {
         }
         self.tasks[tid as usize].swapents -= 1;
         self.map_anon_page(tid, slot, p);
+        // Mapped, its PTE no longer holds the slot: the folio remembers it (folio->swap).
+        self.swap.track(p, s);
         if write || self.mem_cgroup_swap_full(p) {
             // should_try_to_free_swap(): a write fault by the sole user, or swap is full.
             self.folio_free_swap(p);
@@ -339,7 +341,7 @@ impl Kernel {
             self.swap_entry_free(s, cpu);
             return false;
         }
-        self.swap.cache_add(s, p, false, 0);
+        self.swap.cache_add(s, p);
         self.mod_memcg_page_state(p, super::memcontrol::stat::SWAPCACHED, 1);
         let nid = self.mm.pfn_to_nid(p);
         self.mm.mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, 1);
@@ -362,13 +364,14 @@ impl Kernel {
     /// false if the page is not mapped.
     pub fn try_to_unmap_swapcache(&mut self, p: Pfn) -> bool {
         let slot = self.mm.map[p as usize].owner;
-        let Some(f) = self.swap.folio(p) else {
-            return false;
-        };
         if slot == NIL || self.rmap.get(slot) != Entry::Page(p) {
             return false;
         }
+        let Some(f) = self.swap.folio(p) else {
+            return false;
+        };
         self.rmap.set(slot, Entry::Swap(f.slot));
+        self.swap.untrack(p);
         if let (Owner::Task { tid, .. }, _) = self.rmap.owner(slot) {
             let task = &mut self.tasks[tid as usize];
             task.rss -= 1;
@@ -382,8 +385,17 @@ impl Kernel {
         true
     }
 
-    /// The swap slot of an anonymous page in the swap cache (folio->swap).
+    /// The swap slot of an anonymous page in the swap cache (folio->swap): an unmapped
+    /// page's page-table entry holds it, a mapped one's is looked up.
     pub(crate) fn swap_slot_of(&self, p: Pfn) -> Option<u32> {
+        let owner = self.mm.map[p as usize].owner;
+        if owner != NIL {
+            if let Entry::Swap(s) = self.rmap.get(owner) {
+                if self.swap.cache_lookup(s) == Some(p) {
+                    return Some(s);
+                }
+            }
+        }
         self.swap.folio(p).map(|f| f.slot)
     }
 

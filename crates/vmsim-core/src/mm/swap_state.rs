@@ -142,9 +142,9 @@ impl Kernel {
     /// Whether a swap-cache page is still locked for its read (PG_locked until the read's
     /// end_io; not yet submitted, or submitted and not complete).
     pub fn swap_read_in_flight(&self, p: Pfn) -> bool {
-        self.swap
-            .folio(p)
-            .is_some_and(|f| f.uptodate_at > self.mm.clock())
+        let now = self.mm.clock();
+        // No read submitted completes after now: nothing is locked (the common case).
+        self.swap.reads_done_by() > now && self.swap.folio(p).is_some_and(|f| f.uptodate_at > now)
     }
 
     /// The page of swap slot `s` if it is in the swap cache (swap_cache_get_folio): a page
@@ -326,7 +326,7 @@ impl Kernel {
         page.owner = rslot;
         page.flags |= pg::SWAPCACHE;
         page.flags &= !(pg::DIRTY | pg::YOUNG);
-        self.swap.cache_add(s, p, readahead, u64::MAX);
+        self.swap.cache_add_folio(s, p, readahead, u64::MAX);
         let nid = self.mm.pfn_to_nid(p);
         self.mm.mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, 1);
         self.mem_cgroup_commit_charge(p, memcg);

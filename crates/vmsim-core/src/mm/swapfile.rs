@@ -25,6 +25,30 @@
 
 use super::page::{Pfn, NIL};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hashes a frame number by one multiplication (Fibonacci hashing): frame numbers are
+/// dense integers, so SipHash's protection against chosen keys buys nothing here and
+/// would cost reclaim a third of its speed. Deterministic: no random state.
+#[derive(Default, Clone, Copy)]
+pub struct PfnHasher(u64);
+
+impl Hasher for PfnHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A map keyed by frame number.
+type PfnMap<V> = HashMap<Pfn, V, BuildHasherDefault<PfnHasher>>;
 
 /// A page in the swap cache, as its folio says (folio->swap, PG_readahead, PG_uptodate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,13 +73,17 @@ pub struct SwapInfo {
     /// Page in the swap cache for each slot, or NIL (the swap address space).
     cache: Vec<Pfn>,
     /// The swap-cache pages by frame (folio->swap and the folio flags the model reads).
-    folios: HashMap<Pfn, SwapCacheFolio>,
+    folios: PfnMap<SwapCacheFolio>,
     /// The rmap slot whose page-table entry holds each slot, or NIL.
     owner: Vec<u32>,
     /// The memory cgroup charged for each slot's swap, or NIL (swap_cgroup_record).
     memcg: Vec<u32>,
     /// Readahead state: VMA windows per task and the cluster heuristic's (swap_state.rs).
     pub ra: super::swap_state::SwapRaState,
+    /// When the last read submitted completes [ns].
+    reads_done_by: u64,
+    /// Pages in the swap cache whose read is not submitted yet (under the plug).
+    reads_unsubmitted: u32,
     /// Where the next search for a free slot starts (cluster_next).
     cursor: u32,
     /// 6.1's per-CPU swap slot caches (`kernel.swap_slot_cache`); None without.
@@ -86,10 +114,12 @@ impl SwapInfo {
             inuse_pages: 0,
             swap_map: vec![0; pages as usize],
             cache: vec![NIL; pages as usize],
-            folios: HashMap::new(),
+            folios: PfnMap::default(),
             owner: vec![NIL; pages as usize],
             memcg: vec![NIL; pages as usize],
             ra: Default::default(),
+            reads_done_by: 0,
+            reads_unsubmitted: 0,
             cursor: 0,
             slots_cache: None,
         }
@@ -238,11 +268,20 @@ impl SwapInfo {
         (p != NIL).then_some(p)
     }
 
-    /// Puts a page in the swap cache (add_to_swap_cache / swap_cache_add_folio);
-    /// `uptodate_at` is when its read completes (0: not read, a page being swapped out).
-    pub fn cache_add(&mut self, slot: u32, pfn: Pfn, readahead: bool, uptodate_at: u64) {
+    /// Puts a page being swapped out in the swap cache (add_to_swap_cache): its page-table
+    /// entry holds the slot, so it needs no folio record until it is mapped again.
+    pub fn cache_add(&mut self, slot: u32, pfn: Pfn) {
         debug_assert_eq!(self.cache[slot as usize], NIL);
         self.cache[slot as usize] = pfn;
+    }
+
+    /// Puts a page being read in the swap cache with its folio record (swap_cache_add_folio):
+    /// PG_readahead and when its read completes (u64::MAX until it is submitted).
+    pub fn cache_add_folio(&mut self, slot: u32, pfn: Pfn, readahead: bool, uptodate_at: u64) {
+        self.cache_add(slot, pfn);
+        if uptodate_at == u64::MAX {
+            self.reads_unsubmitted += 1;
+        }
         let f = SwapCacheFolio {
             slot,
             readahead,
@@ -255,14 +294,50 @@ impl SwapInfo {
     pub fn cache_del(&mut self, slot: u32) {
         let p = self.cache[slot as usize];
         debug_assert_ne!(p, NIL);
-        self.folios.remove(&p);
+        if !self.folios.is_empty()
+            && self
+                .folios
+                .remove(&p)
+                .is_some_and(|f| f.uptodate_at == u64::MAX)
+        {
+            self.reads_unsubmitted -= 1;
+        }
         self.cache[slot as usize] = NIL;
     }
 
-    /// The swap-cache state of a page, if it is in the swap cache (folio->swap).
+    /// The folio record of a swap-cache page that was read in or is mapped (folio->swap);
+    /// None for a page being swapped out, whose page-table entry holds its slot.
     #[inline]
     pub fn folio(&self, pfn: Pfn) -> Option<SwapCacheFolio> {
+        if self.folios.is_empty() {
+            return None;
+        }
         self.folios.get(&pfn).copied()
+    }
+
+    /// Gives a swap-cache page that is being mapped a folio record, if it has none.
+    pub fn track(&mut self, pfn: Pfn, slot: u32) {
+        debug_assert_eq!(self.cache[slot as usize], pfn);
+        self.folios.entry(pfn).or_insert(SwapCacheFolio {
+            slot,
+            readahead: false,
+            uptodate_at: 0,
+        });
+    }
+
+    /// Drops the folio record of a swap-cache page whose page-table entry holds its slot
+    /// again (unmapped, its read complete), keeping one for a read not yet submitted.
+    pub fn untrack(&mut self, pfn: Pfn) {
+        if self.folios.is_empty() {
+            return;
+        }
+        if self
+            .folios
+            .get(&pfn)
+            .is_some_and(|f| f.uptodate_at != u64::MAX)
+        {
+            self.folios.remove(&pfn);
+        }
     }
 
     /// Clears a swap-cache page's PG_readahead, returning whether it was set (folio_test_clear_readahead).
@@ -276,7 +351,22 @@ impl SwapInfo {
     pub fn set_uptodate_at(&mut self, slot: u32, pfn: Pfn, at: u64) {
         debug_assert_eq!(self.cache[slot as usize], pfn);
         if let Some(f) = self.folios.get_mut(&pfn) {
+            if f.uptodate_at == u64::MAX {
+                self.reads_unsubmitted -= 1;
+            }
             f.uptodate_at = at;
+            self.reads_done_by = self.reads_done_by.max(at);
+        }
+    }
+
+    /// No read of a swap-cache page completes after this [ns] (u64::MAX while a read is
+    /// not submitted yet).
+    #[inline]
+    pub fn reads_done_by(&self) -> u64 {
+        if self.reads_unsubmitted > 0 {
+            u64::MAX
+        } else {
+            self.reads_done_by
         }
     }
 
@@ -409,7 +499,7 @@ mod tests {
         assert_eq!(si.get_swap_page(), Some(3));
         assert_eq!(si.get_swap_page(), Some(0));
         assert_eq!(si.get_swap_page(), None);
-        si.cache_add(1, 77, true, 5);
+        si.cache_add_folio(1, 77, true, 5);
         assert_eq!(si.cache_lookup(1), Some(77));
         assert_eq!(si.folio(77).map(|f| f.slot), Some(1));
         assert!(si.folio_test_clear_readahead(77));
