@@ -227,8 +227,12 @@ impl Kernel {
         self.map_anon_page(tid, slot, p);
         // Mapped, its PTE no longer holds the slot: the folio remembers it (folio->swap).
         self.swap.track(p, s);
-        if write || self.mem_cgroup_swap_full(p) {
-            // should_try_to_free_swap(): a write fault by the sole user, or swap is full.
+        if write {
+            // should_try_to_free_swap(): a write fault by the sole user frees the swap copy
+            // (or, while it is still being written, dirties the page).
+            self.swap_cache_page_written(p);
+        } else if self.mem_cgroup_swap_full(p) {
+            // should_try_to_free_swap(): swap is full.
             self.folio_free_swap(p);
         }
         if major {
