@@ -341,7 +341,7 @@ impl Kernel {
             if let Some(shadow) = self.shadows.take_swap(s) {
                 self.workingset_refault(p, shadow);
             }
-        } else if !readahead {
+        } else {
             // A page read back is likely in use: it starts on the active list.
             self.mm.map[p as usize].flags |= pg::ACTIVE | pg::WORKINGSET;
             self.mm.count_node_refault(p);
