@@ -72,8 +72,9 @@ def needs_real_memcg(work: Path) -> None:
 
 
 def leftovers(work: Path) -> list[str]:
-    """What a recording may have left: cgroups, work files, tracefs instances."""
+    """What a recording may have left: cgroups, work files, tracefs instances, swap files."""
     out = [p.name for p in host.MEMCG_ROOT.glob("vmsim-fidelity-*")]
+    out += [p for p in host.swaps_in_use() if "vmsim-fidelity-" in p]
     out += [p.name for p in work.glob("vmsim-fidelity-*")]
     out += [p.name for p in (host.TRACEFS / "instances").glob("vmsim-fidelity-*")]
     return out
@@ -108,6 +109,44 @@ def test_experiment_errors_are_one_line():
         with pytest.raises(FidelityError, match=msg) as ei:
             exp_of(text)
         assert "\n" not in str(ei.value)
+
+
+def test_swap_and_anon_touch_are_read_and_checked():
+    text = SMALL.replace("[[task]]", '[swap]\nsize = "64MiB"\n[[task]]').replace(
+        'op = "read", file = "data" }]',
+        'op = "anon", size = "4MiB" }, { task = "dd", op = "anon_touch", write = false, '
+        'order = "random" }]',
+    )
+    e = exp_of(text)
+    assert e.swap_size == 64 << 20
+    assert e.footprint()["disk"] == (8 << 20) + (64 << 20)
+    assert e.sha256 != exp_of(text.replace('size = "64MiB"', 'size = "32MiB"')).sha256
+    sc, _ = fc.vmsim_scenario(e, MACHINE)
+    assert sc["machine"]["swap"] == "64MiB"
+    ops = [o for o in sc["task"][0]["program"] if o["op"] == "touch"]
+    assert ops[-1] == {"op": "touch", "size": 4 << 20, "write": False, "order": "random"}
+    # Without [swap] the hash is what it was before swap experiments existed.
+    assert exp_of(SMALL).sha256 == fc_sha(SMALL)
+    cases = {
+        text.replace('order = "random"', 'order = "sideways"'): "order: must be one of",
+        text.replace("write = false", 'write = "no"'): "write: must be true or false",
+        text.replace('size = "64MiB"', 'size = "1KiB"'): "size must be from 40KiB to 16GiB",
+        text.replace('[swap]\nsize = "64MiB"', "[swap]\nbytes = 1"): "unknown key 'bytes'",
+    }
+    for t, msg in cases.items():
+        with pytest.raises(FidelityError, match=msg) as ei:
+            exp_of(t)
+        assert "\n" not in str(ei.value)
+
+
+def fc_sha(text: str) -> str:
+    """The workload hash as computed without the swap field (recordings made before it)."""
+    from vmsim.fidelity.experiment import workload_sha256
+
+    e = exp_of(text)
+    return workload_sha256(
+        e.cgroup_limit, e.sysctl, {t.name: t for t in e.tasks}, e.phases, e.trace
+    )
 
 
 def test_metric_specs():
@@ -575,6 +614,89 @@ def test_interrupted_recording_leaves_nothing_behind(tmp_path):
     assert proc.returncode != 0, err
     assert leftovers(tmp_path) == []
     assert host.read_sysctl("vm.dirty_expire_centisecs") == expire
+    assert not (tmp_path / "rec").exists()
+
+
+SWAPPING = """
+name = "swapping"
+description = "anonymous memory swapped out of a small group, then a long sleep or a failure"
+metrics = ["vmstat.pswpout", "vmstat.pswpin", "vmstat.swap_ra", "vmstat.pgmajfault",
+           "memcg.memsw_max_usage_in_bytes@swap"]
+[cgroup]
+limit_in_bytes = "16MiB"
+[swap]
+size = "64MiB"
+[[task]]
+name = "hog"
+cgroup = true
+[[phase]]
+name = "swap"
+steps = [{{ task = "hog", op = "anon", size = "32MiB" }},
+         {{ task = "hog", op = "anon_touch", write = false }}]
+[[phase]]
+name = "last"
+steps = [{{ task = "hog", op = "{last}", {args} }}]
+"""
+
+
+def test_swap_recording_swaps_to_its_own_file_and_removes_it(tmp_path):
+    needs_real_memcg(tmp_path)
+    if host.swaps_in_use():
+        pytest.skip("this machine swaps already: a swap experiment refuses to run")
+    e = parse_experiment(SWAPPING.format(last="sleep", args='time = "10ms"'), Path("swapping.toml"))
+    path = record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False)
+    run = load_recording(path)["runs"][0]
+    swapped = fc.real_value(
+        parse_metric("vmstat.pswpout", ["swap", "last"], "t"), run, ["swap", "last"]
+    )
+    assert swapped >= (16 << 20) // 4096  # at least the 16 MiB over the limit went out
+    assert run["snapshots"][1]["memcg"]["memsw_max_usage_in_bytes"] >= 32 << 20
+    assert run["snapshots"][1]["meminfo"]["SwapTotal"] > 0
+    assert leftovers(tmp_path) == [] and host.swaps_in_use() == []
+    # A failing swap recording leaves nothing either.
+    bad = parse_experiment(
+        SWAPPING.format(last="read", args='file = "absent"'), Path("swapping.toml")
+    )
+    with pytest.raises(FidelityError, match="task hog: FileNotFoundError"):
+        record(bad, 1, tmp_path / "rec2", tmp_path, disk_probe=False)
+    assert leftovers(tmp_path) == [] and host.swaps_in_use() == []
+
+
+def test_interrupted_swap_recording_turns_its_swap_off(tmp_path):
+    needs_real_memcg(tmp_path)
+    if host.swaps_in_use():
+        pytest.skip("this machine swaps already: a swap experiment refuses to run")
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "swapping.toml").write_text(
+        SWAPPING.format(last="sleep", args='time = "60s"')
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vmsim.cli",
+            "fidelity",
+            "--record",
+            "swapping",
+            "--experiments",
+            str(tmp_path / "exp"),
+            "--recordings",
+            str(tmp_path / "rec"),
+            "--work-dir",
+            str(tmp_path),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not host.swaps_in_use():
+        time.sleep(0.1)
+    time.sleep(3.0)  # inside the 60 s sleep of the last phase
+    assert any("vmsim-fidelity-" in p for p in host.swaps_in_use())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0, err
+    assert leftovers(tmp_path) == [] and host.swaps_in_use() == []
     assert not (tmp_path / "rec").exists()
 
 

@@ -253,6 +253,10 @@ section! {
         oom_killer: bool = true, "[bool]";
         /// vm.swappiness: relative cost of reclaiming anon against file pages (0..=200).
         swappiness: u64 = 60, "[0..200]", max 200;
+        /// vm.page-cluster: swap readahead reads up to 2^page_cluster pages per fault (swapin_nr_pages; the VMA window is capped at 2^5, SWAP_RA_ORDER_CEILING); 0 turns swap readahead off.
+        page_cluster: u64 = 3, "[log2 pages]", max 31;
+        /// /sys/kernel/mm/swap/vma_ra_enabled: swap readahead by virtual address around the fault (swap_vma_readahead) when no swap device is on a rotational disk; false, or a rotational swap disk (disk.rotational), reads the aligned cluster of swap slots around it (swap_cluster_readahead).
+        swap_vma_readahead: bool = true, "[bool]";
         /// Who writes dirty file pages met by reclaim: traceonly (2.6.35: direct reclaim and kswapd write them), nodirect (only kswapd), flushforward (nodirect + kick the flushers), modern (reclaim never writes them).
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
         /// Who wakes the flusher threads from direct reclaim: unqueued_dirty (today's shrink_inactive_list: when every isolated page was dirty and not yet queued for writeback) or scanned (2.6.35's do_try_to_free_pages: after a pass that scanned more than 1.5 × the pages it wants, for as many pages as it scanned, and the pass may then write).
@@ -658,6 +662,32 @@ pub enum Which {
     Random,
 }
 
+/// The order a `touch` operation visits its pages in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TouchOrder {
+    /// Page 0, 1, 2, …
+    #[default]
+    Sequential,
+    /// Every page once, in a random order.
+    Random,
+}
+
+impl TouchOrder {
+    /// Whether this is the default order.
+    fn is_sequential(&self) -> bool {
+        *self == TouchOrder::Sequential
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 /// Advice of a `madvise` operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -696,6 +726,14 @@ pub enum Op {
     Touch {
         /// Amount of the task's anonymous memory to touch [bytes].
         size: Bytes,
+        /// Write each page (memset; the default) or only read it (a read fault leaves a
+        /// page read back from swap clean in the swap cache).
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        write: bool,
+        /// The order pages are touched in: sequential (the default) or random (a
+        /// permutation from the task's own stream).
+        #[serde(default, skip_serializing_if = "TouchOrder::is_sequential")]
+        order: TouchOrder,
     },
     /// Release anonymous memory (munmap of the most recently faulted pages).
     Unmap {
@@ -944,6 +982,22 @@ pub struct CgroupGenerate {
     pub groups: u64,
 }
 
+/// A group's cgroup v1 memory+swap files (`memsw.limit_in_bytes = "…"`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemswSpec {
+    /// memory.memsw.limit_in_bytes: the limit on memory plus swap; at least limit_in_bytes.
+    pub limit_in_bytes: Bytes,
+}
+
+/// A group's cgroup v2 swap files (`swap.max = "…"`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwapSpec {
+    /// memory.swap.max: the limit on the group's swap.
+    pub max: Bytes,
+}
+
 /// Which cgroup hierarchy the memory controller is mounted on
 /// (cgroup_subsys_on_dfl(memory_cgrp_subsys)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -972,6 +1026,15 @@ pub struct CgroupSpec {
     /// memory.soft_limit_in_bytes (v1); none when absent.
     #[serde(default)]
     pub soft_limit_in_bytes: Option<Bytes>,
+    /// memory.memsw.* (v1): `memsw.limit_in_bytes`; no memory+swap limit when absent.
+    #[serde(default)]
+    pub memsw: Option<MemswSpec>,
+    /// memory.swappiness (v1, 0..=200); the parent's when absent.
+    #[serde(default)]
+    pub swappiness: Option<u64>,
+    /// memory.swap.* (v2): `swap.max`; no swap limit when absent.
+    #[serde(default)]
+    pub swap: Option<SwapSpec>,
     /// memory.max (v2): the hard limit; none when absent.
     #[serde(default)]
     pub max: Option<Bytes>,
@@ -1574,7 +1637,7 @@ impl Scenario {
                         "unlink_dir: dir must be a non-empty name without placeholders".into(),
                     );
                 }
-                Op::Touch { size } | Op::Unmap { size } | Op::ThpFault { size }
+                Op::Touch { size, .. } | Op::Unmap { size } | Op::ThpFault { size }
                     if size.0 > m.memory.0.saturating_mul(64) =>
                 {
                     return at_op(format!(
@@ -1695,6 +1758,9 @@ impl Scenario {
                 };
                 return inv(format!("{at}: {} is {other}", names[j]));
             }
+            if let Some(msg) = c.swap_files_problem() {
+                return inv(format!("{at}: {msg}"));
+            }
             if let Some(g) = &c.generate {
                 if let Some(msg) =
                     table_knob_named("[[cgroup]]", "generate.groups").exceeds(g.groups, &g.groups)
@@ -1725,6 +1791,45 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+impl CgroupSpec {
+    /// What is wrong with the group's swap files, in one line (the kernel's EINVAL cases):
+    /// each on its own hierarchy, swappiness at most 200 (MAX_SWAPPINESS), memsw at least
+    /// the memory limit (memcg1's mem_cgroup_resize_max).
+    fn swap_files_problem(&self) -> Option<String> {
+        match self.hierarchy {
+            CgroupHierarchy::V1 if self.swap.is_some() => {
+                return Some("swap.max is a cgroup v2 file (set hierarchy = \"v2\"; v1 limits memory+swap with memsw.limit_in_bytes)".into());
+            }
+            CgroupHierarchy::V2 if self.memsw.is_some() => {
+                return Some(
+                    "memsw.limit_in_bytes is a cgroup v1 file (v2 limits swap alone with swap.max)"
+                        .into(),
+                );
+            }
+            CgroupHierarchy::V2 if self.swappiness.is_some() => {
+                return Some(
+                    "swappiness is a cgroup v1 file (v2 groups follow vm.swappiness)".into(),
+                );
+            }
+            _ => {}
+        }
+        if let Some(v) = self.swappiness.filter(|&v| v > 200) {
+            return Some(format!("swappiness = {v} is above the maximum 200"));
+        }
+        let memsw = self.memsw.as_ref()?.limit_in_bytes.0;
+        match self.limit_in_bytes {
+            Some(l) if l.0 <= memsw => None,
+            Some(l) => Some(format!(
+                "memsw.limit_in_bytes ({memsw}) is below limit_in_bytes ({}); the kernel refuses it (EINVAL)",
+                l.0
+            )),
+            None => Some(format!(
+                "memsw.limit_in_bytes ({memsw}) needs limit_in_bytes at or below it (memory+swap cannot be limited below unlimited memory: EINVAL)"
+            )),
+        }
     }
 }
 

@@ -46,15 +46,24 @@ SYSCTL_KNOBS = {
     "vm.vfs_cache_pressure": "vfs_cache_pressure",
     "vm.dirty_bytes": "dirty_bytes",
     "vm.dirty_background_bytes": "dirty_background_bytes",
+    "vm.page-cluster": "page_cluster",
 }
 # Recorded sysctls whose value vmsim has no knob for, and the value vmsim behaves as.
 SYSCTL_FIXED = {
     "vm.compaction_proactiveness": None,
     "vm.overcommit_memory": None,
-    "vm.page-cluster": None,
     "vm.nr_hugepages": 0,
 }
-MEMCG_FILES = ("failcnt", "max_usage_in_bytes", "usage_in_bytes", "limit_in_bytes")
+MEMCG_FILES = (
+    "failcnt",
+    "max_usage_in_bytes",
+    "usage_in_bytes",
+    "limit_in_bytes",
+    "memsw_failcnt",
+    "memsw_max_usage_in_bytes",
+    "memsw_usage_in_bytes",
+    "memsw_limit_in_bytes",
+)
 
 
 # vmsim's kernel.version for each recorded kernel series (docs/kernel-6.1.md).
@@ -120,6 +129,8 @@ def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, 
         disk["nr_requests"] = int(d["nr_requests"])
     if "max_sectors_kb" in d:
         disk["max_sectors_kb"] = int(d["max_sectors_kb"])
+    if "rotational" in d:
+        disk["rotational"] = bool(d["rotational"])
     if "read_ahead_kb" in d:
         disk["read_ahead_kb"] = int(d["read_ahead_kb"])
     mem = machine["memory_bytes"] // (4 << 20) * (4 << 20)
@@ -131,7 +142,7 @@ def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, 
             "memory": fmt_bytes(mem),
             "cpus": int(machine["cpus"]),
             "nodes": int(machine.get("nodes", 1)),
-            "swap": fmt_bytes(int(machine.get("swap_bytes", 0))),
+            "swap": fmt_bytes(exp.swap_size or int(machine.get("swap_bytes", 0))),
         },
         "kernel": kernel,
         "disk": disk,
@@ -202,6 +213,12 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
         if anon[who]:
             out.append({"op": "touch", "size": anon[who]})
         return out
+    if step.op == "anon_touch":
+        if not anon[who]:
+            return []
+        op = {"op": "touch", "size": anon[who], "write": a.get("write", True)}
+        op["order"] = a.get("order", "sequential")
+        return [op]
     if step.op == "anon_free":
         size, anon[who] = anon[who], 0
         return [{"op": "unmap", "size": size}] if size else []

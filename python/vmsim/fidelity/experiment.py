@@ -10,6 +10,8 @@ and vmsim (a scenario derived from the recorded machine). It names
 - ``[[file]]``: files on the disk before the run starts (``name``, ``size``),
   written and then dropped from the page cache by the recorder before the
   ``start`` snapshot, and ``[[file]]`` tables of the vmsim scenario;
+- ``[swap]``: a swap file of ``size`` the recorder makes, enables (``swapon``)
+  for the run and removes (``swapoff``, unlink) after, on errors and Ctrl-C too;
 - ``[[task]]``: processes that live for the whole experiment (their
   anonymous memory and files persist from phase to phase);
 - ``[[phase]]``: what is measured, in order. A phase's ``steps`` belong to a
@@ -62,6 +64,7 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "unlink": (("file",), (), "task"),
     "anon": (("size",), ("hugepage",), "task"),
     "anon_free": ((), (), "task"),
+    "anon_touch": ((), ("write", "order"), "task"),
     "files": (("dir", "count", "size"), (), "task"),
     "unlink_files": (("dir",), (), "task"),
     "sleep": (("time",), (), "both"),
@@ -75,6 +78,7 @@ MISSING = {
     "unlink_files": "unlinking files created by a 'files' step (fio_write's files have no names)",
 }
 
+TOUCH_ORDERS = ("sequential", "random")
 SOURCES = ("vmstat", "memcg", "meminfo", "buddy", "time", "trace")
 # Sources whose value is a state at the end of a phase (the others are counted over phases).
 STATE_SOURCES = ("memcg", "meminfo", "buddy")
@@ -175,6 +179,7 @@ class Experiment:
     phases: list[Phase]
     metrics: list[Metric]
     cgroup_limit: int | None = None
+    swap_size: int | None = None
     sysctl: dict[str, int] = field(default_factory=dict)
     files: list[tuple[str, int]] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
@@ -211,7 +216,7 @@ class Experiment:
                 elif s.op == "nr_hugepages":
                     hugetlb = s.args["pages"] * HPAGE_SIZE
                 peak = max(peak, sum(held.values()) + hugetlb)
-        return {"memory": peak, "disk": disk}
+        return {"memory": peak, "disk": disk + (self.swap_size or 0)}
 
     def phase_names(self) -> list[str]:
         """The phases' names, in order."""
@@ -264,9 +269,15 @@ def _parse_step(raw: Any, where: str, tasks: dict[str, TaskDef]) -> Step:
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 3:
                 raise FidelityError(f"{where} ({op}) value: must be 1, 2 or 3")
             args[k] = v
-        elif k == "hugepage":
+        elif k in ("hugepage", "write"):
             if not isinstance(v, bool):
-                raise FidelityError(f"{where} ({op}) hugepage: must be true or false")
+                raise FidelityError(f"{where} ({op}) {k}: must be true or false")
+            args[k] = v
+        elif k == "order":
+            if v not in TOUCH_ORDERS:
+                raise FidelityError(
+                    f"{where} ({op}) order: must be one of {', '.join(TOUCH_ORDERS)}"
+                )
             args[k] = v
         else:
             if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", v):
@@ -312,6 +323,7 @@ def workload_sha256(
     phases: list[Phase],
     trace: list[str],
     files: list[tuple[str, int]] | None = None,
+    swap_size: int | None = None,
 ) -> str:
     """A hash of what the real run does (not of the metrics, which only read its snapshots)."""
     what: dict[str, Any] = {
@@ -324,6 +336,8 @@ def workload_sha256(
     if files:
         # Only experiments with files hash them: the others keep their recordings' hash.
         what["files"] = [list(f) for f in files]
+    if swap_size is not None:
+        what["swap"] = swap_size
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
@@ -363,6 +377,7 @@ def parse_experiment(text: str, path: Path) -> Experiment:
             "cgroup",
             "sysctl",
             "file",
+            "swap",
             "task",
             "phase",
             "metrics",
@@ -403,6 +418,17 @@ def parse_experiment(text: str, path: Path) -> Experiment:
                 raise FidelityError(f"{where}: [cgroup] limit_in_bytes must be at least 4MiB")
     elif any(t.cgroup for t in tasks.values()):
         raise FidelityError(f"{where}: tasks run in the cgroup but there is no [cgroup] table")
+    swap_size = None
+    if "swap" in data:
+        sw = data["swap"]
+        if not isinstance(sw, dict):
+            raise FidelityError(f"{where}: [swap] must be a table")
+        _check_keys(sw, ("size",), f"{where}: [swap]")
+        if "size" not in sw:
+            raise FidelityError(f"{where}: [swap] size is required")
+        swap_size = _size(sw["size"], f"{where}: [swap] size")
+        if not 40 << 10 <= swap_size <= 16 << 30:
+            raise FidelityError(f"{where}: [swap] size must be from 40KiB to 16GiB")
     sysctl: dict[str, int] = {}
     for k, v in (data.get("sysctl") or {}).items():
         if not re.fullmatch(r"vm\.[a-z_]+", k):
@@ -450,11 +476,12 @@ def parse_experiment(text: str, path: Path) -> Experiment:
         description=str(data.get("description", "")),
         notes=str(data.get("notes", "")),
         path=path,
-        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace, files),
+        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace, files, swap_size),
         tasks=list(tasks.values()),
         phases=phases,
         metrics=metrics,
         cgroup_limit=cgroup_limit,
+        swap_size=swap_size,
         sysctl=sysctl,
         files=files,
         trace=trace,

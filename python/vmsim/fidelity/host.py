@@ -3,7 +3,8 @@
 Everything here reads or writes only what an experiment made or what it
 restores afterwards: its own memory cgroup (cgroup v1, under
 ``/sys/fs/cgroup/memory``), the ``vm.*`` sysctls it sets, ``nr_hugepages``,
-its own tracefs instance and its own work directory. Each change registers
+its own tracefs instance, its own work directory and the swap file it makes
+there (``mkswap``/``swapon``/``swapoff`` of util-linux). Each change registers
 its undo on a :class:`contextlib.ExitStack` the moment it is made, so an
 error, Ctrl-C or SIGTERM half-way leaves nothing behind.
 """
@@ -19,6 +20,7 @@ import random
 import re
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -372,12 +374,63 @@ def remove_cgroup(path: Path) -> None:
     path.rmdir()
 
 
+def swaps_in_use() -> list[str]:
+    """The swap areas the kernel has on (/proc/swaps, first column)."""
+    lines = read_text(PROC / "swaps").splitlines()[1:]
+    return [ln.split()[0].replace("\\040", " ") for ln in lines if ln.strip()]
+
+
+def make_swapfile(stack: contextlib.ExitStack, path: Path, size: int) -> None:
+    """Makes a swap file of ``size`` bytes and turns it on; registers swapoff and removal.
+
+    The file is written in full (no holes, as swapon wants), ``mkswap``'d and
+    ``swapon``'d; the undo is registered before anything is created, so an
+    error or Ctrl-C at any point turns it off and deletes it.
+    """
+    stack.callback(remove_swapfile, path)
+    buf = bytes(IO_CHUNK)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        left = size
+        while left > 0:
+            left -= os.write(fd, buf[: min(left, IO_CHUNK)])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    for cmd in (["mkswap", str(path)], ["swapon", str(path)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            why = (r.stderr or r.stdout).strip().splitlines()
+            raise FidelityError(f"{cmd[0]} {path}: {why[-1] if why else r.returncode}")
+
+
+def remove_swapfile(path: Path) -> None:
+    """Turns a swap file off if it is on (retrying through Ctrl-C) and deletes it."""
+    for _ in range(5):
+        try:
+            if str(path) in swaps_in_use():
+                subprocess.run(["swapoff", str(path)], capture_output=True, check=False)
+            break
+        except KeyboardInterrupt:
+            continue
+    if str(path) not in swaps_in_use():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+MEMSW_FILES = ("usage_in_bytes", "max_usage_in_bytes", "failcnt", "limit_in_bytes")
+
+
 def cgroup_state(path: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """(memory.stat, the limit files failcnt/max_usage_in_bytes/usage_in_bytes) of a group."""
+    """(memory.stat, the limit files failcnt/max_usage_in_bytes/usage_in_bytes and the
+    memsw ones as ``memsw_…``) of a group."""
     stat = parse_kv(read_text(path / "memory.stat"))
     files = {}
     for k in ("failcnt", "max_usage_in_bytes", "usage_in_bytes", "limit_in_bytes"):
         files[k] = int(read_text(path / f"memory.{k}").strip())
+    for k in MEMSW_FILES:
+        with contextlib.suppress(OSError, ValueError):
+            files[f"memsw_{k}"] = int(read_text(path / f"memory.memsw.{k}").strip())
     with contextlib.suppress(OSError, ValueError):
         files["kmem.usage_in_bytes"] = int(read_text(path / "memory.kmem.usage_in_bytes").strip())
     return stat, files
@@ -549,6 +602,23 @@ def _touch(m: mmap.mmap) -> None:
     del a
 
 
+def _retouch(m: mmap.mmap, write: bool, order: str, seed: int) -> int:
+    """Reads or writes the first byte of every page of a mapping, in order or shuffled."""
+    a = np.frombuffer(m, dtype=np.uint8)
+    pages = len(m) // PAGE_SIZE
+    if order == "random":
+        idx = np.random.default_rng(seed).permutation(pages) * PAGE_SIZE
+    else:
+        idx = np.arange(pages) * PAGE_SIZE
+    total = 0
+    if write:
+        a[idx] = 2
+    else:
+        total = int(a[idx].sum())
+    del a
+    return total
+
+
 def run_step(step: Step, work: Path, anon: list[mmap.mmap], data: bytes) -> dict[str, Any]:
     """Does one task step in this process; returns what it observed."""
     a = step.args
@@ -584,6 +654,9 @@ def run_step(step: Step, work: Path, anon: list[mmap.mmap], data: bytes) -> dict
     elif step.op == "anon_free":
         while anon:
             anon.pop().close()
+    elif step.op == "anon_touch":
+        for i, m in enumerate(anon):
+            _retouch(m, a.get("write", True), a.get("order", "sequential"), seed=i + 1)
     elif step.op == "files":
         d = work / a["dir"]
         d.mkdir(exist_ok=True)

@@ -15,7 +15,8 @@ A recording is one JSON file, ``<recordings>/<kernel>-<memory>GiB-<cpus>cpu/NAME
 
 The snapshot named after a phase is /proc read at its end; ``start`` is read
 before the first phase. Nothing of the experiment outlives the recording: its
-cgroup, sysctls, ``nr_hugepages``, tracefs instance and files are undone on
+cgroup, sysctls, ``nr_hugepages``, tracefs instance, swap file (``swapoff``,
+then deleted) and files are undone on
 success, error, Ctrl-C or SIGTERM alike.
 """
 
@@ -57,6 +58,13 @@ def check_can_record(exp: Experiment, work_root: Path) -> None:
             raise FidelityError(f"{exp.name}: {why}")
     if not work_root.is_dir():
         raise FidelityError(f"--work-dir {work_root}: no such directory")
+    if exp.swap_size is not None:
+        other = host.swaps_in_use()
+        if other:
+            raise FidelityError(
+                f"{exp.name}: this machine already swaps to {', '.join(other)}; the experiment "
+                "needs its own swap file alone (swapoff the others first)"
+            )
     _, mnt, fstype = host.mount_of(work_root)
     if fstype in ("tmpfs", "ramfs", "devtmpfs", "proc", "sysfs"):
         raise FidelityError(
@@ -95,6 +103,9 @@ def run_once(
             cg = host.make_cgroup(stack, tag, exp.cgroup_limit)
         for name, value in exp.sysctl.items():
             host.set_sysctl(stack, name, value)
+        if exp.swap_size is not None:
+            host.make_swapfile(stack, work / "swapfile", exp.swap_size)
+            log(f"  swap file of {exp.swap_size >> 20} MiB on")
         if any(s.op == "nr_hugepages" for p in exp.phases for s in p.steps):
             host.set_sysctl(stack, "vm.nr_hugepages", host.read_sysctl("vm.nr_hugepages"))
         workers: dict[str, host.Worker] = {}

@@ -210,6 +210,9 @@ pub struct BlockConfig {
     pub sync_batch: u32,
     /// Async requests dispatched in a row once async has the channel [requests].
     pub async_batch: u32,
+    /// The disk says it is rotational (/sys/block/*/queue/rotational): swap on it has no
+    /// SWP_SOLIDSTATE, so swap-in reads ahead by swap cluster (swap_use_vma_readahead) [bool].
+    pub rotational: bool,
 }
 
 impl Default for BlockConfig {
@@ -248,6 +251,7 @@ impl BlockConfig {
             sync_priority: true,
             sync_batch: 32,
             async_batch: 16,
+            rotational: true,
         }
     }
 
@@ -271,6 +275,7 @@ impl BlockConfig {
             sync_priority: true,
             sync_batch: 32,
             async_batch: 16,
+            rotational: false,
         }
     }
 

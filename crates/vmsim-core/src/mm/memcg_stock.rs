@@ -101,7 +101,7 @@ impl MemcgState {
     fn drain_stock(&mut self, cpu: usize, i: usize) {
         let s = std::mem::replace(&mut self.stock.cpu_slots(cpu)[i], EMPTY);
         if s.memcg != NO_MEMCG && s.nr_pages > 0 {
-            self.page_counter_uncharge(s.memcg, s.nr_pages);
+            self.uncharge_memory_memsw(s.memcg, s.nr_pages);
         }
     }
 
@@ -110,7 +110,7 @@ impl MemcgState {
     /// a slot over MEMCG_CHARGE_BATCH is drained.
     pub fn refill_stock(&mut self, cpu: usize, id: u32, nr_pages: u64) {
         if nr_pages > MEMCG_CHARGE_BATCH {
-            self.page_counter_uncharge(id, nr_pages);
+            self.uncharge_memory_memsw(id, nr_pages);
             return;
         }
         let slots = self.stock.cpu_slots(cpu);
@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn a_refill_is_consumed_by_the_same_group_on_the_same_cpu_only() {
         let mut m = state(1, 1000);
-        m.page_counter_try_charge(1, 64).unwrap();
+        m.try_charge_memsw_memory(1, 64).unwrap();
         m.refill_stock(0, 1, 63);
         assert!(!m.consume_stock(1, 1, 1), "another CPU's stock");
         assert!(!m.consume_stock(0, 2, 1), "another group");
@@ -193,9 +193,9 @@ mod tests {
     #[test]
     fn one_group_stock_of_6_1_drains_when_another_group_refills() {
         let mut m = state(1, 1000);
-        m.page_counter_try_charge(1, 64).unwrap();
+        m.try_charge_memsw_memory(1, 64).unwrap();
         m.refill_stock(0, 1, 63);
-        m.page_counter_try_charge(2, 64).unwrap();
+        m.try_charge_memsw_memory(2, 64).unwrap();
         m.refill_stock(0, 2, 63);
         // Group 1's 63 stocked pages went back to its counter.
         assert_eq!(m.groups[1].memory.usage, 1);
@@ -206,9 +206,9 @@ mod tests {
     #[test]
     fn seven_group_stock_of_6_18_keeps_both_groups() {
         let mut m = state(7, 1000);
-        m.page_counter_try_charge(1, 64).unwrap();
+        m.try_charge_memsw_memory(1, 64).unwrap();
         m.refill_stock(0, 1, 63);
-        m.page_counter_try_charge(2, 64).unwrap();
+        m.try_charge_memsw_memory(2, 64).unwrap();
         m.refill_stock(0, 2, 63);
         assert_eq!(m.groups[1].memory.usage, 64);
         assert!(m.consume_stock(0, 1, 1));
@@ -218,11 +218,11 @@ mod tests {
     #[test]
     fn an_overfull_slot_and_drain_all_stock_uncharge() {
         let mut m = state(7, 1000);
-        m.page_counter_try_charge(1, 128).unwrap();
+        m.try_charge_memsw_memory(1, 128).unwrap();
         m.refill_stock(0, 1, 60);
         m.refill_stock(0, 1, 10); // 70 > MEMCG_CHARGE_BATCH: the slot drains
         assert_eq!(m.groups[1].memory.usage, 58);
-        m.page_counter_try_charge(2, 64).unwrap();
+        m.try_charge_memsw_memory(2, 64).unwrap();
         m.refill_stock(3, 2, 40);
         m.drain_all_stock(2);
         assert_eq!(m.groups[2].memory.usage, 24);

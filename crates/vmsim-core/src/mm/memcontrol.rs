@@ -104,8 +104,12 @@ pub mod stat {
     pub const WORKINGSET_REFAULT_FILE: usize = 2;
     /// Anonymous pages read back from swap with a shadow (WORKINGSET_REFAULT_ANON); in [`super::MemcgExt`].
     pub const WORKINGSET_REFAULT_ANON: usize = 3;
+    /// Swap slots charged to the group (MEMCG_SWAP; v1 swap); in [`super::MemcgExt`].
+    pub const SWAP: usize = 4;
+    /// The group's pages in the swap cache (NR_SWAPCACHE; swapcached); in [`super::MemcgExt`].
+    pub const SWAPCACHED: usize = 5;
     /// Number of the counters kept in [`super::MemcgExt`].
-    pub const NR_EXT: usize = 4;
+    pub const NR_EXT: usize = 6;
 }
 
 /// The events of memory.events (enum memcg_memory_event).
@@ -226,6 +230,13 @@ pub struct MemcgExt {
     pub events: [u64; memcg_event::NR],
     /// memory.high (v2) [pages].
     pub high: u64,
+    /// memory+swap page counter (cgroup v1 memory.memsw.*; charged with `memory` while
+    /// memsw is accounted, and held by swap slots after swap-out).
+    pub memsw: PageCounter,
+    /// swap page counter (cgroup v2 memory.swap.*; charged per swap slot).
+    pub swap: PageCounter,
+    /// memory.swappiness (cgroup v1); None follows vm.swappiness.
+    pub swappiness: Option<u64>,
 }
 
 impl Default for MemcgExt {
@@ -234,6 +245,9 @@ impl Default for MemcgExt {
             stat: [0; stat::NR_EXT],
             events: [0; memcg_event::NR],
             high: PAGE_COUNTER_MAX,
+            memsw: PageCounter::default(),
+            swap: PageCounter::default(),
+            swappiness: None,
         }
     }
 }
@@ -400,6 +414,10 @@ impl MemcgState {
         let id = self.groups.len() as u32;
         let depth = self.groups[parent as usize].depth + 1;
         self.groups.push(MemCgroup::new(parent, depth));
+        // mem_cgroup_css_alloc(): a new group starts with its parent's swappiness.
+        if let Some(v) = self.ext(parent).swappiness {
+            self.ext_mut(id).swappiness = Some(v);
+        }
         let p = &mut self.groups[parent as usize];
         if p.last_child == NO_MEMCG {
             p.first_child = id;
@@ -520,25 +538,105 @@ impl MemcgState {
     /// Charges `n` pages to `id` and every ancestor unless one would exceed its
     /// limit (page_counter_try_charge); Err(group over its limit) on failure.
     pub fn page_counter_try_charge(&mut self, id: u32, n: u64) -> Result<(), u32> {
+        self.counter_try_charge(id, n, |m, c| &mut m.groups[c as usize].memory)
+    }
+
+    /// [`MemcgState::page_counter_try_charge`] on the counter `which` selects.
+    fn counter_try_charge(
+        &mut self,
+        id: u32,
+        n: u64,
+        which: fn(&mut MemcgState, u32) -> &mut PageCounter,
+    ) -> Result<(), u32> {
         let mut c = id;
         while c != NO_MEMCG {
-            let g = &self.groups[c as usize];
-            if g.memory.usage + n > g.memory.max {
-                self.groups[c as usize].memory.failcnt += 1;
+            let pc = which(self, c);
+            if pc.usage + n > pc.max {
+                pc.failcnt += 1;
                 // Undo the levels below.
                 let mut u = id;
                 while u != c {
-                    self.groups[u as usize].memory.usage -= n;
+                    which(self, u).usage -= n;
                     u = self.groups[u as usize].parent;
                 }
                 return Err(c);
             }
-            let g = &mut self.groups[c as usize];
-            g.memory.usage += n;
-            g.memory.watermark = g.memory.watermark.max(g.memory.usage);
-            c = g.parent;
+            pc.usage += n;
+            pc.watermark = pc.watermark.max(pc.usage);
+            c = self.groups[c as usize].parent;
         }
         Ok(())
+    }
+
+    /// Uncharges `n` pages of the counter `which` selects from `id` and every ancestor.
+    fn counter_uncharge(
+        &mut self,
+        id: u32,
+        n: u64,
+        which: fn(&mut MemcgState, u32) -> &mut PageCounter,
+    ) {
+        let mut c = id;
+        while c != NO_MEMCG {
+            let pc = which(self, c);
+            debug_assert!(pc.usage >= n, "memcg {c}: a counter uncharged below zero");
+            pc.usage -= n;
+            c = self.groups[c as usize].parent;
+        }
+    }
+
+    /// Whether swap is charged with memory in one memsw counter (do_memsw_account):
+    /// cgroup v1 with groups.
+    #[inline]
+    pub fn do_memsw_account(&self) -> bool {
+        self.enabled() && !self.dfl
+    }
+
+    /// Charges `n` pages to memsw (under v1) and then memory, as try_charge_memcg does;
+    /// Err((group over its limit, whether it was the memsw limit)).
+    pub fn try_charge_memsw_memory(&mut self, id: u32, n: u64) -> Result<(), (u32, bool)> {
+        let memsw = self.do_memsw_account();
+        if memsw {
+            self.counter_try_charge(id, n, |m, c| &mut m.ext_mut(c).memsw)
+                .map_err(|over| (over, true))?;
+        }
+        self.page_counter_try_charge(id, n).map_err(|over| {
+            if memsw {
+                self.counter_uncharge(id, n, |m, c| &mut m.ext_mut(c).memsw);
+            }
+            (over, false)
+        })
+    }
+
+    /// Uncharges `n` pages from memory and, under v1, memsw (page_counter_uncharge of both).
+    pub fn uncharge_memory_memsw(&mut self, id: u32, n: u64) {
+        self.page_counter_uncharge(id, n);
+        if self.do_memsw_account() {
+            self.counter_uncharge(id, n, |m, c| &mut m.ext_mut(c).memsw);
+        }
+    }
+
+    /// Charges one swap slot to `id` against memory.swap.max (v2, page_counter_try_charge
+    /// of memcg->swap); Err(group over its limit).
+    pub fn swap_try_charge(&mut self, id: u32) -> Result<(), u32> {
+        self.counter_try_charge(id, 1, |m, c| &mut m.ext_mut(c).swap)
+    }
+
+    /// Uncharges one swap slot from `id`: memsw under v1, swap under v2.
+    pub fn swap_uncharge(&mut self, id: u32) {
+        if self.do_memsw_account() {
+            self.counter_uncharge(id, 1, |m, c| &mut m.ext_mut(c).memsw);
+        } else {
+            self.counter_uncharge(id, 1, |m, c| &mut m.ext_mut(c).swap);
+        }
+    }
+
+    /// The swappiness reclaim uses for a group (mem_cgroup_swappiness): its own under v1,
+    /// vm.swappiness for the root and under v2.
+    pub fn mem_cgroup_swappiness(&self, id: u32, vm_swappiness: u64) -> u64 {
+        if self.dfl || id == ROOT_MEM_CGROUP || id as usize >= self.groups.len() {
+            return vm_swappiness;
+        }
+        self.ext(id).swappiness.unwrap_or(vm_swappiness)
     }
 
     /// Pages `id` may still charge before its limit (mem_cgroup_margin).
@@ -549,13 +647,7 @@ impl MemcgState {
 
     /// Uncharges `n` pages from `id` and every ancestor (page_counter_uncharge).
     pub fn page_counter_uncharge(&mut self, id: u32, n: u64) {
-        let mut c = id;
-        while c != NO_MEMCG {
-            let g = &mut self.groups[c as usize];
-            debug_assert!(g.memory.usage >= n, "memcg {c} uncharged below zero");
-            g.memory.usage -= n;
-            c = g.parent;
-        }
+        self.counter_uncharge(id, n, |m, c| &mut m.groups[c as usize].memory);
     }
 
     /// Commits a charge's local statistics and runs the event ratelimit (mem_cgroup_commit_charge,
@@ -809,6 +901,24 @@ pub struct MemoryStat {
     /// memory.events (cgroup v2 only): low, high, max, oom, oom_kill.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<indexmap::IndexMap<String, u64>>,
+    /// memory.memsw.usage_in_bytes (cgroup v1 only) [bytes].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memsw_usage_in_bytes: Option<u64>,
+    /// memory.memsw.max_usage_in_bytes (cgroup v1 only) [bytes].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memsw_max_usage_in_bytes: Option<u64>,
+    /// memory.memsw.limit_in_bytes (cgroup v1 only) [bytes].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memsw_limit_in_bytes: Option<u64>,
+    /// memory.memsw.failcnt (cgroup v1 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memsw_failcnt: Option<u64>,
+    /// memory.swap.current (cgroup v2 only) [bytes].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_current: Option<u64>,
+    /// memory.swap.max (cgroup v2 only) [bytes].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_max: Option<u64>,
 }
 
 /// Where a charge's retry loop stands while its task sleeps inside limit reclaim.
@@ -877,6 +987,8 @@ impl MemcgState {
         let ext = self.ext(id);
         st.insert("dirty".to_string(), ext.stat[stat::DIRTY] * pg);
         st.insert("writeback".to_string(), ext.stat[stat::WRITEBACK] * pg);
+        st.insert("swap".to_string(), ext.stat[stat::SWAP] * pg);
+        st.insert("swapcached".to_string(), ext.stat[stat::SWAPCACHED] * pg);
         st.insert(
             "workingset_refault_anon".to_string(),
             ext.stat[stat::WORKINGSET_REFAULT_ANON],
@@ -925,6 +1037,11 @@ impl MemcgState {
         st.insert("total_rss".to_string(), tot[stat::RSS] * pg);
         st.insert("total_dirty".to_string(), tot_ext[stat::DIRTY] * pg);
         st.insert("total_writeback".to_string(), tot_ext[stat::WRITEBACK] * pg);
+        st.insert("total_swap".to_string(), tot_ext[stat::SWAP] * pg);
+        st.insert(
+            "total_swapcached".to_string(),
+            tot_ext[stat::SWAPCACHED] * pg,
+        );
         st.insert(
             "total_workingset_refault_anon".to_string(),
             tot_ext[stat::WORKINGSET_REFAULT_ANON],
@@ -944,11 +1061,12 @@ impl MemcgState {
             // cgroup v2's memory.stat (memory_stat_format): hierarchical values under
             // v2's names, in the kernel's order, for the counters vmsim keeps.
             let mut v2 = indexmap::IndexMap::new();
-            let lines: [(&str, u64); 13] = [
+            let lines: [(&str, u64); 14] = [
                 ("anon", tot[stat::RSS] * pg),
                 ("file", tot[stat::CACHE] * pg),
                 ("file_dirty", tot_ext[stat::DIRTY] * pg),
                 ("file_writeback", tot_ext[stat::WRITEBACK] * pg),
+                ("swapcached", tot_ext[stat::SWAPCACHED] * pg),
                 ("inactive_anon", tot_lru[lru::INACTIVE_ANON] * pg),
                 ("active_anon", tot_lru[lru::ACTIVE_ANON] * pg),
                 ("inactive_file", tot_lru[lru::INACTIVE_FILE] * pg),
@@ -970,6 +1088,7 @@ impl MemcgState {
             }
             st = v2;
         }
+        let v1 = self.do_memsw_account();
         MemoryStat {
             path: self.path(id),
             usage_in_bytes: g.memory.usage * pg,
@@ -987,6 +1106,12 @@ impl MemcgState {
                     .map(|(n, v)| (n.to_string(), v))
                     .collect()
             }),
+            memsw_usage_in_bytes: v1.then_some(ext.memsw.usage * pg),
+            memsw_max_usage_in_bytes: v1.then_some(ext.memsw.watermark * pg),
+            memsw_limit_in_bytes: v1.then_some(ext.memsw.max.saturating_mul(pg)),
+            memsw_failcnt: v1.then_some(ext.memsw.failcnt),
+            swap_current: self.dfl.then_some(ext.swap.usage * pg),
+            swap_max: self.dfl.then_some(ext.swap.max.saturating_mul(pg)),
         }
     }
 
@@ -1026,6 +1151,15 @@ impl MemcgState {
             }
             if let Some(b) = c.soft_limit_in_bytes {
                 self.set_soft_limit(id, pages(b.0));
+            }
+            if let Some(m) = &c.memsw {
+                self.ext_mut(id).memsw.max = pages(m.limit_in_bytes.0);
+            }
+            if let Some(sw) = &c.swap {
+                self.ext_mut(id).swap.max = pages(sw.max.0);
+            }
+            if c.swappiness.is_some() {
+                self.ext_mut(id).swappiness = c.swappiness;
             }
             if let Some(g) = &c.generate {
                 match g.shape {
@@ -1162,7 +1296,7 @@ impl Kernel {
             {
                 return AllocResult::Page(NIL);
             }
-            let over = match self.mm.memcg.page_counter_try_charge(id, batch) {
+            let (over, memsw) = match self.mm.memcg.try_charge_memsw_memory(id, batch) {
                 Ok(()) => {
                     if batch > nr_pages {
                         self.mm.memcg.refill_stock(cpu, id, batch - nr_pages);
@@ -1182,7 +1316,8 @@ impl Kernel {
                 return AllocResult::Failed;
             }
             self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
-            self.try_to_free_mem_cgroup_pages(over, nr_pages, tid);
+            // Over memsw, swapping cannot help: reclaim without MEMCG_RECLAIM_MAY_SWAP.
+            self.try_to_free_mem_cgroup_pages_swap(over, nr_pages, tid, !memsw);
             if self.mm.cur.sleep > 0 {
                 return AllocResult::Retry;
             }
@@ -1248,7 +1383,7 @@ impl Kernel {
             if stock && self.mm.memcg.consume_stock(cpu, id, 1) {
                 return AllocResult::Page(NIL);
             }
-            let over = match self.mm.memcg.page_counter_try_charge(id, batch) {
+            let (over, memsw) = match self.mm.memcg.try_charge_memsw_memory(id, batch) {
                 Ok(()) => {
                     if batch > 1 {
                         self.mm.memcg.refill_stock(cpu, id, batch - 1);
@@ -1258,7 +1393,7 @@ impl Kernel {
                     }
                     return AllocResult::Page(NIL);
                 }
-                Err(over) => over,
+                Err(e) => e,
             };
             if batch > 1 {
                 batch = 1;
@@ -1282,7 +1417,8 @@ impl Kernel {
                 nr_retries -= 1;
             }
             self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
-            let nr_reclaimed = self.try_to_free_mem_cgroup_pages(over, 1, tid);
+            // Over memsw, swapping cannot help: reclaim without MEMCG_RECLAIM_MAY_SWAP.
+            let nr_reclaimed = self.try_to_free_mem_cgroup_pages_swap(over, 1, tid, !memsw);
             progress = Some(nr_reclaimed);
             // No margin left by the reclaim: give back what the stocks hold, once.
             if stock && !drained && self.mm.memcg.mem_cgroup_margin(over) == 0 {
@@ -1324,20 +1460,20 @@ impl Kernel {
         self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
         let mut nr_retries = MAX_RECLAIM_RETRIES;
         loop {
-            let over = match self.mm.memcg.page_counter_try_charge(id, nr_pages) {
+            let (over, memsw) = match self.mm.memcg.try_charge_memsw_memory(id, nr_pages) {
                 Ok(()) => {
                     if self.mm.memcg.dfl {
                         self.mem_cgroup_note_over_high(id, tid, nr_pages);
                     }
                     return true;
                 }
-                Err(over) => over,
+                Err(e) => e,
             };
             if !gfp.has(__GFP_DIRECT_RECLAIM) || nr_retries == 0 {
                 return false;
             }
             self.mm.memcg.memcg_memory_event(over, memcg_event::MAX);
-            self.try_to_free_mem_cgroup_pages(over, nr_pages, tid);
+            self.try_to_free_mem_cgroup_pages_swap(over, nr_pages, tid, !memsw);
             if self.mm.cur.sleep > 0 {
                 return false;
             }
@@ -1385,6 +1521,12 @@ impl Kernel {
     /// A page still under writeback leaves the group's writeback count now: its owner is gone
     /// when the write completes.
     pub fn mem_cgroup_uncharge(&mut self, p: Pfn) {
+        self.uncharge_folio(p, true);
+    }
+
+    /// Uncharges a page's memory, and its memsw too unless the charge stays with a swap
+    /// slot (`memsw` false: memcg1_swapout) (uncharge_folio + uncharge_batch).
+    fn uncharge_folio(&mut self, p: Pfn, memsw: bool) {
         if !self.mm.memcg.enabled() {
             return;
         }
@@ -1399,11 +1541,85 @@ impl Kernel {
         let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
         let levels = self.mm.memcg.groups[id as usize].depth as u64 + 1;
         self.mm.cur.acc += levels * self.mm.cost.memcg_charge;
-        self.mm.memcg.page_counter_uncharge(id, nr);
+        if memsw {
+            self.mm.memcg.uncharge_memory_memsw(id, nr);
+        } else {
+            self.mm.memcg.page_counter_uncharge(id, nr);
+        }
         let nid = self.mm.pfn_to_nid(p);
         self.mm
             .memcg
             .commit_uncharge(id, page.kind() == PageKind::File, nid, nr);
+    }
+
+    /// Charges a page's new swap slot (__mem_cgroup_try_charge_swap): under v2 the group's
+    /// swap counter against memory.swap.max (false when over: MEMCG_SWAP_MAX, the page is
+    /// not swapped) and the slot remembers the group; under v1 memsw already holds it and
+    /// the slot is recorded at swap-out.
+    pub fn mem_cgroup_try_charge_swap(&mut self, p: Pfn, s: u32) -> bool {
+        if !self.mm.memcg.enabled() || self.mm.memcg.do_memsw_account() {
+            return true;
+        }
+        let page = self.mm.map[p as usize];
+        let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
+        if id != ROOT_MEM_CGROUP && self.mm.memcg.swap_try_charge(id).is_err() {
+            return false;
+        }
+        self.swap.swap_cgroup_record(s, id);
+        self.mm.memcg.ext_mut(id).stat[stat::SWAP] += 1;
+        true
+    }
+
+    /// Releases the charge a swap slot holds (mem_cgroup_uncharge_swap): memsw under v1,
+    /// swap under v2; nothing for a slot without one.
+    pub fn mem_cgroup_uncharge_swap(&mut self, s: u32) {
+        let id = self.swap.swap_cgroup_record(s, NIL);
+        if id == NIL || !self.mm.memcg.enabled() {
+            return;
+        }
+        let e = &mut self.mm.memcg.ext_mut(id).stat[stat::SWAP];
+        *e = e.saturating_sub(1);
+        if self.mm.memcg.do_memsw_account() || id != ROOT_MEM_CGROUP {
+            self.mm.memcg.swap_uncharge(id);
+        }
+    }
+
+    /// Uncharges a swap-cache page that reclaim frees (mem_cgroup_swapout → memcg1_swapout):
+    /// under v1 its memory goes and its memsw charge stays with the slot, recorded for it;
+    /// under v2 it is uncharged as any page (the slot was charged when it was allocated).
+    pub fn mem_cgroup_swapout(&mut self, p: Pfn, s: u32) {
+        self.mod_memcg_page_state(p, stat::SWAPCACHED, -1);
+        if !self.mm.memcg.do_memsw_account() {
+            self.uncharge_folio(p, true);
+            return;
+        }
+        let page = self.mm.map[p as usize];
+        let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
+        self.swap.swap_cgroup_record(s, id);
+        self.mm.memcg.ext_mut(id).stat[stat::SWAP] += 1;
+        self.uncharge_folio(p, false);
+    }
+
+    /// Whether a swap-cache page should give its slot up (mem_cgroup_swap_full): swap is
+    /// more than half full, or (v2) a group on its way to the root uses half its memory.swap.max.
+    pub fn mem_cgroup_swap_full(&self, p: Pfn) -> bool {
+        if self.swap.vm_swap_full() {
+            return true;
+        }
+        let m = &self.mm.memcg;
+        if !m.enabled() || m.do_memsw_account() {
+            return false;
+        }
+        let page = self.mm.map[p as usize];
+        let mut g = m.folio_memcg(page.kind(), page.owner);
+        while g != ROOT_MEM_CGROUP && g != NO_MEMCG {
+            let c = m.ext(g).swap;
+            if c.usage * 2 >= c.max {
+                return true;
+            }
+            g = m.groups[g as usize].parent;
+        }
+        false
     }
 
     /// Recounts every group's charges from the frame table and checks the hierarchy's
@@ -1451,7 +1667,60 @@ impl Kernel {
                 ));
             }
         }
-        m.check_invariants(&local)
+        m.check_invariants(&local)?;
+        self.check_swap_charges()
+    }
+
+    /// Checks the swap charges against the slots' records (expensive): each group's
+    /// MEMCG_SWAP count is its recorded slots, and its memsw (v1) is its memory usage plus
+    /// the slots recorded in its subtree, its swap counter (v2) those slots.
+    pub fn check_swap_charges(&self) -> Result<(), String> {
+        let m = &self.mm.memcg;
+        let n = m.groups.len();
+        let mut local = vec![0u64; n];
+        for s in 0..self.swap.max() {
+            let id = self.swap.swap_cgroup(s);
+            if id != NIL {
+                if !self.swap.in_use(s) {
+                    return Err(format!("swap slot {s} is free but charged to memcg {id}"));
+                }
+                local[id as usize] += 1;
+            }
+        }
+        for (g, &l) in local.iter().enumerate() {
+            if m.ext(g as u32).stat[stat::SWAP] != l {
+                return Err(format!(
+                    "memcg {g}: swap stat {} but {l} slots are recorded for it",
+                    m.ext(g as u32).stat[stat::SWAP]
+                ));
+            }
+        }
+        let mut sum = local;
+        for i in (1..n).rev() {
+            let p = m.groups[i].parent as usize;
+            sum[p] += sum[i];
+        }
+        for (g, &below) in sum.iter().enumerate() {
+            let e = m.ext(g as u32);
+            let (got, want) = if m.do_memsw_account() {
+                (e.memsw.usage, m.groups[g].memory.usage + below)
+            } else if g as u32 != ROOT_MEM_CGROUP {
+                (e.swap.usage, below)
+            } else {
+                continue;
+            };
+            if got != want {
+                return Err(format!(
+                    "memcg {g}: {} usage {got} but memory and recorded swap add up to {want}",
+                    if m.do_memsw_account() {
+                        "memsw"
+                    } else {
+                        "swap"
+                    }
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Counts a page fault of a task in its group (count_memcg_events PGFAULT).
@@ -1503,10 +1772,23 @@ impl Kernel {
     /// Reclaims at least `nr_pages` from a group's subtree on every node
     /// (try_to_free_mem_cgroup_pages), between the mm_vmscan_memcg_reclaim tracepoints.
     pub fn try_to_free_mem_cgroup_pages(&mut self, id: u32, nr_pages: u64, tid: TaskId) -> u64 {
+        self.try_to_free_mem_cgroup_pages_swap(id, nr_pages, tid, true)
+    }
+
+    /// [`Kernel::try_to_free_mem_cgroup_pages`] with MEMCG_RECLAIM_MAY_SWAP as `may_swap`
+    /// (cleared when the charge failed on memory.memsw.limit_in_bytes).
+    pub fn try_to_free_mem_cgroup_pages_swap(
+        &mut self,
+        id: u32,
+        nr_pages: u64,
+        tid: TaskId,
+        may_swap: bool,
+    ) -> u64 {
         self.mm.memcg.walk.limit_reclaims += 1;
         let cpu = self.tasks[tid as usize].cpu;
         let mut sc = ScanControl::new(GFP_KERNEL, 0, nr_pages.max(SWAP_CLUSTER_MAX), tid, cpu);
         sc.target_mem_cgroup = id;
+        sc.may_swap = may_swap;
         sc.memcg_on_dfl = self.mm.memcg.dfl;
         self.trace(TraceEvent::MmVmscanMemcgReclaimBegin {
             order: 0,

@@ -7,7 +7,10 @@
 //! page range [0, vsize); each page is a slot of the task's [`SlotTable`]
 //! holding a frame or a swap entry. Swap-out writes are gathered per reclaim
 //! batch and submitted as runs of consecutive slots (the block plug).
-//! Simplification: a swapped-in page leaves the swap cache at once.
+//! A page read back stays in the swap cache, keeping its slot, until it is
+//! written, its last mapping goes or swap is more than half full
+//! (should_try_to_free_swap, folio_free_swap); reclaim then frees it again
+//! without writing it. The swap-in path itself is in swap_state.rs.
 
 use super::gfp::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
 use super::page::{pg, PageKind, Pfn, NIL};
@@ -25,6 +28,7 @@ pub enum Fault {
     /// A minor fault: a new zeroed page, or a page still in the swap cache.
     Minor,
     /// A major fault: the page was read back from swap; the task sleeps until the read completes.
+    /// (A minor fault on a page whose readahead read is still in flight sleeps too: `Current::sleep`.)
     Major,
     /// No memory for the page: the fault fails (VM_FAULT_OOM).
     Failed,
@@ -39,7 +43,7 @@ pub enum Fault {
 pub enum BioKind {
     /// Anonymous pages written to swap.
     SwapOut(Vec<Pfn>),
-    /// A page read back from swap.
+    /// Pages read back from swap (one request of a plugged readahead).
     SwapIn,
     /// File pages written back.
     FileWrite(Vec<Pfn>),
@@ -72,8 +76,14 @@ impl Kernel {
         AllocResult::Page(NIL)
     }
 
-    /// Handles an access to page `index` of the task's anonymous memory (handle_mm_fault).
+    /// Handles a write to page `index` of the task's anonymous memory (handle_mm_fault).
     pub fn handle_mm_fault(&mut self, tid: TaskId, index: u64) -> Fault {
+        self.handle_mm_fault_rw(tid, index, true)
+    }
+
+    /// Handles a read (`write` false) or a write to page `index` of the task's anonymous
+    /// memory (handle_mm_fault with or without FAULT_FLAG_WRITE).
+    pub fn handle_mm_fault_rw(&mut self, tid: TaskId, index: u64, write: bool) -> Fault {
         let t = tid as usize;
         if index >= self.tasks[t].vsize {
             match self.grow_page_tables(tid, index + 1) {
@@ -91,11 +101,62 @@ impl Kernel {
         match self.rmap.get(slot) {
             Entry::Page(pfn) => {
                 self.mm.map[pfn as usize].flags |= pg::YOUNG;
+                if write && self.mm.map[pfn as usize].test(pg::SWAPCACHE) {
+                    // The first write to a page mapped from the swap cache (do_wp_page →
+                    // wp_can_reuse_anon_folio): its swap copy is stale from now on.
+                    self.swap_cache_page_written(pfn);
+                }
                 Fault::Access
             }
             Entry::None => self.do_anonymous_fault(tid, index, slot),
-            Entry::Swap(s) => self.do_swap_page(tid, slot, s),
+            Entry::Swap(s) => self.do_swap_page(tid, index, slot, s, write),
         }
+    }
+
+    /// A write to a mapped swap-cache page: its slot goes (folio_free_swap), or, while the
+    /// old contents are still being written, the page is dirty and will be written again.
+    fn swap_cache_page_written(&mut self, p: Pfn) {
+        if !self.folio_free_swap(p) {
+            self.mm.map[p as usize].flags |= pg::DIRTY;
+        }
+    }
+
+    /// Takes a mapped page out of the swap cache and frees its slot (folio_free_swap);
+    /// false while it is under writeback or its slot is still referenced by a swap entry.
+    pub(crate) fn folio_free_swap(&mut self, p: Pfn) -> bool {
+        let page = self.mm.map[p as usize];
+        if !page.test(pg::SWAPCACHE) || page.test(pg::WRITEBACK) {
+            return false;
+        }
+        let Some(f) = self.swap.folio(p) else {
+            return false;
+        };
+        if self.rmap.get(page.owner) != Entry::Page(p) {
+            // folio_swapped(): a page-table entry still holds the slot.
+            return false;
+        }
+        self.delete_from_swap_cache(p, f.slot);
+        let cpu = self.mm.cur.cpu;
+        self.swap_entry_free(f.slot, cpu);
+        true
+    }
+
+    /// Takes a page out of the swap cache (delete_from_swap_cache); its slot stays.
+    fn delete_from_swap_cache(&mut self, p: Pfn, s: u32) {
+        self.mod_memcg_page_state(p, super::memcontrol::stat::SWAPCACHED, -1);
+        self.swap.cache_del(s);
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
+        self.mm.map[p as usize].flags &= !(pg::SWAPCACHE | pg::DIRTY);
+    }
+
+    /// Frees a swap slot no page-table entry or swap-cache page holds any more
+    /// (swap_entry_free → mem_cgroup_uncharge_swap, swap_range_free).
+    pub(crate) fn swap_entry_free(&mut self, s: u32, cpu: usize) {
+        self.mem_cgroup_uncharge_swap(s);
+        self.swap.set_slot_owner(s, NIL);
+        self.swap.free_swap_slot(cpu, s);
     }
 
     /// Maps a new zeroed page (do_anonymous_page).
@@ -137,60 +198,48 @@ impl Kernel {
         task.stats.max_rss = task.stats.max_rss.max(task.rss);
     }
 
-    /// Brings a swapped-out page back (do_swap_page): from the swap cache, or read from the swap device.
-    fn do_swap_page(&mut self, tid: TaskId, slot: u32, s: u32) -> Fault {
+    /// Brings a swapped-out page back (do_swap_page): from the swap cache (a minor fault,
+    /// which waits for a readahead read still in flight), or by swapin_readahead (a major
+    /// fault). The page keeps its slot in the swap cache unless the fault writes it or
+    /// swap is more than half full (should_try_to_free_swap → folio_free_swap).
+    fn do_swap_page(&mut self, tid: TaskId, index: u64, slot: u32, s: u32, write: bool) -> Fault {
         self.mm.cur.acc += self.mm.cost.page_fault;
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
         self.count_memcg_pgfault(tid);
-        if let Some(p) = self.swap.cache_lookup(s) {
-            // Still in the swap cache (being written, or written and not yet freed): map it back.
-            self.swap.cache_del(s);
-            let cpu = self.tasks[tid as usize].cpu;
-            self.swap.free_swap_slot(cpu, s);
-            let nid = self.mm.pfn_to_nid(p);
-            self.mm
-                .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
-            self.mm.map[p as usize].flags &= !pg::SWAPCACHE;
-            self.tasks[tid as usize].swapents -= 1;
-            self.map_anon_page(tid, slot, p);
-            return Fault::Minor;
-        }
-        let p = match self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid) {
-            AllocResult::Page(p) => p,
-            AllocResult::Failed => return Fault::Failed,
-            AllocResult::Killed => return Fault::Killed,
-            AllocResult::Retry => return Fault::Retry,
+        let (p, major) = match self.swap_cache_get_folio(s, tid, index) {
+            Some(p) => (p, false),
+            None => match self.swapin_readahead(tid, index, s) {
+                Ok(p) => (p, true),
+                Err(f) => return f,
+            },
         };
-        let memcg = self.task_memcg(tid);
-        if let Some(f) = self.charge_or_free(p, memcg, tid) {
-            return f;
+        if major {
+            // Had to read the page from swap area: Major fault.
+            self.mm.count_vm_events(Event::PGMAJFAULT, 1);
         }
-        self.mm.count_vm_events(Event::PGMAJFAULT, 1);
-        self.mm.count_vm_events(Event::PSWPIN, 1);
-        self.mm.count_vm_events(Event::PGPGIN, 4);
-        let sector = self.swap_sector(s);
-        let done = self.submit_bio(Request::read(sector, 1, 0), BioKind::SwapIn);
-        let cpu = self.tasks[tid as usize].cpu;
-        self.swap.free_swap_slot(cpu, s);
+        // folio_lock_or_retry(): a page whose read is still in flight is waited for.
+        let uptodate_at = self.swap.folio(p).map_or(0, |f| f.uptodate_at);
+        if uptodate_at > self.mm.clock() {
+            self.sleep_until(uptodate_at);
+        }
         self.tasks[tid as usize].swapents -= 1;
         self.map_anon_page(tid, slot, p);
-        self.mem_cgroup_commit_charge(p, memcg);
-        if self.mm.kcfg.workingset && self.mm.kcfg.workingset_anon {
-            // 5.9+: the swap cache's shadow judges the refault (workingset_refault); a page
-            // without one, or evicted too long ago, starts on the inactive list.
-            if let Some(shadow) = self.shadows.take_swap(s) {
-                self.workingset_refault(p, shadow);
-            }
-        } else {
-            // A page read back is likely in use: it starts on the active list.
-            self.mm.map[p as usize].flags |= pg::ACTIVE | pg::WORKINGSET;
-            self.mm.count_node_refault(p);
+        // Mapped, its PTE no longer holds the slot: the folio remembers it (folio->swap).
+        self.swap.track(p, s);
+        if write {
+            // should_try_to_free_swap(): a write fault by the sole user frees the swap copy
+            // (or, while it is still being written, dirties the page).
+            self.swap_cache_page_written(p);
+        } else if self.mem_cgroup_swap_full(p) {
+            // should_try_to_free_swap(): swap is full.
+            self.folio_free_swap(p);
         }
-        let cpu = self.tasks[tid as usize].cpu;
-        self.mm.folio_add_lru(p, cpu);
-        self.sleep_until(done);
-        Fault::Major
+        if major {
+            Fault::Major
+        } else {
+            Fault::Minor
+        }
     }
 
     /// Faults in the next page past the end of the task's anonymous memory.
@@ -224,6 +273,11 @@ impl Kernel {
         match self.rmap.get(slot) {
             Entry::None => {}
             Entry::Page(p) => {
+                if let Some(f) = self.swap.folio(p) {
+                    // free_swap_cache(): the last mapping went, so does the swap copy.
+                    self.delete_from_swap_cache(p, f.slot);
+                    self.swap_entry_free(f.slot, cpu);
+                }
                 self.rmap.set(slot, Entry::None);
                 self.tasks[tid as usize].rss -= 1;
                 let nid = self.mm.pfn_to_nid(p);
@@ -241,11 +295,7 @@ impl Kernel {
                 self.rmap.set(slot, Entry::None);
                 self.tasks[tid as usize].swapents -= 1;
                 if let Some(p) = self.swap.cache_lookup(s) {
-                    self.swap.cache_del(s);
-                    let nid = self.mm.pfn_to_nid(p);
-                    self.mm
-                        .mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, -1);
-                    self.mm.map[p as usize].flags &= !pg::SWAPCACHE;
+                    self.delete_from_swap_cache(p, s);
                     self.mem_cgroup_uncharge(p);
                     self.mm.lru_remove_for_free(p, cpu);
                     if self.mm.map[p as usize].test(pg::WRITEBACK) {
@@ -254,7 +304,7 @@ impl Kernel {
                         self.mm.free_pages(p, 0, cpu);
                     }
                 }
-                self.swap.free_swap_slot(cpu, s);
+                self.swap_entry_free(s, cpu);
                 // free_swap_and_cache(): the slot's shadow goes with it.
                 self.shadows.take_swap(s);
             }
@@ -278,7 +328,8 @@ impl Kernel {
     }
 
     /// Gives an anonymous page a swap slot, puts it in the swap cache and replaces
-    /// its PTE by the swap entry (add_to_swap, then try_to_unmap); false if swap is full.
+    /// its PTE by the swap entry (add_to_swap, then try_to_unmap); false if swap is full
+    /// or the group's memory.swap.max is reached.
     /// `cpu` is the reclaimer's (its slot cache under `kernel.swap_slot_cache`).
     pub fn add_to_swap(&mut self, p: Pfn, cpu: usize) -> bool {
         let slot = self.mm.map[p as usize].owner;
@@ -288,7 +339,14 @@ impl Kernel {
         let Some(s) = self.swap.folio_alloc_swap(cpu) else {
             return false;
         };
+        self.swap.set_slot_owner(s, slot);
+        if !self.mem_cgroup_try_charge_swap(p, s) {
+            // memory.swap.max reached: the slot goes back (put_swap_folio).
+            self.swap_entry_free(s, cpu);
+            return false;
+        }
         self.swap.cache_add(s, p);
+        self.mod_memcg_page_state(p, super::memcontrol::stat::SWAPCACHED, 1);
         let nid = self.mm.pfn_to_nid(p);
         self.mm.mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, 1);
         self.mm.map[p as usize].flags |= pg::SWAPCACHE | pg::DIRTY;
@@ -306,12 +364,43 @@ impl Kernel {
         true
     }
 
-    /// The swap slot of an unmapped anonymous page in the swap cache.
-    pub(crate) fn swap_slot_of(&self, p: Pfn) -> Option<u32> {
-        match self.rmap.get(self.mm.map[p as usize].owner) {
-            Entry::Swap(s) => Some(s),
-            _ => None,
+    /// Replaces the PTE of a mapped swap-cache page by its swap entry (try_to_unmap);
+    /// false if the page is not mapped.
+    pub fn try_to_unmap_swapcache(&mut self, p: Pfn) -> bool {
+        let slot = self.mm.map[p as usize].owner;
+        if slot == NIL || self.rmap.get(slot) != Entry::Page(p) {
+            return false;
         }
+        let Some(f) = self.swap.folio(p) else {
+            return false;
+        };
+        self.rmap.set(slot, Entry::Swap(f.slot));
+        self.swap.untrack(p);
+        if let (Owner::Task { tid, .. }, _) = self.rmap.owner(slot) {
+            let task = &mut self.tasks[tid as usize];
+            task.rss -= 1;
+            task.swapents += 1;
+        }
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm
+            .mod_node_page_state(nid, NodeStat::NR_ANON_PAGES, -1);
+        self.mm.map[p as usize].flags &= !pg::YOUNG;
+        self.mm.cur.acc += self.mm.cost.unmap_page;
+        true
+    }
+
+    /// The swap slot of an anonymous page in the swap cache (folio->swap): an unmapped
+    /// page's page-table entry holds it, a mapped one's is looked up.
+    pub(crate) fn swap_slot_of(&self, p: Pfn) -> Option<u32> {
+        let owner = self.mm.map[p as usize].owner;
+        if owner != NIL {
+            if let Entry::Swap(s) = self.rmap.get(owner) {
+                if self.swap.cache_lookup(s) == Some(p) {
+                    return Some(s);
+                }
+            }
+        }
+        self.swap.folio(p).map(|f| f.slot)
     }
 
     /// Queues a dirty swap-cache page for writing (swap_writepage); the write is
@@ -497,11 +586,15 @@ impl Kernel {
         }
     }
 
-    /// Frees a clean anonymous page in the swap cache that reclaim unmapped (__remove_mapping for swap).
+    /// Frees a clean anonymous page in the swap cache that reclaim unmapped (__remove_mapping
+    /// for swap): the charge moves to the slot (mem_cgroup_swapout), which the PTE keeps.
     pub fn delete_from_swap_cache_and_free(&mut self, p: Pfn, cpu: usize) {
-        self.mem_cgroup_uncharge(p);
-        if let Some(s) = self.swap_slot_of(p) {
-            self.swap.cache_del(s);
+        match self.swap_slot_of(p) {
+            Some(s) => {
+                self.mem_cgroup_swapout(p, s);
+                self.swap.cache_del(s);
+            }
+            None => self.mem_cgroup_uncharge(p),
         }
         let nid = self.mm.pfn_to_nid(p);
         self.mm
@@ -520,7 +613,7 @@ impl Kernel {
 
 impl super::Mm {
     /// Counts a refault of an evicted page (workingset_refault).
-    fn count_node_refault(&mut self, p: Pfn) {
+    pub(crate) fn count_node_refault(&mut self, p: Pfn) {
         let nid = self.pfn_to_nid(p);
         self.mod_node_page_state(nid, NodeStat::WORKINGSET_REFAULT_ANON, 1);
         self.mod_node_page_state(nid, NodeStat::WORKINGSET_ACTIVATE_ANON, 1);

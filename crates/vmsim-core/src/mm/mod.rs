@@ -20,6 +20,7 @@ pub mod rmap;
 pub mod shrinker;
 pub mod slab;
 pub mod swap;
+pub mod swap_state;
 pub mod swapfile;
 pub mod sysctl;
 pub mod vmscan;

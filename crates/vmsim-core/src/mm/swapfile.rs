@@ -13,11 +13,53 @@
 //! 2 × 64 per CPU (`check_cache_active()`). 6.18 has no slot cache (slots
 //! come from per-CPU clusters in `folio_alloc_swap()`).
 //!
+//! Each slot also remembers the page-table entry that holds it (the rmap
+//! slot, so that readahead by swap offset knows whose page it reads) and the
+//! memory cgroup charged for it (mm/swap_cgroup.c's swap_cgroup_record). A
+//! page in the swap cache keeps its slot until the last user goes: it is
+//! found by slot (the swap address space) and by frame (its folio->swap),
+//! with the folio's PG_readahead and the time its read completes.
+//!
 //! Simplifications: one swap device; no clusters; a slot has one user (no
-//! fork sharing); a page read back in leaves the swap cache and frees its
-//! slot at once (as when vm_swap_full() holds).
+//! fork sharing).
 
 use super::page::{Pfn, NIL};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hashes a frame number by one multiplication (Fibonacci hashing): frame numbers are
+/// dense integers, so SipHash's protection against chosen keys buys nothing here and
+/// would cost reclaim a third of its speed. Deterministic: no random state.
+#[derive(Default, Clone, Copy)]
+pub struct PfnHasher(u64);
+
+impl Hasher for PfnHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A map keyed by frame number.
+type PfnMap<V> = HashMap<Pfn, V, BuildHasherDefault<PfnHasher>>;
+
+/// A page in the swap cache, as its folio says (folio->swap, PG_readahead, PG_uptodate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SwapCacheFolio {
+    /// Its swap slot (folio->swap).
+    pub slot: u32,
+    /// Read by readahead and not yet found by a fault (PG_readahead).
+    pub readahead: bool,
+    /// When its read from the device completes; 0 for a page that was never read (PG_uptodate) [ns].
+    pub uptodate_at: u64,
+}
 
 /// The swap area (struct swap_info_struct).
 #[derive(Debug, Clone, Default)]
@@ -30,6 +72,18 @@ pub struct SwapInfo {
     swap_map: Vec<u8>,
     /// Page in the swap cache for each slot, or NIL (the swap address space).
     cache: Vec<Pfn>,
+    /// The swap-cache pages by frame (folio->swap and the folio flags the model reads).
+    folios: PfnMap<SwapCacheFolio>,
+    /// The rmap slot whose page-table entry holds each slot, or NIL.
+    owner: Vec<u32>,
+    /// The memory cgroup charged for each slot's swap, or NIL (swap_cgroup_record).
+    memcg: Vec<u32>,
+    /// Readahead state: VMA windows per task and the cluster heuristic's (swap_state.rs).
+    pub ra: super::swap_state::SwapRaState,
+    /// When the last read submitted completes [ns].
+    reads_done_by: u64,
+    /// Pages in the swap cache whose read is not submitted yet (under the plug).
+    reads_unsubmitted: u32,
     /// Where the next search for a free slot starts (cluster_next).
     cursor: u32,
     /// 6.1's per-CPU swap slot caches (`kernel.swap_slot_cache`); None without.
@@ -60,6 +114,12 @@ impl SwapInfo {
             inuse_pages: 0,
             swap_map: vec![0; pages as usize],
             cache: vec![NIL; pages as usize],
+            folios: PfnMap::default(),
+            owner: vec![NIL; pages as usize],
+            memcg: vec![NIL; pages as usize],
+            ra: Default::default(),
+            reads_done_by: 0,
+            reads_unsubmitted: 0,
             cursor: 0,
             slots_cache: None,
         }
@@ -187,7 +247,18 @@ impl SwapInfo {
             "freeing a slot still in the swap cache"
         );
         self.swap_map[slot as usize] = 0;
+        self.owner[slot as usize] = NIL;
+        debug_assert_eq!(
+            self.memcg[slot as usize], NIL,
+            "freeing a charged swap slot"
+        );
         self.inuse_pages -= 1;
+    }
+
+    /// Whether a slot is allocated (swap_map != 0; readahead skips free slots).
+    #[inline]
+    pub fn in_use(&self, slot: u32) -> bool {
+        self.swap_map.get(slot as usize).is_some_and(|&c| c != 0)
     }
 
     /// The page in the swap cache for a slot (swap_cache_get_folio).
@@ -197,16 +268,146 @@ impl SwapInfo {
         (p != NIL).then_some(p)
     }
 
-    /// Puts a page in the swap cache (add_to_swap_cache).
+    /// Puts a page being swapped out in the swap cache (add_to_swap_cache): its page-table
+    /// entry holds the slot, so it needs no folio record until it is mapped again.
     pub fn cache_add(&mut self, slot: u32, pfn: Pfn) {
         debug_assert_eq!(self.cache[slot as usize], NIL);
         self.cache[slot as usize] = pfn;
     }
 
+    /// Puts a page being read in the swap cache with its folio record (swap_cache_add_folio):
+    /// PG_readahead and when its read completes (u64::MAX until it is submitted).
+    pub fn cache_add_folio(&mut self, slot: u32, pfn: Pfn, readahead: bool, uptodate_at: u64) {
+        self.cache_add(slot, pfn);
+        if uptodate_at == u64::MAX {
+            self.reads_unsubmitted += 1;
+        }
+        let f = SwapCacheFolio {
+            slot,
+            readahead,
+            uptodate_at,
+        };
+        self.folios.insert(pfn, f);
+    }
+
     /// Takes a page out of the swap cache (__delete_from_swap_cache).
     pub fn cache_del(&mut self, slot: u32) {
-        debug_assert_ne!(self.cache[slot as usize], NIL);
+        let p = self.cache[slot as usize];
+        debug_assert_ne!(p, NIL);
+        if !self.folios.is_empty()
+            && self
+                .folios
+                .remove(&p)
+                .is_some_and(|f| f.uptodate_at == u64::MAX)
+        {
+            self.reads_unsubmitted -= 1;
+        }
         self.cache[slot as usize] = NIL;
+    }
+
+    /// The folio record of a swap-cache page that was read in or is mapped (folio->swap);
+    /// None for a page being swapped out, whose page-table entry holds its slot.
+    #[inline]
+    pub fn folio(&self, pfn: Pfn) -> Option<SwapCacheFolio> {
+        if self.folios.is_empty() {
+            return None;
+        }
+        self.folios.get(&pfn).copied()
+    }
+
+    /// Gives a swap-cache page that is being mapped a folio record, if it has none.
+    pub fn track(&mut self, pfn: Pfn, slot: u32) {
+        debug_assert_eq!(self.cache[slot as usize], pfn);
+        self.folios.entry(pfn).or_insert(SwapCacheFolio {
+            slot,
+            readahead: false,
+            uptodate_at: 0,
+        });
+    }
+
+    /// Drops the folio record of a swap-cache page whose page-table entry holds its slot
+    /// again (unmapped, its read complete), keeping one for a read not yet submitted.
+    pub fn untrack(&mut self, pfn: Pfn) {
+        if self.folios.is_empty() {
+            return;
+        }
+        if self
+            .folios
+            .get(&pfn)
+            .is_some_and(|f| f.uptodate_at != u64::MAX)
+        {
+            self.folios.remove(&pfn);
+        }
+    }
+
+    /// Clears a swap-cache page's PG_readahead, returning whether it was set (folio_test_clear_readahead).
+    pub fn folio_test_clear_readahead(&mut self, pfn: Pfn) -> bool {
+        self.folios
+            .get_mut(&pfn)
+            .is_some_and(|f| std::mem::take(&mut f.readahead))
+    }
+
+    /// Sets when the read of a swap-cache page completes (the bio's end_io sets PG_uptodate).
+    pub fn set_uptodate_at(&mut self, slot: u32, pfn: Pfn, at: u64) {
+        debug_assert_eq!(self.cache[slot as usize], pfn);
+        if let Some(f) = self.folios.get_mut(&pfn) {
+            if f.uptodate_at == u64::MAX {
+                self.reads_unsubmitted -= 1;
+            }
+            f.uptodate_at = at;
+            self.reads_done_by = self.reads_done_by.max(at);
+        }
+    }
+
+    /// No read of a swap-cache page completes after this [ns] (u64::MAX while a read is
+    /// not submitted yet).
+    #[inline]
+    pub fn reads_done_by(&self) -> u64 {
+        if self.reads_unsubmitted > 0 {
+            u64::MAX
+        } else {
+            self.reads_done_by
+        }
+    }
+
+    /// Pages in the swap cache (total_swapcache_pages).
+    pub fn nr_swapcache(&self) -> usize {
+        self.folios.len()
+    }
+
+    /// The rmap slot whose page-table entry holds a swap slot, or NIL.
+    #[inline]
+    pub fn slot_owner(&self, slot: u32) -> u32 {
+        self.owner[slot as usize]
+    }
+
+    /// Records the page-table entry holding a swap slot.
+    #[inline]
+    pub fn set_slot_owner(&mut self, slot: u32, rslot: u32) {
+        self.owner[slot as usize] = rslot;
+    }
+
+    /// The memory cgroup charged for a slot's swap, or NIL (lookup_swap_cgroup_id).
+    #[inline]
+    pub fn swap_cgroup(&self, slot: u32) -> u32 {
+        self.memcg[slot as usize]
+    }
+
+    /// Sets (or with NIL clears) the group charged for a slot, returning the old one (swap_cgroup_record / _clear).
+    #[inline]
+    pub fn swap_cgroup_record(&mut self, slot: u32, id: u32) -> u32 {
+        std::mem::replace(&mut self.memcg[slot as usize], id)
+    }
+
+    /// Whether more than half the swap space is in use (vm_swap_full).
+    pub fn vm_swap_full(&self) -> bool {
+        self.pages > 0 && self.nr_free() * 2 < self.pages
+    }
+
+    /// Slots of the device (si->max).
+    #[inline]
+    pub fn max(&self) -> u32 {
+        self.pages
     }
 
     /// Slots held by the slot caches, to hand out or freed and not yet returned.
@@ -298,9 +499,16 @@ mod tests {
         assert_eq!(si.get_swap_page(), Some(3));
         assert_eq!(si.get_swap_page(), Some(0));
         assert_eq!(si.get_swap_page(), None);
-        si.cache_add(1, 77);
+        si.cache_add_folio(1, 77, true, 5);
         assert_eq!(si.cache_lookup(1), Some(77));
+        assert_eq!(si.folio(77).map(|f| f.slot), Some(1));
+        assert!(si.folio_test_clear_readahead(77));
+        assert!(
+            !si.folio_test_clear_readahead(77),
+            "PG_readahead is cleared once"
+        );
         si.cache_del(1);
+        assert_eq!(si.folio(77), None);
         si.swap_free(1);
         assert_eq!(si.nr_free(), 1);
     }

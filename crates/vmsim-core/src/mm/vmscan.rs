@@ -196,9 +196,26 @@ impl Kernel {
         inactive * ratio < active
     }
 
-    /// Whether anonymous pages can be reclaimed at all (can_reclaim_anon_pages): swap has room.
+    /// Whether anonymous pages can be reclaimed at all (can_reclaim_anon_pages): swap has
+    /// room, and under cgroup v2 the scanned group and its ancestors are below memory.swap.max
+    /// (mem_cgroup_get_nr_swap_pages).
     pub fn can_reclaim_anon_pages(&self) -> bool {
-        self.swap.nr_free() > 0
+        if self.swap.nr_free() == 0 {
+            return false;
+        }
+        let m = &self.mm.memcg;
+        if !m.enabled() || !m.dfl {
+            return true;
+        }
+        let mut g = m.scan_memcg;
+        while g != super::memcontrol::ROOT_MEM_CGROUP && g != super::memcontrol::NO_MEMCG {
+            let c = m.ext(g).swap;
+            if c.usage >= c.max {
+                return false;
+            }
+            g = m.groups[g as usize].parent;
+        }
+        true
     }
 
     /// How many pages of each list to scan at this priority (get_scan_count).
@@ -210,10 +227,17 @@ impl Kernel {
             Anon,
             File,
         }
-        let swappiness = self.mm.kcfg.swappiness;
+        // mem_cgroup_swappiness() of the group whose lruvec is scanned.
+        let swappiness = self
+            .mm
+            .memcg
+            .mem_cgroup_swappiness(self.mm.memcg.scan_memcg, self.mm.kcfg.swappiness);
         let mut fraction = [1u64, 1];
         let mut denominator = 1u64;
         let balance = if !sc.may_swap || !self.can_reclaim_anon_pages() {
+            Balance::File
+        } else if sc.cgroup_reclaim() && swappiness == 0 {
+            // memcg users disable swapping for a group with memory.swappiness = 0.
             Balance::File
         } else if sc.priority == 0 && swappiness > 0 {
             Balance::Equal
@@ -511,6 +535,11 @@ impl Kernel {
             sc.nr_scanned += nr_pages;
             let flags = self.mm.map[pfn as usize].flags;
             let kind = self.mm.map[pfn as usize].kind();
+            if flags & pg::SWAPCACHE != 0 && self.swap_read_in_flight(pfn) {
+                // folio_trylock() fails: the page is locked until its swap read completes.
+                ret.push(pfn);
+                continue;
+            }
             let file = kind == PageKind::File;
             let (dirty, writeback) = (flags & pg::DIRTY != 0, flags & pg::WRITEBACK != 0);
             if dirty || writeback {
@@ -573,6 +602,14 @@ impl Kernel {
                 if !self.add_to_swap(pfn, sc.cpu) {
                     activate = true;
                 }
+            } else if !activate && kind == PageKind::Anon && flags & pg::SWAPCACHE != 0 {
+                // A page read back and still in the swap cache: try_to_unmap() puts its
+                // swap entry back in the PTE; clean, it is freed without a write.
+                if !sc.may_unmap {
+                    ret.push(pfn);
+                    continue;
+                }
+                self.try_to_unmap_swapcache(pfn);
             }
             if !activate && self.mm.map[pfn as usize].test(pg::DIRTY) {
                 if file {
@@ -608,6 +645,13 @@ impl Kernel {
                 }
             }
             if activate {
+                // activate_locked: a swap-cache page gives its slot up when swap is full.
+                if kind == PageKind::Anon
+                    && self.mm.map[pfn as usize].test(pg::SWAPCACHE)
+                    && self.mem_cgroup_swap_full(pfn)
+                {
+                    self.folio_free_swap(pfn);
+                }
                 let p = &mut self.mm.map[pfn as usize];
                 p.flags |= pg::ACTIVE;
                 stat.nr_activate[file as usize] += nr_pages;

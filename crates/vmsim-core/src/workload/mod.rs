@@ -98,6 +98,18 @@ pub struct OpProgram {
     file: String,
     /// Files an `unlink_dir` operation has left to delete, oldest first.
     unlink_list: std::collections::VecDeque<String>,
+    /// The page order of a random `touch` (empty: sequential).
+    touch_order: Vec<u32>,
+}
+
+/// Pages 0..n in a random order (Fisher–Yates from the task's stream).
+fn random_permutation(n: u64, rng: &mut Stream) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n as u32).collect();
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+    v
 }
 
 /// A file name with its placeholders filled in: `{rep}` by the repetition, `{pid}` by
@@ -151,7 +163,7 @@ pub fn syscall_floor(spent: u64, syscalls: u64, syscall: u64) -> u64 {
 fn is_empty_op(op: &Op) -> bool {
     match op {
         Op::Compute { time } => time.0 == 0,
-        Op::Touch { size } | Op::ThpFault { size } => size.0 == 0,
+        Op::Touch { size, .. } | Op::ThpFault { size } => size.0 == 0,
         _ => false,
     }
 }
@@ -179,6 +191,7 @@ impl OpProgram {
             dirtied: 0,
             read_pages: 0,
             thp: Default::default(),
+            touch_order: Vec::new(),
             syscalls: 0,
             rep: 0,
             until_exit: Arc::new(spec.until_exit.clone()),
@@ -343,7 +356,15 @@ impl OpProgram {
                 self.syscalls += is_syscall(op) as u64;
                 self.left = match op {
                     Op::Compute { time } => time.0,
-                    Op::Touch { size } | Op::Unmap { size } => size.0.div_ceil(PAGE_SIZE),
+                    Op::Touch { size, order, .. } => {
+                        let n = size.0.div_ceil(PAGE_SIZE);
+                        self.touch_order = Vec::new();
+                        if *order == crate::config::TouchOrder::Random {
+                            self.touch_order = random_permutation(n, &mut self.rng);
+                        }
+                        n
+                    }
+                    Op::Unmap { size } => size.0.div_ceil(PAGE_SIZE),
                     Op::Alloc { count, .. } => *count,
                     Op::Free { count, .. } => count.unwrap_or(u64::MAX),
                     Op::Slab { objects, .. } => *objects,
@@ -408,13 +429,18 @@ impl OpProgram {
                     user += d;
                     self.left -= d;
                 }
-                Op::Touch { size } => {
+                Op::Touch { size, write, .. } => {
                     let n = size.0.div_ceil(PAGE_SIZE);
-                    let index = n - self.left;
-                    match cx.k.handle_mm_fault(tid, index) {
+                    let i = n - self.left;
+                    let index = self.touch_order.get(i as usize).map_or(i, |&p| p as u64);
+                    match cx.k.handle_mm_fault_rw(tid, index, *write) {
                         Fault::Access | Fault::Minor => {
                             user += cx.k.mm.cost.touch_page;
                             self.left -= 1;
+                            if cx.k.mm.cur.sleep > 0 {
+                                // A page whose readahead read is still in flight: wait for it.
+                                return self.yield_for_io(user);
+                            }
                         }
                         Fault::Major => {
                             // Sleep until the page is read back; resume after it.

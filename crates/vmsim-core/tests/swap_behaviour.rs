@@ -1,0 +1,188 @@
+//! Swap in whole runs: the swap cache keeps a page read back, so reclaim frees it again
+//! without a write while a written page is written again; swap readahead serves
+//! sequential re-reads and backs off on random ones; the v1 memsw limit holds (reclaim
+//! without swap, then the memcg OOM); v2's memory.swap.max stops swap-out; the swap
+//! charges balance; runs with swap are deterministic.
+//!
+//! Machines are small with one CPU and a fast disk, so each run takes milliseconds.
+
+use vmsim_core::config::Scenario;
+use vmsim_core::RunResult;
+
+/// A one-CPU machine with 1 GiB of RAM and 512 MiB of swap on a disk that is
+/// `rotational` or not; `rest` (cgroups and tasks) is appended.
+fn scenario(rotational: bool, rest: &str) -> Scenario {
+    let text = format!(
+        r#"
+duration = "120s"
+[machine]
+memory = "1GiB"
+cpus = 1
+swap = "512MiB"
+[sampling]
+interval = "60s"
+[disk]
+latency = 50000
+read_bandwidth = 1000000000
+write_bandwidth = 1000000000
+rotational = {rotational}
+{rest}
+"#
+    );
+    Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Runs to the end, checking the memcg and swap charges every half second.
+fn run_checked(sc: &Scenario) -> RunResult {
+    let mut eng = vmsim_core::sim::build(sc);
+    let mut t = 0;
+    while eng.live_user_tasks > 0 && t < sc.duration.0 {
+        t += 500_000_000;
+        eng.run_until(t);
+        eng.kernel
+            .check_memcg()
+            .unwrap_or_else(|e| panic!("at {t} ns: {e}"));
+    }
+    vmsim_core::sim::run(sc, &mut |_, _| {})
+}
+
+fn ev(r: &RunResult, name: &str) -> i64 {
+    r.vmstat_delta.get(name).copied().unwrap_or(0)
+}
+
+/// A 64 MiB v1 group whose task writes 128 MiB, then touches it twice more with `retouch`.
+fn cycle(retouch: &str, group: &str) -> String {
+    format!(
+        r#"
+[[cgroup]]
+path = "A"
+limit_in_bytes = "64MiB"
+{group}
+[[task]]
+name = "hog"
+cgroup = "A"
+program = [
+  {{ op = "touch", size = "128MiB" }},
+  {{ op = "touch", size = "128MiB", {retouch} }},
+  {{ op = "touch", size = "128MiB", {retouch} }},
+]
+"#
+    )
+}
+
+const PAGES_128M: i64 = 128 << 8;
+
+#[test]
+fn a_page_read_back_is_reclaimed_again_without_a_write_a_written_one_is_written() {
+    let read = run_checked(&scenario(false, &cycle("write = false", "")));
+    let written = run_checked(&scenario(false, &cycle("write = true", "")));
+    // Read back: only the first 128 MiB ever goes out (half in the first pass, the
+    // dirty rest when the read passes push it out); the re-reads find their slots.
+    assert!(
+        ev(&read, "pswpout") <= PAGES_128M + 256,
+        "pswpout {}",
+        ev(&read, "pswpout")
+    );
+    assert!(ev(&read, "pswpin") >= PAGES_128M, "{}", ev(&read, "pswpin"));
+    // Written: each pass writes the group's pages out again.
+    assert!(
+        ev(&written, "pswpout") >= 2 * PAGES_128M,
+        "pswpout {}",
+        ev(&written, "pswpout")
+    );
+    let r = &read.memcg.as_ref().unwrap().groups["A"];
+    assert_eq!(
+        r.memsw_usage_in_bytes,
+        Some(0),
+        "every charge went with the task"
+    );
+}
+
+#[test]
+fn sequential_rereads_come_from_readahead_random_ones_shrink_the_window() {
+    for rotational in [false, true] {
+        let seq = run_checked(&scenario(rotational, &cycle("write = false", "")));
+        let (pswpin, hits, major) = (
+            ev(&seq, "pswpin"),
+            ev(&seq, "swap_ra_hit"),
+            ev(&seq, "pgmajfault"),
+        );
+        assert!(
+            hits * 10 >= pswpin * 7,
+            "rotational {rotational}: {hits} hits of {pswpin} swap-ins"
+        );
+        assert!(
+            major * 4 <= pswpin,
+            "rotational {rotational}: {major} major faults of {pswpin} swap-ins"
+        );
+        assert!(ev(&seq, "swap_ra") >= hits);
+        let rnd = run_checked(&scenario(
+            rotational,
+            &cycle("write = false, order = \"random\"", ""),
+        ));
+        let (pswpin, hits, major) = (
+            ev(&rnd, "pswpin"),
+            ev(&rnd, "swap_ra_hit"),
+            ev(&rnd, "pgmajfault"),
+        );
+        assert!(
+            hits * 4 <= pswpin,
+            "rotational {rotational}: random {hits} hits of {pswpin}"
+        );
+        assert!(
+            major * 2 >= pswpin,
+            "rotational {rotational}: random {major} major faults of {pswpin}"
+        );
+    }
+}
+
+#[test]
+fn the_memsw_limit_holds_reclaim_cannot_swap_and_the_group_ooms() {
+    let tight = run_checked(&scenario(
+        false,
+        &cycle("write = true", "memsw.limit_in_bytes = \"96MiB\""),
+    ));
+    let g = &tight.memcg.as_ref().unwrap().groups["A"];
+    assert_eq!(tight.summary.oom_kills, 1);
+    assert!(g.memsw_max_usage_in_bytes.unwrap() <= 96 << 20);
+    assert!(g.memsw_failcnt.unwrap() > 0);
+    assert_eq!(g.memsw_usage_in_bytes, Some(0));
+    let roomy = run_checked(&scenario(
+        false,
+        &cycle("write = true", "memsw.limit_in_bytes = \"256MiB\""),
+    ));
+    assert_eq!(roomy.summary.oom_kills, 0);
+    let g = &roomy.memcg.as_ref().unwrap().groups["A"];
+    assert!(g.memsw_max_usage_in_bytes.unwrap() > 96 << 20);
+    assert_eq!(g.memsw_failcnt, Some(0));
+}
+
+#[test]
+fn v2_swap_max_zero_keeps_anon_in_memory_and_the_group_ooms() {
+    let rest = r#"
+[[cgroup]]
+path = "A"
+hierarchy = "v2"
+max = "64MiB"
+swap.max = "0"
+[[task]]
+name = "hog"
+cgroup = "A"
+program = [ { op = "touch", size = "128MiB" } ]
+"#;
+    let r = run_checked(&scenario(false, rest));
+    assert_eq!(ev(&r, "pswpout"), 0);
+    assert_eq!(r.summary.oom_kills, 1);
+    let rest = rest.replace("swap.max = \"0\"", "swap.max = \"512MiB\"");
+    let r = run_checked(&scenario(false, &rest));
+    assert!(ev(&r, "pswpout") > 0);
+    assert_eq!(r.summary.oom_kills, 0);
+}
+
+#[test]
+fn runs_with_swap_and_readahead_are_deterministic() {
+    let sc = scenario(true, &cycle("write = false, order = \"random\"", ""));
+    let a = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+    let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+    assert_eq!(a, b);
+}
