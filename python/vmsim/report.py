@@ -799,7 +799,7 @@ def _sweep_section(page: _Page, src: Source) -> None:
 
 def render_html(sources: Sequence[Source]) -> str:
     """The whole page for ``sources``: every figure's library and data inline."""
-    from plotly.offline import get_plotlyjs  # type: ignore[import-not-found]
+    from plotly.offline import get_plotlyjs
 
     page = _Page()
     runs = [s for s in sources if s.kind == "run"]
