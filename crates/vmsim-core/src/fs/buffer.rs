@@ -23,39 +23,13 @@ use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::gfp::{Gfp, __GFP_FS, __GFP_MOVABLE, __GFP_NOFAIL, GFP_USER};
 use crate::mm::memory::BioKind;
+pub use crate::mm::page::IntMap;
 use crate::mm::page::Pfn;
 use crate::mm::rmap::Entry;
 use crate::mm::slab::BUFFER_HEAD;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Name of the block device's inode in the file table.
 pub const BDEV_NAME: &str = "/dev/vda";
-
-/// A multiplicative hasher for page-frame and block numbers (keys that are small
-/// integers; no iteration over the maps decides an outcome).
-#[derive(Default, Clone, Copy)]
-pub struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(n as u64);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// A map keyed by page-frame or block number.
-pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 /// The buffer heads in the system (folio->private of every page with buffers).
 #[derive(Debug, Clone, Default)]

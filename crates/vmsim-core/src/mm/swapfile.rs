@@ -24,31 +24,9 @@
 //! fork sharing).
 
 use super::page::{Pfn, NIL};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Hashes a frame number by one multiplication (Fibonacci hashing): frame numbers are
-/// dense integers, so SipHash's protection against chosen keys buys nothing here and
-/// would cost reclaim a third of its speed. Deterministic: no random state.
-#[derive(Default, Clone, Copy)]
-pub struct PfnHasher(u64);
-
-impl Hasher for PfnHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
 
 /// A map keyed by frame number.
-type PfnMap<V> = HashMap<Pfn, V, BuildHasherDefault<PfnHasher>>;
+type PfnMap<V> = super::page::IntMap<Pfn, V>;
 
 /// A page in the swap cache, as its folio says (folio->swap, PG_readahead, PG_uptodate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
