@@ -21,11 +21,13 @@ def run(
     events: list[str] | None = None,
     max_wall: float | None = None,
     check_invariants: bool = False,
+    timeline_path: str | PathLike[str] | None = None,
 ) -> str:
     """Runs a scenario given as TOML text; returns the result as JSON text. ``events``
     selects the traced events as set_event does (None: the default selection);
     ``max_wall`` is a wall-clock budget [s] (the partial result carries ``cut``);
-    ``check_invariants`` raises InvariantError at the first kernel invariant broken."""
+    ``check_invariants`` raises InvariantError at the first kernel invariant broken;
+    ``timeline_path`` records the run's timeline and writes it there as JSON."""
 
 def validate(scenario: str) -> None:
     """Checks a scenario without running it; raises ScenarioError if it is wrong."""

@@ -183,6 +183,8 @@ def _set_message(msg: str, text: str, overrides: Mapping[str, Any]) -> str:
     rest = m.group(3) if m else re.sub(r"^scenario: (line \d+: )?", "", msg)
     where = f"--set {atomic.shown(key)}" if key else "(after --set)"
     return f"scenario: {where}: {rest}"
+
+
 CHECK_INVARIANTS_ENV = "VMSIM_CHECK_INVARIANTS"
 
 
@@ -258,6 +260,7 @@ def run(
     events: str | Sequence[str] | None = None,
     max_wall: float | None = None,
     check_invariants: bool | None = None,
+    timeline: str | Path | None = None,
 ) -> Result:
     """Runs a scenario and returns its Result.
 
@@ -276,6 +279,9 @@ def run(
     None checks when the environment has ``VMSIM_CHECK_INVARIANTS=1`` (how
     ``vmsim reproduce --check-invariants`` reaches every run, in worker
     processes too).
+    With ``timeline``, the run records every task's changes of scheduling state
+    and the zones' counters at every sample, and writes them to that file as
+    JSON (what ``vmsim run --perfetto`` draws; docs/report.md).
     Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     Raises ScenarioError (one line) if the scenario or a selector is wrong.
     """
@@ -301,9 +307,11 @@ def run(
             selectors,
             max_wall=None if max_wall is None else float(max_wall),
             check_invariants=check_invariants,
+            timeline_path=str(timeline) if timeline else None,
         )
     except OSError as e:
-        if trace is None or e.filename != str(trace):
+        written = next((p for p in (trace, timeline) if p and e.filename == str(p)), None)
+        if written is None:
             raise
-        raise atomic.OutputError(trace, atomic.output_reason(e, Path(trace))) from None
+        raise atomic.OutputError(written, atomic.output_reason(e, Path(written))) from None
     return Result(json_text=out, data=json.loads(out))

@@ -323,11 +323,13 @@ def run_cmd(
     if max_wall is not None and not (0 < max_wall <= 1e9):
         raise UserError(f"--max-wall {max_wall}: a number of seconds above 0 (at most 1e9)")
     update, close = _progress_reporter()
-    tmp = None
-    if perfetto_path is not None and trace is None:
+    tmp = timeline_tmp = None
+    if perfetto_path is not None:
         import tempfile
 
-        tmp = tempfile.TemporaryDirectory(prefix="vmsim-perfetto-")
+        timeline_tmp = tempfile.TemporaryDirectory(prefix="vmsim-perfetto-")
+        if trace is None:
+            tmp = timeline_tmp
     try:
         r = api.run(
             Path(scenario) if scenario else None,
@@ -335,6 +337,7 @@ def run_cmd(
             overrides=overrides,
             progress=update,
             trace=trace if tmp is None else Path(tmp.name) / "trace.txt",
+            timeline=None if timeline_tmp is None else Path(timeline_tmp.name) / "timeline.json",
             trace_format=trace_format,
             events=list(events) if events else None,
             max_wall=max_wall,
@@ -345,14 +348,16 @@ def run_cmd(
 
             source = Path(tmp.name) / "trace.txt" if tmp is not None else trace
             assert source is not None
+            assert timeline_tmp is not None
+            timeline = json.loads((Path(timeline_tmp.name) / "timeline.json").read_text())
             try:
-                perfetto.write(r.data, source, perfetto_path)
+                perfetto.write(r.data, source, perfetto_path, timeline)
             except perfetto.PerfettoError as e:
                 raise UserError(f"--perfetto: {e}") from None
     finally:
         close()
-        if tmp is not None:
-            tmp.cleanup()
+        if timeline_tmp is not None:
+            timeline_tmp.cleanup()
     if output_dir is not None:
         from vmsim import series
 
@@ -652,6 +657,37 @@ def sweep_plot_cmd(
         raise UserError(f"-o {output}: directory {output.parent} does not exist")
     parsed = [parse_filter(f, "--where") for f in filters]
     click.echo(sweep_plot(results, x, y, hue, parsed, output), nl=False)
+
+
+@main_group.command("perfetto-plot")
+@click.argument("timeline", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("timeline.png"),
+    show_default=True,
+    help="The PNG to draw.",
+)
+@click.option(
+    "--lanes",
+    "max_lanes",
+    type=click.IntRange(1, 1000),
+    default=40,
+    show_default=True,
+    help="Draw at most this many state lanes (kernel threads first, then tasks by pid).",
+)
+def perfetto_plot_cmd(timeline: Path, output: Path, max_lanes: int) -> None:
+    """Draw a `vmsim run --perfetto` TIMELINE into a PNG with matplotlib: free pages per
+    zone, the watermarks and boost, dirty and writeback pages, and one lane per task and
+    kernel thread coloured by its state over time (docs/report.md)."""
+    from vmsim import perfetto_plot
+
+    _check_output("-o", output, ".png", "the picture")
+    try:
+        click.echo(perfetto_plot.plot(timeline, output, max_lanes), nl=False)
+    except perfetto_plot.PerfettoPlotError as e:
+        raise UserError(str(e)) from None
 
 
 @main_group.command("report")

@@ -1,14 +1,20 @@
 """`vmsim run --perfetto FILE`: a run as a timeline that Perfetto's UI (ui.perfetto.dev,
 or any Chrome trace viewer) opens: Chrome's JSON trace-event format.
 
-Built from what a run already gives, through the Python API: the ftrace text of its
-tracepoints (vmscan, compaction, writeback, as ``vmsim run --trace`` writes them) and
-its result's time series. Nothing is added to the engine.
+Built from three things a run gives: the engine's timeline (every task's changes of
+scheduling state, the zones' counters at every sample; ``api.run(timeline=FILE)``), the
+ftrace text of its tracepoints (vmscan, compaction, writeback, as ``vmsim run --trace``
+writes them) and its result's time series.
 
-* **Tracks**: one thread per task or kernel thread (``comm-pid``) that appears in the
+* **State lanes**: one thread per task and per kernel thread (``comm-pid state``) whose
+  slices are its states: ``running``, ``runnable``, ``sleeping``, ``throttled``
+  (reclaim_throttle, balance_dirty_pages, congestion_wait, the memory.high penalty, the
+  reclaimer limit), ``io_wait``, and, where it runs inside one of the spans below, the
+  span's name (``direct reclaim``, ``compaction``, ``memcg reclaim``, ...).
+* **Span tracks**: one thread per task or kernel thread (``comm-pid``) that appears in the
   trace, in two processes: "tasks" and "kernel threads" (kswapd*, kcompactd*, the
-  flusher).
-* **Spans** (complete events) on those tracks: each direct reclaim
+  flusher, jbd2), carrying:
+* **Spans** (complete events): each direct reclaim
   (``mm_vmscan_direct_reclaim_begin``/``_end``; nr_reclaimed as an argument), memcg
   and soft-limit reclaim, each compaction run (``mm_compaction_begin``/``_end``;
   mode and status), each balance_pgdat() run of kswapd (from its
@@ -19,14 +25,12 @@ its result's time series. Nothing is added to the engine.
   dirty-page pause (``balance_dirty_pages``: the pause after it).
 * **Instants**: wakeups of kswapd and kcompactd, and direct compaction tries, on the
   waker's track.
-* **Counters** (process "memory"): free pages, the min/low/high watermarks (boost
+* **Counters**: process "memory": free pages, the min/low/high watermarks (boost
   included, summed over zones) and the boost at every sample; dirty and writeback
-  pages at every ``global_dirty_state`` event (a ``snapshot`` operation reads them),
-  and their sum (the kernel's ``gdtc->dirty``) at every ``balance_dirty_pages``.
-
-What the run's data does not have is not drawn: the scheduler's states (running,
-runnable, waiting on I/O) are not traced by the engine, and the time series sum the
-zones, so free pages are one counter for the machine, not one per zone.
+  pages at every sample and at every ``global_dirty_state`` event, and their sum (the
+  kernel's ``gdtc->dirty``) at every ``balance_dirty_pages``. One process per zone
+  ("zone N Name"): its free pages, watermarks, boost and free pages of each migratetype
+  at every sample.
 """
 
 from __future__ import annotations
@@ -42,8 +46,20 @@ from vmsim import atomic, ftrace
 __all__ = ["PerfettoError", "KERNEL_THREADS", "build", "write"]
 
 #: Comm prefixes of kernel threads.
-KERNEL_THREADS = ("kswapd", "kcompactd", "kworker", "flush-", "writeback")
+KERNEL_THREADS = ("kswapd", "kcompactd", "kworker", "flush-", "writeback", "jbd2")
 PID_COUNTERS, PID_TASKS, PID_KTHREADS = 1, 2, 3
+#: Processes of the zones' counters: PID_ZONES + the zone's index among populated zones.
+PID_ZONES = 10
+#: A task's state lane is thread STATE_TID + its pid (its span track is its pid).
+STATE_TID = 1_000_000
+#: Spans that name the state of a task running inside them, innermost first.
+WORK_STATES = (
+    "compaction",
+    "direct reclaim",
+    "memcg reclaim",
+    "memcg soft-limit reclaim",
+    "node reclaim",
+)
 _FIELD = re.compile(r"(\w+)=([^\s,]*)")
 
 #: begin event -> (end event, span name, category).
@@ -95,6 +111,7 @@ def _args(f: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _is_kthread(comm: str) -> bool:
+    """Whether a trace's comm names a kernel thread."""
     return comm.startswith(KERNEL_THREADS)
 
 
@@ -118,6 +135,13 @@ def _trace_events(lines: Iterable[ftrace.TraceLine], end_us: int) -> Iterator[di
                 "pid": pid,
                 "tid": ln.pid,
                 "args": {"name": f"{ln.comm}-{ln.pid}"},
+            }
+            yield {
+                "ph": "M",
+                "name": "thread_sort_index",
+                "pid": pid,
+                "tid": ln.pid,
+                "args": {"sort_index": 2 * ln.pid + 1},
             }
         ts = _us(ln.seconds)
         f = fields(ln.details)
@@ -190,8 +214,123 @@ def _span(name: str, pid: int, tid: int, t0: int, t1: int, args: dict[str, Any])
     }
 
 
-def _counter(name: str, ts: int, value: float) -> dict[str, Any]:
-    return {"ph": "C", "name": name, "pid": PID_COUNTERS, "ts": ts, "args": {"pages": value}}
+def _counter(name: str, ts: float, value: float, pid: int = PID_COUNTERS) -> dict[str, Any]:
+    """A counter sample [pages] of process ``pid``."""
+    return {"ph": "C", "name": name, "pid": pid, "ts": ts, "args": {"pages": value}}
+
+
+def _ns_us(ns: int) -> float:
+    """Microseconds of engine nanoseconds, exact to the nanosecond."""
+    return ns / 1000
+
+
+def _timeline_counters(tl: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every sample's dirty and writeback pages, and each zone's free pages, watermarks,
+    boost and free pages per migratetype."""
+    times = [_ns_us(t) for t in tl["time_ns"]]
+    for i, us in enumerate(times):
+        yield _counter("nr_dirty", us, tl["nr_dirty"][i])
+        yield _counter("nr_writeback", us, tl["nr_writeback"][i])
+    for zi, z in enumerate(tl["zones"]):
+        pid = PID_ZONES + zi
+        for i, us in enumerate(times):
+            yield _counter("free", us, z["free"][i], pid)
+            for j, name in enumerate(("min", "low", "high")):
+                yield _counter(f"watermark {name}", us, z["watermarks"][i][j], pid)
+            yield _counter("watermark_boost", us, z["boost"][i], pid)
+            for mt, pages in zip(tl["migratetypes"], z["free_by_migratetype"][i], strict=True):
+                yield _counter(f"free {mt}", us, pages, pid)
+
+
+def _lanes(tl: Mapping[str, Any], end_ns: int) -> dict[int, list[tuple[int, int, str]]]:
+    """Each task's (start, end, state) slices [ns] from the engine's changes of state, up
+    to the run's end; a change earlier than the ones before it (an OOM kill during a
+    sleep) cancels them."""
+    names = tl["states"]
+    changes: dict[int, list[tuple[int, int]]] = {}
+    for t, tid, st in tl["changes"]:
+        lane = changes.setdefault(tid, [])
+        while lane and lane[-1][0] > t:
+            lane.pop()
+        lane.append((t, st))
+    out: dict[int, list[tuple[int, int, str]]] = {}
+    for tid, lane in changes.items():
+        slices = []
+        for (t0, st), (t1, _) in zip(lane, [*lane[1:], (end_ns, -1)], strict=True):
+            t1 = min(t1, end_ns)
+            if names[st] != "dead" and t1 > t0:
+                slices.append((t0, t1, names[st]))
+        out[tid] = slices
+    return out
+
+
+def _work_spans(events: list[dict[str, Any]]) -> dict[int, list[tuple[int, int, str]]]:
+    """Each thread's spans that name a state (WORK_STATES) as (start, end, name) [ns],
+    by start."""
+    out: dict[int, list[tuple[int, int, str]]] = {}
+    for e in events:
+        if e["ph"] == "X" and e["name"] in WORK_STATES:
+            t0 = e["ts"] * 1000
+            out.setdefault(e["tid"], []).append((t0, t0 + e["dur"] * 1000, e["name"]))
+    for spans in out.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+    return out
+
+
+def _overlay(
+    slices: list[tuple[int, int, str]], work: list[tuple[int, int, str]]
+) -> Iterator[tuple[int, int, str]]:
+    """The state slices, with each stretch of ``running`` inside a work span renamed
+    after the innermost such span (the latest begun)."""
+    i = 0
+    active: list[tuple[int, int, str]] = []
+    for t0, t1, state in slices:
+        if state != "running":
+            yield t0, t1, state
+            continue
+        while i < len(work) and work[i][0] < t1:
+            active.append(work[i])
+            i += 1
+        active = [w for w in active if w[1] > t0]
+        cuts = sorted({t0, t1, *(x for w in active for x in w[:2] if t0 < x < t1)})
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            inside = [w for w in active if w[0] <= a and w[1] >= b]
+            yield a, b, max(inside, key=lambda w: w[0])[2] if inside else "running"
+
+
+def _state_lanes(
+    tl: Mapping[str, Any], events: list[dict[str, Any]], end_ns: int
+) -> Iterator[dict[str, Any]]:
+    """A named thread per task holding its state slices."""
+    work = _work_spans(events)
+    for tid, slices in sorted(_lanes(tl, end_ns).items()):
+        pid, comm, kthread = tl["tasks"][tid]
+        proc = PID_KTHREADS if kthread else PID_TASKS
+        lane = STATE_TID + pid
+        yield {
+            "ph": "M",
+            "name": "thread_name",
+            "pid": proc,
+            "tid": lane,
+            "args": {"name": f"{comm}-{pid} state"},
+        }
+        yield {
+            "ph": "M",
+            "name": "thread_sort_index",
+            "pid": proc,
+            "tid": lane,
+            "args": {"sort_index": 2 * pid},
+        }
+        for t0, t1, state in _overlay(slices, work.get(pid, [])):
+            yield {
+                "ph": "X",
+                "name": state,
+                "cat": "state",
+                "pid": proc,
+                "tid": lane,
+                "ts": _ns_us(t0),
+                "dur": _ns_us(t1 - t0),
+            }
 
 
 def _series_counters(result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -207,14 +346,22 @@ def _series_counters(result: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         yield _counter("watermark_boost", us, ts["watermark_boost"][i])
 
 
-def _metadata() -> list[dict[str, Any]]:
-    """Names and order of the three processes."""
+def _zone_name(z: Mapping[str, Any]) -> str:
+    """A zone as /proc/zoneinfo names it."""
+    return f"zone {z['node']} {z['zone']}"
+
+
+def _metadata(timeline: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Names and order of the processes: memory, tasks, kernel threads, then the zones."""
     out = []
-    for pid, name in (
+    procs = [
         (PID_COUNTERS, "memory (summed over zones)"),
         (PID_TASKS, "tasks"),
         (PID_KTHREADS, "kernel threads"),
-    ):
+    ]
+    if timeline is not None:
+        procs += [(PID_ZONES + i, _zone_name(z)) for i, z in enumerate(timeline["zones"])]
+    for pid, name in procs:
         out.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}})
         out.append(
             {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}
@@ -222,15 +369,22 @@ def _metadata() -> list[dict[str, Any]]:
     return out
 
 
-def build(result: Mapping[str, Any], trace: str | Path) -> dict[str, Any]:
-    """The Chrome JSON trace of a run: ``result`` (``Result.data``) and the ftrace text
-    file it wrote (modern format). Raises PerfettoError for a trace that is not one."""
+def build(
+    result: Mapping[str, Any], trace: str | Path, timeline: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Chrome JSON trace of a run: ``result`` (``Result.data``), the ftrace text
+    file it wrote (modern format) and its timeline (``api.run(timeline=FILE)``'s JSON),
+    when there is one. Raises PerfettoError for a trace that is not one."""
     end_us = _us(float(result["summary"]["elapsed_seconds"]))
     with ftrace.lines(trace, error=PerfettoError) as (_, numbered):
         parsed = (ftrace.parse_line(text) for _, text, _ in numbered)
         events = list(_trace_events((p for p in parsed if p is not None), end_us))
+    extra: list[dict[str, Any]] = []
+    if timeline is not None:
+        end_ns = round(float(result["summary"]["elapsed_seconds"]) * 1e9)
+        extra = list(_timeline_counters(timeline)) + list(_state_lanes(timeline, events, end_ns))
     return {
-        "traceEvents": _metadata() + list(_series_counters(result)) + events,
+        "traceEvents": _metadata(timeline) + list(_series_counters(result)) + extra + events,
         "displayTimeUnit": "ms",
         "otherData": {
             "vmsim_version": result.get("vmsim_version"),
@@ -241,8 +395,13 @@ def build(result: Mapping[str, Any], trace: str | Path) -> dict[str, Any]:
     }
 
 
-def write(result: Mapping[str, Any], trace: str | Path, path: str | Path) -> dict[str, Any]:
+def write(
+    result: Mapping[str, Any],
+    trace: str | Path,
+    path: str | Path,
+    timeline: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Builds the trace and writes it to ``path`` whole or not at all; returns it."""
-    doc = build(result, trace)
+    doc = build(result, trace, timeline)
     atomic.write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
     return doc

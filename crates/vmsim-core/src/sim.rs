@@ -201,6 +201,102 @@ pub struct TimeSeries {
     pub watermark_boost: Vec<u64>,
 }
 
+/// One zone's counters at every sample of a run's timeline.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ZoneTimeline {
+    /// Node.
+    pub node: usize,
+    /// Zone name.
+    pub zone: &'static str,
+    /// Free pages (NR_FREE_PAGES).
+    pub free: Vec<i64>,
+    /// min/low/high watermarks, boost included (wmark_pages) [pages].
+    pub watermarks: Vec<[u64; 3]>,
+    /// The watermark boost [pages].
+    pub boost: Vec<u64>,
+    /// Free pages on the buddy lists of each migratetype (pagetypeinfo's counts times
+    /// their order's size).
+    pub free_by_migratetype: Vec<[u64; MIGRATE_TYPES]>,
+}
+
+/// A run's timeline for `vmsim run --perfetto`: every task's changes of state, and the
+/// per-zone counters the time series sum, at its samples.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Timeline {
+    /// State names, by number ([`crate::engine::timeline::TIMELINE_STATES`]).
+    pub states: Vec<&'static str>,
+    /// Migratetype names, by number.
+    pub migratetypes: Vec<&'static str>,
+    /// Every task: (pid, comm, kernel thread), by task id.
+    pub tasks: Vec<(u32, String, bool)>,
+    /// Changes of state: (time [ns], task id, state number).
+    pub changes: Vec<crate::engine::timeline::StateChange>,
+    /// Sample times [ns].
+    pub time_ns: Vec<u64>,
+    /// nr_dirty at every sample.
+    pub nr_dirty: Vec<i64>,
+    /// nr_writeback at every sample.
+    pub nr_writeback: Vec<i64>,
+    /// Populated zones.
+    pub zones: Vec<ZoneTimeline>,
+}
+
+impl Timeline {
+    /// An empty timeline with a series for each populated zone of `mm`.
+    fn new(mm: &Mm) -> Timeline {
+        use crate::mm::mmzone::MigrateType;
+        let zones = mm.zones.iter().filter(|z| z.populated());
+        Timeline {
+            states: crate::engine::timeline::TIMELINE_STATES.to_vec(),
+            migratetypes: MigrateType::ALL.iter().map(|m| m.name()).collect(),
+            zones: zones
+                .map(|z| ZoneTimeline {
+                    node: z.nid,
+                    zone: z.zone_type.name(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Samples the zones' counters and the dirty and writeback pages at `t`.
+    fn sample(&mut self, mm: &Mm, snap: &VmstatSnapshot, t: u64) {
+        self.time_ns.push(t);
+        let item = |name: &str| snap.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v);
+        self.nr_dirty.push(item("nr_dirty"));
+        self.nr_writeback.push(item("nr_writeback"));
+        for (series, z) in self
+            .zones
+            .iter_mut()
+            .zip(mm.zones.iter().filter(|z| z.populated()))
+        {
+            series.free.push(z.free_pages());
+            series.watermarks.push([
+                z.wmark_pages(Wmark::Min),
+                z.wmark_pages(Wmark::Low),
+                z.wmark_pages(Wmark::High),
+            ]);
+            series.boost.push(z.watermark_boost);
+            let mut mt = [0u64; MIGRATE_TYPES];
+            for (o, area) in z.free_area.iter().enumerate() {
+                for (i, n) in area.nr_free_mt.iter().enumerate() {
+                    mt[i] += n << o;
+                }
+            }
+            series.free_by_migratetype.push(mt);
+        }
+    }
+
+    /// Takes the engine's changes of state and names its tasks.
+    fn finish(&mut self, eng: &mut Engine) {
+        self.changes = eng.timeline.take().map(|l| l.changes).unwrap_or_default();
+        self.tasks = (eng.kernel.tasks.iter().enumerate())
+            .map(|(tid, t)| (crate::engine::pid_of(tid as u32), t.comm.clone(), t.kthread))
+            .collect();
+    }
+}
+
 /// Everything a run reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
@@ -252,6 +348,9 @@ pub struct RunResult {
     /// ([`crate::trace::MAX_TRACE_EVENTS`]), when any were dropped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_events_dropped: Option<u64>,
+    /// The timeline, when the run was asked for it ([`Control::timeline`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
 }
 
 /// Items recorded in the time series.
@@ -403,6 +502,8 @@ pub struct Control<'a> {
     /// Check the kernel's invariants ([`Kernel::check_accounting`]) at every sample and at
     /// the end; the first one broken stops the run.
     pub check_invariants: bool,
+    /// Record the run's [`Timeline`] (every task's changes of state, per-zone counters).
+    pub timeline: bool,
 }
 
 impl<'a> Control<'a> {
@@ -413,6 +514,7 @@ impl<'a> Control<'a> {
             interrupted: None,
             max_wall: None,
             check_invariants: cfg!(feature = "expensive-checks"),
+            timeline: false,
         }
     }
 }
@@ -465,6 +567,11 @@ pub fn run_controlled(
         ts.vmstat.insert(name, Vec::new());
     }
     eng.kernel.mm.sample(&boot_snap, &mut ts, 0);
+    let mut timeline = ctl.timeline.then(|| Timeline::new(&eng.kernel.mm));
+    if let Some(tl) = &mut timeline {
+        eng.timeline = Some(Default::default());
+        tl.sample(&eng.kernel.mm, &boot_snap, 0);
+    }
     let end = sc.duration.0;
     let interval = sc.sampling.interval.0;
     let mut t = 0;
@@ -486,6 +593,9 @@ pub fn run_controlled(
         }
         let snap = eng.kernel.vmstat_snapshot();
         eng.kernel.mm.sample(&snap, &mut ts, t);
+        if let Some(tl) = &mut timeline {
+            tl.sample(&eng.kernel.mm, &snap, t);
+        }
         (ctl.progress)(t, end);
         if ctl.check_invariants {
             check_invariants(&eng, t)?;
@@ -503,6 +613,9 @@ pub fn run_controlled(
             if ts.time_seconds.last() != Some(&ns_to_s(at)) {
                 let snap = eng.kernel.vmstat_snapshot();
                 eng.kernel.mm.sample(&snap, &mut ts, at);
+                if let Some(tl) = &mut timeline {
+                    tl.sample(&eng.kernel.mm, &snap, at);
+                }
             }
             at
         }
@@ -522,6 +635,10 @@ pub fn run_controlled(
     eng.finish_at(elapsed.min(eng.now));
     let mut r = result(sc, &eng, &boot_snap, ts, elapsed, completed);
     r.cut = cut;
+    if let Some(mut tl) = timeline {
+        tl.finish(&mut eng);
+        r.timeline = Some(tl);
+    }
     let tracer = eng.kernel.mm.tracer.take();
     if let Some(tr) = &tracer {
         r.trace_events_dropped = (tr.dropped() > 0).then_some(tr.dropped());
@@ -656,5 +773,6 @@ fn result(
         ext4: k.ext4_report(),
         cut: None,
         trace_events_dropped: None,
+        timeline: None,
     }
 }

@@ -44,6 +44,49 @@ fn short_default() -> String {
     DEFAULT_SCENARIO.replace("duration = \"20s\"", "duration = \"2s\"")
 }
 
+/// Recording the timeline (`vmsim run --perfetto`) changes nothing of the run: the same
+/// result, less the timeline; every task's changes are in time order but where a kill cut
+/// planned ones short; time on run queues is the run's runq wait.
+#[test]
+fn the_timeline_records_without_changing_the_run() {
+    use vmsim_core::engine::timeline::{TaskTimelineState, TIMELINE_STATES};
+    let sc = scenario(&short_default());
+    let plain = vmsim_core::run(&sc, &mut |_, _| {});
+    let mut progress = |_, _| {};
+    let mut ctl = vmsim_core::sim::Control::new(&mut progress);
+    ctl.timeline = true;
+    let (mut traced, _) = vmsim_core::sim::run_controlled(&sc, None, &mut ctl).unwrap();
+    let tl = traced.timeline.take().expect("a timeline");
+    assert_eq!(
+        serde_json::to_string(&plain).unwrap(),
+        serde_json::to_string(&traced).unwrap()
+    );
+    assert_eq!(tl.states, TIMELINE_STATES);
+    assert_eq!(tl.time_ns.len(), plain.timeseries.time_seconds.len());
+    assert!(!tl.changes.is_empty());
+    let end = (plain.summary.elapsed_seconds * 1e9).round() as u64;
+    let mut last: Vec<Option<(u64, u8)>> = vec![None; tl.tasks.len()];
+    let mut runq = 0u64;
+    for &(t, tid, st) in &tl.changes {
+        if let Some((t0, st0)) = last[tid as usize] {
+            assert!(t >= t0 || st == TaskTimelineState::Dead as u8, "{tid}: {t} < {t0}");
+            if st0 == TaskTimelineState::Runnable as u8 && t0 < end {
+                runq += t.min(end) - t0;
+            }
+        }
+        last[tid as usize] = Some((t, st));
+    }
+    // Runnable at the end of the run: waiting still, never accounted.
+    let waiting: u64 = last
+        .iter()
+        .flatten()
+        .filter(|(t, st)| *st == TaskTimelineState::Runnable as u8 && *t < end)
+        .map(|(t, _)| end - t)
+        .sum();
+    let runq_wait = (plain.summary.runq_wait_seconds * 1e9).round() as u64;
+    assert!(runq.abs_diff(runq_wait) <= 1 + waiting, "{runq} vs {runq_wait}");
+}
+
 #[test]
 fn same_scenario_and_seed_give_identical_bytes() {
     let text = short_default();

@@ -75,8 +75,10 @@ create_exception!(
 /// events are traced. `max_wall` is a wall-clock budget [s]: when spent, the run ends
 /// and the partial result says where (`cut`). `check_invariants` checks the kernel's
 /// invariants at every sample and raises InvariantError at the first one broken.
+/// `timeline_path` records the run's timeline (every task's changes of state, per-zone
+/// counters; `vmsim run --perfetto`) and writes it there as JSON.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern", events=None, max_wall=None, check_invariants=false))]
+#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern", events=None, max_wall=None, check_invariants=false, timeline_path=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -88,6 +90,7 @@ fn run(
     events: Option<Vec<String>>,
     max_wall: Option<f64>,
     check_invariants: bool,
+    timeline_path: Option<std::path::PathBuf>,
 ) -> PyResult<String> {
     let fmt = match trace_format {
         "modern" => vmsim_core::trace::TraceFormat::Modern,
@@ -152,13 +155,14 @@ fn run(
         interrupted: Some(&mut interrupted),
         max_wall,
         check_invariants,
+        timeline: timeline_path.is_some(),
     };
     let outcome =
         vmsim_core::sim::run_controlled(&sc, trace_path.as_ref().map(|_| (fmt, events)), &mut ctl);
     if let Some(e) = err.into_inner() {
         return Err(e);
     }
-    let (r, tracer) = match outcome {
+    let (mut r, tracer) = match outcome {
         Ok(v) => v,
         Err(e @ vmsim_core::sim::Stopped::Invariant { .. }) => {
             return Err(InvariantError::new_err(e.to_string()))
@@ -167,11 +171,16 @@ fn run(
             return Err(PyKeyboardInterrupt::new_err(e.to_string()))
         }
     };
+    let os_error = |e: std::io::Error, path: &std::path::Path| {
+        let path = path.display().to_string();
+        pyo3::exceptions::PyOSError::new_err((e.raw_os_error(), output::reason(&e), path))
+    };
     if let (Some(path), Some(t)) = (trace_path, tracer) {
-        output::write_whole(&path, |w| t.write_to(w)).map_err(|e| {
-            let path = path.display().to_string();
-            pyo3::exceptions::PyOSError::new_err((e.raw_os_error(), output::reason(&e), path))
-        })?;
+        output::write_whole(&path, |w| t.write_to(w)).map_err(|e| os_error(e, &path))?;
+    }
+    if let (Some(path), Some(tl)) = (timeline_path, r.timeline.take()) {
+        output::write_whole(&path, |w| Ok(serde_json::to_writer(w, &tl)?))
+            .map_err(|e| os_error(e, &path))?;
     }
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }

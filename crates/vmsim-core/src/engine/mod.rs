@@ -23,6 +23,7 @@
 pub mod lock;
 pub mod rng;
 pub mod task;
+pub mod timeline;
 
 use crate::config::Sched;
 use lock::WaitQueue;
@@ -30,6 +31,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 pub use task::{pid_of, Current, Os, Program, Step, StepCtx, StepOut, TaskId};
+use timeline::{StateLog, TaskTimelineState as St};
 
 /// What happens at an instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -129,6 +131,8 @@ pub struct Engine<K: Os> {
     pub fork_failures: u64,
     /// Events processed.
     pub events: u64,
+    /// Every task's changes of state, when the run records its timeline.
+    pub timeline: Option<StateLog>,
 }
 
 impl<K: Os> Engine<K> {
@@ -157,6 +161,15 @@ impl<K: Os> Engine<K> {
             live_user_tasks: 0,
             fork_failures: 0,
             events: 0,
+            timeline: None,
+        }
+    }
+
+    /// Notes a change of a task's state on the timeline, when one is recorded.
+    #[inline(always)]
+    fn note(&mut self, at: u64, tid: TaskId, state: St) {
+        if let Some(log) = &mut self.timeline {
+            log.note(at, tid, state);
         }
     }
 
@@ -300,6 +313,7 @@ impl<K: Os> Engine<K> {
         let cur = self.kernel.current();
         cur.atomic = false;
         cur.sleep = 0;
+        cur.throttle = 0;
         // The fork's cost is system time of the task's first step.
         self.sched[tid as usize].pending_sys = std::mem::take(&mut cur.acc);
         self.reap_oom_victims();
@@ -369,6 +383,7 @@ impl<K: Os> Engine<K> {
             }
             best
         };
+        self.note(now, tid, St::Runnable);
         let s = &mut self.sched[tid as usize];
         s.state = TaskState::Runnable;
         s.runnable_since = now;
@@ -386,6 +401,9 @@ impl<K: Os> Engine<K> {
     fn reap_oom_victims(&mut self) {
         let victims = std::mem::take(&mut self.kernel.current().kill);
         for v in victims {
+            if self.sched[v as usize].state != TaskState::Dead {
+                self.note(self.now, v, St::Dead);
+            }
             let s = &mut self.sched[v as usize];
             let state = s.state;
             s.state = TaskState::Dead;
@@ -483,6 +501,7 @@ impl<K: Os> Engine<K> {
             self.cpus[cpu].current = None;
             if alive {
                 // Preempted at the end of its slice.
+                self.note(now, tid, St::Runnable);
                 let s = &mut self.sched[tid as usize];
                 s.state = TaskState::Runnable;
                 s.runnable_since = now;
@@ -501,6 +520,7 @@ impl<K: Os> Engine<K> {
                 c.current = Some(next);
                 c.last = Some(next);
                 c.slice_start = t;
+                self.note(now, next, St::Running);
                 let s = &mut self.sched[next as usize];
                 let waited = now - s.runnable_since;
                 s.state = TaskState::Running;
@@ -526,7 +546,9 @@ impl<K: Os> Engine<K> {
         // Work done on the task's behalf before it first ran (fork) opens its first step.
         let pending = std::mem::take(&mut self.sched[tid as usize].pending_sys);
         self.set_current(tid, cpu, now, pending);
-        self.kernel.current().sleep = 0;
+        let cur = self.kernel.current();
+        cur.sleep = 0;
+        cur.throttle = 0;
         let Some(mut prog) = self.programs[tid as usize].take() else {
             return;
         };
@@ -561,8 +583,10 @@ impl<K: Os> Engine<K> {
         let sys = std::mem::take(&mut cur.acc);
         // Time the task must wait for I/O it started (io_schedule) turns into a sleep.
         let io_wait = std::mem::take(&mut cur.sleep);
+        let throttle = std::mem::take(&mut cur.throttle).min(io_wait);
         // Kernel code that waits on a queue (the reclaimer limit) turns the step's end into a block.
         let block_on = cur.block_on.take();
+        let kernel_block = block_on.is_some() && out.next == Step::Run;
         let next = match out.next {
             Step::Run if block_on.is_some() => Step::Block {
                 wq: block_on.unwrap_or_default(),
@@ -585,6 +609,9 @@ impl<K: Os> Engine<K> {
             // Killed by the OOM killer during its own step.
             self.schedule_at(end, Ev::Schedule(cpu as u32));
             return;
+        }
+        if self.timeline.is_some() {
+            self.note_step_end(tid, end, next, io_wait, throttle, kernel_block);
         }
         match next {
             Step::Run => {}
@@ -630,6 +657,39 @@ impl<K: Os> Engine<K> {
             }
         }
         self.schedule_at(end, Ev::Schedule(cpu as u32));
+    }
+
+    /// Notes what a task does after a step that ended at `end`: the throttle and the I/O
+    /// wait of `io_wait` (the throttle first), then its program's own sleep; a block on a
+    /// wait queue the kernel asked for is a throttle (the reclaimer limit).
+    fn note_step_end(
+        &mut self,
+        tid: TaskId,
+        end: u64,
+        next: Step,
+        io_wait: u64,
+        throttle: u64,
+        kernel_block: bool,
+    ) {
+        match next {
+            Step::Run => {}
+            Step::Sleep(d) => {
+                let mut t = end;
+                for (ns, state) in [
+                    (throttle, St::Throttled),
+                    (io_wait - throttle, St::IoWait),
+                    (d - io_wait, St::Sleeping),
+                ] {
+                    if ns > 0 {
+                        self.note(t, tid, state);
+                        t += ns;
+                    }
+                }
+            }
+            Step::Block { .. } if kernel_block => self.note(end, tid, St::Throttled),
+            Step::Block { .. } => self.note(end, tid, St::Sleeping),
+            Step::Exit => self.note(end, tid, St::Dead),
+        }
     }
 
     /// Start time of a task [ns].

@@ -56,7 +56,8 @@ pub struct StepOut {
 /// when the action ends, then clears them. Kernel code may:
 /// - add system time to `acc` (never lower it);
 /// - add to `sleep` when the task must sleep when its step ends (I/O waits,
-///   `schedule_timeout`), or set `block_on` to sleep on a wait queue instead;
+///   `schedule_timeout`), and to `throttle` too when that sleep is a throttle, or set
+///   `block_on` to sleep on a wait queue instead (a throttle: the reclaimer limit);
 /// - push wait queues to `wake` (`wake_up_all` when the step ends), children
 ///   it forked to `start` (`wake_up_new_task`) and tasks the OOM killer chose
 ///   to `kill`;
@@ -80,6 +81,9 @@ pub struct Current {
     pub quantum: u64,
     /// Time the task sleeps after its step, for I/O or a throttle [ns].
     pub sleep: u64,
+    /// The part of `sleep` that is a throttle (reclaim_throttle, balance_dirty_pages,
+    /// congestion_wait, the memory.high penalty), the rest being I/O waits [ns].
+    pub throttle: u64,
     /// A wait queue the task sleeps on after its step.
     pub block_on: Option<usize>,
     /// Wait queues to wake (wake_up_all) when the step ends.
