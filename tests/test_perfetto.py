@@ -352,6 +352,24 @@ def test_perfetto_plot_draws_the_lanes_and_counters(dd_run, cli, tmp_path):
     for state in ("throttled", "io_wait", "running"):
         rgb = np.array([int(perfetto_plot.STATE_COLOURS[state][i : i + 2], 16) for i in (1, 3, 5)])
         assert (np.abs(img - rgb / 255).max(axis=2) < 0.03).sum() > 50, state
+    # The docs' picture is this one (docs/report.md: the same scenario and command).
+    docs = mpimg.imread(REPO / "docs" / "img" / "perfetto-timeline.png")[..., :3]
+    assert docs.shape == img.shape and np.abs(docs - img).mean() < 0.01
+
+
+def test_the_api_writes_the_timeline_whole(small_scenario, tmp_path):
+    from vmsim import api, atomic
+
+    path = tmp_path / "t.json"
+    r = api.run(small_scenario, timeline=path)
+    tl = json.loads(path.read_text())
+    assert "timeline" not in r.data
+    assert tl["states"] == ["runnable", "running", "sleeping", "throttled", "io_wait", "dead"]
+    assert len(tl["time_ns"]) == len(r.data["timeseries"]["time_seconds"])
+    assert [t[1] for t in tl["tasks"]].count("kswapd0") == 1 and tl["changes"]
+    with pytest.raises(atomic.OutputError, match="does not exist|No such file"):
+        api.run(small_scenario, timeline=tmp_path / "no" / "t.json")
+    assert not (tmp_path / "no").exists()
 
 
 def test_perfetto_plot_bad_input_is_one_line(cli, tmp_path, default_run):

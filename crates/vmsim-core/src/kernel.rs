@@ -138,6 +138,9 @@ pub struct Kernel {
     pub slab: Slab,
     /// Every task ever created, by id.
     pub tasks: Vec<TaskStruct>,
+    /// The part of the running action's `Current::sleep` that is a throttle [ns]
+    /// ([`Os::take_throttle`]).
+    pub throttle_ns: u64,
     /// OOM kills that found no victim (the kernel would panic).
     pub oom_no_victim: u64,
     /// The reverse map: task page tables and file page caches.
@@ -258,6 +261,10 @@ impl Os for Kernel {
     fn set_exit_time(&mut self, tid: TaskId, at: u64) {
         self.tasks[tid as usize].stats.exit_ns = at;
     }
+
+    fn take_throttle(&mut self) -> u64 {
+        std::mem::take(&mut self.throttle_ns)
+    }
 }
 
 /// Starts the kernel's threads (kthreadd's children): the disk's flusher, and per node
@@ -345,6 +352,7 @@ impl Kernel {
             mm: Mm::boot(machine, kcfg, cost),
             slab: Slab::default(),
             tasks: Vec::new(),
+            throttle_ns: 0,
             oom_no_victim: 0,
             rmap: Rmap::default(),
             swap: {

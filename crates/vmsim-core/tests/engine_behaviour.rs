@@ -69,7 +69,10 @@ fn the_timeline_records_without_changing_the_run() {
     let mut runq = 0u64;
     for &(t, tid, st) in &tl.changes {
         if let Some((t0, st0)) = last[tid as usize] {
-            assert!(t >= t0 || st == TaskTimelineState::Dead as u8, "{tid}: {t} < {t0}");
+            assert!(
+                t >= t0 || st == TaskTimelineState::Dead as u8,
+                "{tid}: {t} < {t0}"
+            );
             if st0 == TaskTimelineState::Runnable as u8 && t0 < end {
                 runq += t.min(end) - t0;
             }
@@ -84,7 +87,10 @@ fn the_timeline_records_without_changing_the_run() {
         .map(|(t, _)| end - t)
         .sum();
     let runq_wait = (plain.summary.runq_wait_seconds * 1e9).round() as u64;
-    assert!(runq.abs_diff(runq_wait) <= 1 + waiting, "{runq} vs {runq_wait}");
+    assert!(
+        runq.abs_diff(runq_wait) <= 1 + waiting,
+        "{runq} vs {runq_wait}"
+    );
 }
 
 #[test]

@@ -313,7 +313,6 @@ impl<K: Os> Engine<K> {
         let cur = self.kernel.current();
         cur.atomic = false;
         cur.sleep = 0;
-        cur.throttle = 0;
         // The fork's cost is system time of the task's first step.
         self.sched[tid as usize].pending_sys = std::mem::take(&mut cur.acc);
         self.reap_oom_victims();
@@ -546,9 +545,8 @@ impl<K: Os> Engine<K> {
         // Work done on the task's behalf before it first ran (fork) opens its first step.
         let pending = std::mem::take(&mut self.sched[tid as usize].pending_sys);
         self.set_current(tid, cpu, now, pending);
-        let cur = self.kernel.current();
-        cur.sleep = 0;
-        cur.throttle = 0;
+        self.kernel.current().sleep = 0;
+        self.kernel.take_throttle();
         let Some(mut prog) = self.programs[tid as usize].take() else {
             return;
         };
@@ -583,7 +581,6 @@ impl<K: Os> Engine<K> {
         let sys = std::mem::take(&mut cur.acc);
         // Time the task must wait for I/O it started (io_schedule) turns into a sleep.
         let io_wait = std::mem::take(&mut cur.sleep);
-        let throttle = std::mem::take(&mut cur.throttle).min(io_wait);
         // Kernel code that waits on a queue (the reclaimer limit) turns the step's end into a block.
         let block_on = cur.block_on.take();
         let kernel_block = block_on.is_some() && out.next == Step::Run;
@@ -596,6 +593,7 @@ impl<K: Os> Engine<K> {
             Step::Sleep(d) => Step::Sleep(d + io_wait),
             other => other,
         };
+        let throttle = self.kernel.take_throttle().min(io_wait);
         let user = out.user_ns;
         {
             let c = &mut self.cpus[cpu];

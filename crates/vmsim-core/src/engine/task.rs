@@ -56,7 +56,7 @@ pub struct StepOut {
 /// when the action ends, then clears them. Kernel code may:
 /// - add system time to `acc` (never lower it);
 /// - add to `sleep` when the task must sleep when its step ends (I/O waits,
-///   `schedule_timeout`), and to `throttle` too when that sleep is a throttle, or set
+///   `schedule_timeout`; a throttle also counts in [`Os::take_throttle`]), or set
 ///   `block_on` to sleep on a wait queue instead (a throttle: the reclaimer limit);
 /// - push wait queues to `wake` (`wake_up_all` when the step ends), children
 ///   it forked to `start` (`wake_up_new_task`) and tasks the OOM killer chose
@@ -81,9 +81,6 @@ pub struct Current {
     pub quantum: u64,
     /// Time the task sleeps after its step, for I/O or a throttle [ns].
     pub sleep: u64,
-    /// The part of `sleep` that is a throttle (reclaim_throttle, balance_dirty_pages,
-    /// congestion_wait, the memory.high penalty), the rest being I/O waits [ns].
-    pub throttle: u64,
     /// A wait queue the task sleeps on after its step.
     pub block_on: Option<usize>,
     /// Wait queues to wake (wake_up_all) when the step ends.
@@ -159,4 +156,8 @@ pub trait Os {
     fn account_runq_wait(&mut self, tid: TaskId, ns: u64);
     /// Records when the task's last step ended.
     fn set_exit_time(&mut self, tid: TaskId, at: u64);
+    /// The part of the `sleep` of the action that ended that is a throttle
+    /// (reclaim_throttle, balance_dirty_pages, congestion_wait, the memory.high
+    /// penalty), the rest being I/O waits [ns]; zero for the next action.
+    fn take_throttle(&mut self) -> u64;
 }

@@ -1879,7 +1879,7 @@ impl Kernel {
             }
             // schedule_timeout_killable(penalty_jiffies)
             self.mm.cur.sleep += penalty_jiffies * (1_000_000_000 / hz);
-            self.mm.cur.throttle += penalty_jiffies * (1_000_000_000 / hz);
+            self.throttle_ns += penalty_jiffies * (1_000_000_000 / hz);
             return;
         }
     }

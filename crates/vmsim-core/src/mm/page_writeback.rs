@@ -282,7 +282,7 @@ impl Kernel {
             return;
         }
         self.mm.cur.sleep += pause;
-        self.mm.cur.throttle += pause;
+        self.throttle_ns += pause;
         self.trace(TraceEvent::BalanceDirtyPages {
             bdi: crate::trace::mkdev(8, 0),
             limit: thresh,

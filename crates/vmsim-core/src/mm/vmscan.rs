@@ -1004,7 +1004,7 @@ impl Kernel {
         let now = self.mm.clock() + self.mm.cur.sleep;
         let wake = self.disk.congestion_wait(now, timeout);
         self.mm.cur.sleep += wake.saturating_sub(now);
-        self.mm.cur.throttle += wake.saturating_sub(now);
+        self.throttle_ns += wake.saturating_sub(now);
     }
 
     /// Whether today's reclaim throttles (reclaim_throttle(), too_many_isolated()) run:
@@ -1069,7 +1069,7 @@ impl Kernel {
             }
         }
         self.mm.cur.sleep += delayed;
-        self.mm.cur.throttle += delayed;
+        self.throttle_ns += delayed;
         self.trace(TraceEvent::MmVmscanThrottled {
             nid: nid as i32,
             usec_timeout: (timeout / 1000) as i32,
