@@ -394,3 +394,27 @@ def test_perfetto_plot_bad_input_is_one_line(cli, tmp_path, default_run):
         p = cli("perfetto-plot", tmp_path / src, "-o", tmp_path / "x.png")
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
         assert not (tmp_path / "x.png").exists()
+
+
+def test_lanes_stop_where_the_timeline_filled():
+    # Task 0 runs from 0, sleeps from 40 (planned at its step), wakes at 90; task 1 is
+    # killed at 30 while it waits for I/O, before the sleep planned from 50 on.
+    tl = {
+        "states": ["runnable", "running", "sleeping", "throttled", "io_wait", "dead"],
+        "changes": [
+            [0, 0, 1],
+            [10, 1, 1],
+            [20, 1, 4],
+            [50, 1, 2],
+            [40, 0, 2],
+            [30, 1, 5],
+            [90, 0, 0],
+        ],
+        "changes_full_at": None,
+    }
+    assert perfetto._lanes(tl, 100) == {
+        0: [(0, 40, "running"), (40, 90, "sleeping"), (90, 100, "runnable")],
+        1: [(10, 20, "running"), (20, 30, "io_wait")],
+    }
+    tl["changes_full_at"] = 50
+    assert perfetto._lanes(tl, 100)[0] == [(0, 40, "running"), (40, 50, "sleeping")]

@@ -128,6 +128,7 @@ def _check_output_dir(option: str, path: Path | None) -> None:
 EXIT_CUT = 3  # a run cut short by --max-wall: partial results written
 EXIT_INTERNAL = 70  # a bug in vmsim (EX_SOFTWARE): an internal error or a broken invariant
 MAX_TRACE_EVENTS = 10_000_000  # trace lines kept (crates/vmsim-core/src/trace/tracer.rs)
+MAX_STATE_CHANGES = 2_000_000  # timeline changes kept (crates/vmsim-core/src/engine/timeline.rs)
 
 
 def _end_note(r: api.Result) -> str:
@@ -350,6 +351,14 @@ def run_cmd(
             assert source is not None
             assert timeline_tmp is not None
             timeline = json.loads((Path(timeline_tmp.name) / "timeline.json").read_text())
+            full_at = timeline.get("changes_full_at")
+            if full_at is not None:
+                click.echo(
+                    f"vmsim: --perfetto: the timeline holds its maximum of {MAX_STATE_CHANGES} "
+                    f"changes of state; the task state lanes stop at simulated time "
+                    f"{full_at / 1e9:.3f} s",
+                    err=True,
+                )
             try:
                 perfetto.write(r.data, source, perfetto_path, timeline)
             except perfetto.PerfettoError as e:

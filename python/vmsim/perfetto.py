@@ -244,9 +244,11 @@ def _timeline_counters(tl: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 def _lanes(tl: Mapping[str, Any], end_ns: int) -> dict[int, list[tuple[int, int, str]]]:
     """Each task's (start, end, state) slices [ns] from the engine's changes of state, up
-    to the run's end; a change earlier than the ones before it (an OOM kill during a
-    sleep) cancels them."""
+    to the run's end, or to where the changes reached their maximum; a change earlier
+    than the ones before it (an OOM kill during a sleep) cancels them."""
     names = tl["states"]
+    if tl.get("changes_full_at") is not None:
+        end_ns = min(end_ns, int(tl["changes_full_at"]))
     changes: dict[int, list[tuple[int, int]]] = {}
     for t, tid, st in tl["changes"]:
         lane = changes.setdefault(tid, [])

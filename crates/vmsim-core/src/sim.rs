@@ -231,6 +231,10 @@ pub struct Timeline {
     pub tasks: Vec<(u32, String, bool)>,
     /// Changes of state: (time [ns], task id, state number).
     pub changes: Vec<crate::engine::timeline::StateChange>,
+    /// When the changes reached their maximum
+    /// ([`crate::engine::timeline::MAX_STATE_CHANGES`]): the lanes are whole only
+    /// before this time [ns].
+    pub changes_full_at: Option<u64>,
     /// Sample times [ns].
     pub time_ns: Vec<u64>,
     /// nr_dirty at every sample.
@@ -290,7 +294,10 @@ impl Timeline {
 
     /// Takes the engine's changes of state and names its tasks.
     fn finish(&mut self, eng: &mut Engine) {
-        self.changes = eng.timeline.take().map(|l| l.changes).unwrap_or_default();
+        if let Some(log) = eng.timeline.take() {
+            self.changes = log.changes;
+            self.changes_full_at = log.full_at;
+        }
         self.tasks = (eng.kernel.tasks.iter().enumerate())
             .map(|(tid, t)| (crate::engine::pid_of(tid as u32), t.comm.clone(), t.kthread))
             .collect();

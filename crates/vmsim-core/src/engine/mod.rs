@@ -169,7 +169,7 @@ impl<K: Os> Engine<K> {
     #[inline(always)]
     fn note(&mut self, at: u64, tid: TaskId, state: St) {
         if let Some(log) = &mut self.timeline {
-            log.note(at, tid, state);
+            log.note(self.now, at, tid, state);
         }
     }
 
