@@ -55,3 +55,15 @@ def parse_duration(text: str) -> int:
 
 def version() -> str:
     """The engine version."""
+
+def replay_access(
+    path: str,
+    format: str,
+    cache_pages: list[int],
+    kernel_toml: str = "",
+    obj_id_col: int = 1,
+    delimiter: str = ",",
+    has_header: bool = False,
+) -> str:
+    """Replays a page-access trace at each cache size [pages]; the report as JSON text.
+    ValueError names a trace that cannot be read."""

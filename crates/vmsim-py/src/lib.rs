@@ -246,6 +246,46 @@ fn run_bench(min_seconds: f64, throttle_scenario: Option<&str>) -> PyResult<Stri
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Replays a page-access trace (`vmsim replay access`) at each cache size [pages];
+/// returns the report as JSON. ValueError names a trace that cannot be read or a bad
+/// format; what does not parse inside the trace is in the report.
+#[pyfunction]
+#[pyo3(signature = (path, format, cache_pages, kernel_toml="", obj_id_col=1, delimiter=",", has_header=false))]
+fn replay_access(
+    py: Python<'_>,
+    path: &str,
+    format: &str,
+    cache_pages: Vec<u64>,
+    kernel_toml: &str,
+    obj_id_col: usize,
+    delimiter: &str,
+    has_header: bool,
+) -> PyResult<String> {
+    use vmsim_core::replay::{access, input, trace_access::Format};
+    let delim = match delimiter.as_bytes() {
+        [b] => *b,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "--delimiter {delimiter:?}: must be one byte"
+            )))
+        }
+    };
+    let fmt = Format::parse(format, obj_id_col, delim, has_header).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "--format {format}: unknown (csv, txt, oracleGeneral or vscsi)"
+        ))
+    })?;
+    let path = path.to_string();
+    let kernel_toml = kernel_toml.to_string();
+    let r = py
+        .detach(move || {
+            let (mut r, _) = input::open(&path)?;
+            access::replay_access(&mut r, &fmt, &cache_pages, &kernel_toml)
+        })
+        .map_err(PyValueError::new_err)?;
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Bytes of a size written as in scenarios (`"8GiB"`, `"1.5MiB"`, `"4096"`, `"1GB"`);
 /// ValueError names the problem (the units of scenarios, `vmsim_core::units`).
 #[pyfunction]
@@ -277,6 +317,7 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_access, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;

@@ -1,0 +1,7 @@
+//! Replay of recorded data: page-access traces through the page cache and LRU
+//! (`access`, formats in `trace_access`), read from plain, gzip or zstd files
+//! (`input`).
+
+pub mod access;
+pub mod input;
+pub mod trace_access;
