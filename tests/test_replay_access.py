@@ -10,7 +10,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from vmsim import replay
 
 ZIPF = Path(__file__).parent / "data" / "replay" / "zipf-20k.oracleGeneral.zst"
