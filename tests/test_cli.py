@@ -634,14 +634,14 @@ def test_the_pool_grows_and_shrinks_and_meminfo_shows_it(cli, tmp_path):
     [
         ('pages = 50 }, { op = "snapshot"', ("nr_hugepages",)),
         ("nr_hugepages = 10", ("kernel.nr_hugepages", "memory")),
-        ('pages = 20 }', ("node", "does not exist")),
+        ("pages = 20 }", ("node", "does not exist")),
     ],
 )
 def test_impossible_pools_are_one_line_errors(cli, tmp_path, change, needles):
     bad = {
         'pages = 50 }, { op = "snapshot"': 'pages = 5000 }, { op = "snapshot"',
         "nr_hugepages = 10": "nr_hugepages = 100000",
-        'pages = 20 }': 'pages = 20, node = 3 }',
+        "pages = 20 }": "pages = 20, node = 3 }",
     }[change]
     scen = tmp_path / "bad.toml"
     scen.write_text(POOL_SCENARIO.replace(change, bad))

@@ -462,8 +462,7 @@ def test_every_modelled_event_fires_where_the_kernel_fires_it(tmp_path: Path) ->
     seen = _events_in(trace)
     # kmem: every allocation and free, the zone-locked refills and per-CPU drains,
     # and the fallbacks counted by /proc/vmstat's and the result's extfrag figures.
-    for ev in ("mm_page_alloc", "mm_page_free", "mm_page_alloc_zone_locked",
-               "mm_page_pcpu_drain"):
+    for ev in ("mm_page_alloc", "mm_page_free", "mm_page_alloc_zone_locked", "mm_page_pcpu_drain"):
         assert seen.get(ev, 0) > 1000, (ev, seen.get(ev))
     assert seen.get("mm_page_alloc_extfrag", 0) == r.data["fragmentation"]["extfrag_events"]
     # The shrinkers: dentries for global reclaim (and shadow nodes when they grow).

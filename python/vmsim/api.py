@@ -183,6 +183,8 @@ def _set_message(msg: str, text: str, overrides: Mapping[str, Any]) -> str:
     rest = m.group(3) if m else re.sub(r"^scenario: (line \d+: )?", "", msg)
     where = f"--set {atomic.shown(key)}" if key else "(after --set)"
     return f"scenario: {where}: {rest}"
+
+
 CHECK_INVARIANTS_ENV = "VMSIM_CHECK_INVARIANTS"
 
 

@@ -746,7 +746,8 @@ def bench_cmd(as_json: bool, min_seconds: float, replay_requests: int) -> None:
 
 @main_group.group("replay")
 def replay_group() -> None:
-    """Replay recorded data: page-access traces (access) through the kernel's page cache."""
+    """Replay recorded data: page-access traces (access) through the kernel's page cache
+    and LRU, kmem page events (kmem) through the page allocator."""
 
 
 @replay_group.command("access")
@@ -763,8 +764,13 @@ def replay_group() -> None:
     required=True,
     help="Page-cache size(s), comma-separated (64MiB,128MiB): memory.max of the cache's group.",
 )
-@click.option("--obj-id-col", type=click.IntRange(1, 1000), default=1, show_default=True,
-              help="csv: column of the object id (1-based).")
+@click.option(
+    "--obj-id-col",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="csv: column of the object id (1-based).",
+)
 @click.option("--delimiter", default=",", show_default=True, help="csv: field separator.")
 @click.option("--has-header", is_flag=True, help="csv: the first line is a header.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -802,6 +808,63 @@ def replay_access_cmd(
         click.echo(f"vmsim: warning: {line}", err=True)
     if plot:
         replay.plot_mrc(report, plot)
+
+
+@replay_group.command("kmem")
+@click.argument("trace")
+@click.argument("scenario", required=False)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=V1,V2,…",
+    help="Override a key of the scenario; several values replay once each, side by side "
+    "(--set kernel.watermark_boost_factor=0,15000).",
+)
+@click.option(
+    "--interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Sampling period in trace time [s].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    help="Write largest free order, mixed pageblocks and extfrag over time (PNG).",
+)
+def replay_kmem_cmd(
+    trace: str,
+    scenario: str | None,
+    sets: tuple[str, ...],
+    interval: float,
+    as_json: bool,
+    plot: str | None,
+) -> None:
+    """Replay recorded kmem page events against the page allocator.
+
+    TRACE is ftrace text of kmem:mm_page_alloc, mm_page_free, mm_page_free_batched
+    (and mm_page_alloc_extfrag) as /sys/kernel/tracing/trace or perf script print
+    them, plain, gzip or zstd. SCENARIO gives the machine and kernel (its workloads
+    are not run; the built-in default without one).
+    """
+    from vmsim import replay
+
+    if scenario is not None:
+        _check_readable_file(scenario)
+    try:
+        runs = replay.replay_kmem(trace, scenario, sets, interval)
+    except replay.ReplayError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps({"runs": [{"set": o, **r} for o, r in runs]}))
+    else:
+        click.echo(replay.format_kmem(runs))
+    for line in replay.kmem_bad_input_lines(runs[0][1]):
+        click.echo(f"vmsim: warning: {line}", err=True)
+    if plot:
+        replay.plot_kmem(runs, plot)
 
 
 @main_group.command("knobs")

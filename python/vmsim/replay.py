@@ -225,3 +225,121 @@ def bench_figures(requests: int) -> dict[str, Any]:
         out["libcachesim_lru_req_per_sec"] = lcs["LRU"][1]
         out["libcachesim_lru_hit_ratio"] = lcs["LRU"][0]
     return out
+
+
+def replay_kmem(
+    trace: str, scenario: str | None, sets: tuple[str, ...], interval: float = 1.0
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Replays a kmem trace on the scenario's machine and kernel (the built-in default
+    without one), once per combination of the ``--set`` values (``KEY=V1,V2`` as in
+    ``vmsim sweep``); each combination's overrides with its report."""
+    from vmsim import api
+    from vmsim.sweep import grid
+
+    if os.path.isdir(trace):
+        raise ReplayError(f"cannot read {trace}: it is a directory")
+    points = grid.cartesian(grid.parse_sets(sets)) if sets else [{}]
+    out = []
+    for overrides in points:
+        text = api.load_scenario(scenario, overrides)
+        try:
+            report = json.loads(_vmsim.replay_kmem(trace, text, interval))
+        except _vmsim.ScenarioError:
+            raise
+        except ValueError as e:
+            raise ReplayError(f"{trace}: {e}") from None
+        report["trace"] = os.path.basename(trace)
+        out.append((overrides, report))
+    return out
+
+
+#: Rows of the kmem summary: (label, key).
+KMEM_ROWS = (
+    ("allocations replayed", "allocs"),
+    ("allocations failed in vmsim", "failed_allocs"),
+    ("allocations failed when recorded", "recorded_failed_allocs"),
+    ("frees replayed", "frees"),
+    ("frees of pages from before the recording", "unknown_frees"),
+    ("extfrag events, vmsim", "extfrag"),
+    ("  fragmenting, vmsim", "extfrag_fragmenting"),
+    ("extfrag events, recorded", "recorded_extfrag"),
+    ("  fragmenting, recorded", "recorded_extfrag_fragmenting"),
+)
+
+
+def _labels(runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
+    """Each run's column name: the overrides that differ between the runs (``vmsim``
+    for a single run)."""
+    keys = [k for k in runs[0][0] if len({str(o.get(k)) for o, _ in runs}) > 1]
+    return [" ".join(f"{k}={o[k]}" for k in keys) or "vmsim" for o, _ in runs]
+
+
+def format_kmem(runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """The summary of one or more replays side by side, then the state over time and
+    the final /proc files of each."""
+    first = runs[0][1]
+    labels = _labels(runs)
+    width = max(16, *(len(lab) for lab in labels))
+    lines = [f"trace {first['trace']}: {first['lines']:,} lines", ""]
+    lines.append(f"{'':42s}" + "".join(f" {lab:>{width}s}" for lab in labels))
+    for label, key in KMEM_ROWS:
+        lines.append(f"{label:42s}" + "".join(f" {r[key]:>{width},}" for _, r in runs))
+    lines.append(
+        f"{'mixed pageblocks at the end':42s}"
+        + "".join(f" {r['samples'][-1]['mixed_pageblocks']:>{width},}" for _, r in runs)
+    )
+    for label, (_, r) in zip(labels, runs, strict=True):
+        lines += [
+            "",
+            f"over time ({label}):",
+            f"{'t [s]':>8s} {'free pages':>11s} {'largest order':>13s} "
+            f"{'mixed blocks':>12s} {'extfrag':>8s} {'recorded':>8s} {'held pages':>10s}",
+        ]
+        for s in r["samples"]:
+            lines.append(
+                f"{s['time_seconds']:8.1f} {s['free_pages']:11d} {s['largest_free_order']:13d} "
+                f"{s['mixed_pageblocks']:12d} {s['extfrag']:8d} {s['recorded_extfrag']:8d} "
+                f"{s['held_pages']:10d}"
+            )
+        lines += ["", f"/proc/buddyinfo at the end ({label}):", r["buddyinfo"].rstrip("\n")]
+    return "\n".join(lines)
+
+
+def kmem_bad_input_lines(report: dict[str, Any]) -> list[str]:
+    """What did not parse, one line (empty if clean)."""
+    if not report["malformed"]:
+        return []
+    shown = "; ".join(f"line {n}: {why}" for n, why in report["malformed_examples"])
+    return [f"{report['malformed']:,} malformed lines skipped (first: {shown})"]
+
+
+def plot_kmem(runs: list[tuple[dict[str, Any], dict[str, Any]]], path: str | Path) -> None:
+    """Largest free order, mixed pageblocks and extfrag events over trace time (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(7, 7), sharex=True)
+    for label, (_, r) in zip(_labels(runs), runs, strict=True):
+        t = [s["time_seconds"] for s in r["samples"]]
+        axes[0].step(t, [s["largest_free_order"] for s in r["samples"]], where="post", label=label)
+        axes[1].plot(t, [s["mixed_pageblocks"] for s in r["samples"]], label=label)
+        axes[2].plot(t, [s["extfrag"] for s in r["samples"]], label=f"{label} (vmsim)")
+    r0 = runs[0][1]
+    axes[2].plot(
+        [s["time_seconds"] for s in r0["samples"]],
+        [s["recorded_extfrag"] for s in r0["samples"]],
+        "k--",
+        label="recorded",
+    )
+    axes[0].set_ylabel("largest free order")
+    axes[1].set_ylabel("mixed pageblocks")
+    axes[2].set_ylabel("extfrag events")
+    axes[2].set_xlabel("trace time [s]")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    axes[0].set_title(f"{r0['trace']}: kmem replay")
+    fig.tight_layout()
+    atomic.save_figure(fig, path)
+    plt.close(fig)

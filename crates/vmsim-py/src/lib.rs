@@ -286,6 +286,41 @@ fn replay_access(
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Replays a kmem trace (`vmsim replay kmem`) on a scenario's machine and kernel,
+/// sampling every `interval` seconds of trace time; returns the report as JSON.
+/// ScenarioError for a bad scenario or a trace whose pfns the machine does not have
+/// (naming the memory it needs), ValueError for a trace that cannot be read.
+#[pyfunction]
+#[pyo3(signature = (path, scenario, interval=1.0))]
+fn replay_kmem(py: Python<'_>, path: &str, scenario: &str, interval: f64) -> PyResult<String> {
+    use vmsim_core::replay::{input, kmem};
+    let sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
+    if !(interval > 0.0 && interval <= 1e6) {
+        return Err(PyValueError::new_err(format!(
+            "--interval {interval}: must be in (0, 1e6] seconds"
+        )));
+    }
+    let path = path.to_string();
+    let r = py.detach(move || {
+        let mut open = || input::open(&path).map(|(r, _)| r);
+        kmem::replay_kmem(&mut open, &sc, (interval * 1e9) as u64)
+    });
+    let r = r.map_err(|e| match e {
+        kmem::KmemError::TooSmall {
+            max_pfn,
+            frames,
+            needed,
+        } => ScenarioError::new_err(format!(
+            "the trace names pfn {max_pfn:#x}, beyond the simulated machine's {frames} frames: \
+             it needs machine.memory of at least {}GiB (--set machine.memory={}GiB)",
+            needed >> 30,
+            needed >> 30
+        )),
+        kmem::KmemError::Other(m) => PyValueError::new_err(m),
+    })?;
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Bytes of a size written as in scenarios (`"8GiB"`, `"1.5MiB"`, `"4096"`, `"1GB"`);
 /// ValueError names the problem (the units of scenarios, `vmsim_core::units`).
 #[pyfunction]
@@ -318,6 +353,7 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(replay_access, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_kmem, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
