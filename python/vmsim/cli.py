@@ -740,7 +740,8 @@ def bench_cmd(as_json: bool, min_seconds: float, replay_requests: int) -> None:
             click.echo(f"{k:32s} {v}")
             continue
         missing = "n/a (no Ray)" if k.startswith("ray") else "n/a"
-        cell = f"{v:>16,.2f}" if v is not None else f"{missing:>16s}"
+        digits = 4 if k.endswith("_ratio") else 2
+        cell = f"{v:>16,.{digits}f}" if v is not None else f"{missing:>16s}"
         click.echo(f"{k:32s} {cell}{t}")
 
 

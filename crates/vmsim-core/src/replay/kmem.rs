@@ -264,7 +264,7 @@ pub struct Sample {
     pub pageblocks: Vec<u64>,
     /// Pageblocks holding more than one mobility.
     pub mixed_pageblocks: u64,
-    /// vmsim's extfrag events so far.
+    /// vmsim's extfrag events so far (since the boot).
     pub extfrag: u64,
     /// The recording's extfrag events so far.
     pub recorded_extfrag: u64,
@@ -295,7 +295,7 @@ pub struct KmemReport {
     /// Recorded allocations whose printed migratetype differs from the one vmsim
     /// derives from their GFP flags.
     pub migratetype_mismatch: u64,
-    /// Extfrag events of vmsim's allocator.
+    /// Extfrag events of vmsim's allocator during the replay (the boot's not counted).
     pub extfrag: u64,
     /// Of them, fragmenting (fallback below pageblock order).
     pub extfrag_fragmenting: u64,
@@ -333,6 +333,8 @@ pub struct KmemReplay {
     next_sample: u64,
     /// Sampling interval [ns].
     interval: u64,
+    /// Extfrag events and fragmenting ones of the boot, before the replay.
+    extfrag0: (u64, u64),
 }
 
 /// The memory a machine needs for pfns up to `max_pfn` [bytes], rounded up to 1 GiB.
@@ -350,6 +352,7 @@ impl KmemReplay {
         if !k.copy_process(tid, 0) {
             return Err("the replay task could not be created".into());
         }
+        let k_extfrag = (k.mm.frag.extfrag_events, k.mm.frag.extfrag_fragmenting);
         Ok(KmemReplay {
             k,
             tid,
@@ -362,6 +365,7 @@ impl KmemReplay {
             t0: None,
             next_sample: 0,
             interval: interval.max(1),
+            extfrag0: (k_extfrag.0, k_extfrag.1),
         })
     }
 
@@ -486,7 +490,7 @@ impl KmemReplay {
             largest_free_order: largest,
             pageblocks,
             mixed_pageblocks: mm.mixed_pageblocks(),
-            extfrag: mm.frag.extfrag_events,
+            extfrag: mm.frag.extfrag_events - self.extfrag0.0,
             recorded_extfrag: self.r.recorded_extfrag,
             held_pages: self.held,
         });
@@ -498,8 +502,8 @@ impl KmemReplay {
         if self.r.samples.last().map(|s| s.time_seconds) != Some(t as f64 / 1e9) {
             self.sample(t);
         }
-        self.r.extfrag = self.k.mm.frag.extfrag_events;
-        self.r.extfrag_fragmenting = self.k.mm.frag.extfrag_fragmenting;
+        self.r.extfrag = self.k.mm.frag.extfrag_events - self.extfrag0.0;
+        self.r.extfrag_fragmenting = self.k.mm.frag.extfrag_fragmenting - self.extfrag0.1;
         self.r.buddyinfo = self.k.mm.buddyinfo();
         self.r.pagetypeinfo = self.k.mm.pagetypeinfo();
         self.r
