@@ -12,7 +12,10 @@ ALLOC = (
     "  python3-21132   [001] ..... 34872.{us:06d}: mm_page_alloc: page=00000000a8516e57 "
     "pfn={pfn:#x} order={order} migratetype=0 gfp_flags=GFP_KERNEL|__GFP_COMP"
 )
-FREE = "  python3-21132   [001] ..... 34872.{us:06d}: mm_page_free: page=0000000 pfn={pfn:#x} order={order}"
+FREE = (
+    "  python3-21132   [001] ..... 34872.{us:06d}: mm_page_free: page=0000000 "
+    "pfn={pfn:#x} order={order}"
+)
 PERF_ALLOC = (
     "         python3 21132 [001] 34872.{us:06d}: kmem:mm_page_alloc: page=0xffffea000e8088c0 "
     "pfn={pfn:#x} order={order} migratetype=0 gfp_flags=GFP_KERNEL|__GFP_COMP"
