@@ -69,9 +69,9 @@ def replay_access(
 
 
 def _mib(pages: int) -> str:
-    """A cache size as MiB (or pages when not a whole MiB)."""
+    """A cache size in MiB, or KiB when not a whole MiB."""
     b = pages * PAGE_SIZE
-    return f"{b >> 20} MiB" if b % (1 << 20) == 0 else f"{pages} pages"
+    return f"{b >> 20} MiB" if b % (1 << 20) == 0 else f"{b >> 10} KiB"
 
 
 def format_access(report: dict[str, Any]) -> str:

@@ -251,6 +251,7 @@ fn run_bench(min_seconds: f64, throttle_scenario: Option<&str>) -> PyResult<Stri
 /// format; what does not parse inside the trace is in the report.
 #[pyfunction]
 #[pyo3(signature = (path, format, cache_pages, kernel_toml="", obj_id_col=1, delimiter=",", has_header=false))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments, one per CLI option.
 fn replay_access(
     py: Python<'_>,
     path: &str,

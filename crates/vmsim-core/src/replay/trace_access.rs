@@ -133,7 +133,7 @@ pub fn for_each_access(
     let res = match fmt {
         Format::OracleGeneral => read_oracle_general(r, &mut bad, &mut f),
         Format::Vscsi => read_vscsi(r, &mut bad, &mut f),
-        Format::Txt => read_lines(r, &mut bad, false, |line| parse_id(line), &mut f),
+        Format::Txt => read_lines(r, &mut bad, false, parse_id, &mut f),
         Format::Csv {
             obj_id_col,
             delimiter,
