@@ -106,7 +106,7 @@ def test_a_truncated_record_ends_the_replay_with_the_results_so_far(cli, tmp_pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["missing.bin", "--format", "txt", "--cache-size", "1MiB"], "cannot read missing.bin"),
+        (["missing.bin", "--format", "txt", "--cache-size", "1MiB"], "missing.bin: no such file"),
         (["t.bin", "--format", "lcs", "--cache-size", "1MiB"], "'lcs' is not one of"),
         (["t.bin", "--format", "txt", "--cache-size", "12"], "smaller than one 4 KiB page"),
         (["t.bin", "--format", "txt", "--cache-size", "1Mib"], "--cache-size '1Mib'"),
@@ -122,6 +122,21 @@ def test_bad_arguments_are_one_line_and_exit_2(cli, tmp_path, args, message):
     assert p.returncode == 2, p.stdout
     assert p.stderr.count("\n") == 1 and p.stderr.startswith("vmsim: error: ")
     assert message in p.stderr
+
+
+def test_a_fifo_is_refused_and_a_line_without_end_is_malformed(cli, tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    p = cli("replay", "access", tmp_path / "fifo", "--format", "txt", "--cache-size", "1MiB")
+    assert p.returncode == 2 and "is a FIFO, not a regular file" in p.stderr
+    (tmp_path / "long.txt").write_bytes(b"1\n" + b"9" * 200_000 + b"\n2\n")
+    p = cli("replay", "access", tmp_path / "long.txt", "--format", "txt", "--cache-size", "1MiB",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["requests"] == 2 and r["bad_input"]["malformed"] == 1
+    assert r["bad_input"]["examples"][0][0] == 2
 
 
 def test_replays_are_byte_identical(cli, tmp_path):

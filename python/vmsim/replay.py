@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from vmsim import _vmsim, atomic
+from vmsim import _vmsim, atomic, inputs
 from vmsim.units import parse_size
 
 PAGE_SIZE = 4096
@@ -49,8 +49,7 @@ def replay_access(
     """Replays a page-access trace at each cache size [pages]; the engine's report."""
     if fmt not in ACCESS_FORMATS:
         raise ReplayError(f"--format {fmt}: unknown ({', '.join(ACCESS_FORMATS)})")
-    if os.path.isdir(trace):
-        raise ReplayError(f"cannot read {trace}: it is a directory")
+    inputs.check_regular(trace, "a trace file", ReplayError, stream=False)
     try:
         text = _vmsim.replay_access(
             trace,
@@ -236,8 +235,7 @@ def replay_kmem(
     from vmsim import api
     from vmsim.sweep import grid
 
-    if os.path.isdir(trace):
-        raise ReplayError(f"cannot read {trace}: it is a directory")
+    inputs.check_regular(trace, "a trace file", ReplayError, stream=False)
     points = grid.cartesian(grid.parse_sets(sets)) if sets else [{}]
     out = []
     for overrides in points:

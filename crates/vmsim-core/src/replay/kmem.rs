@@ -236,9 +236,13 @@ fn for_each_line(r: &mut dyn BufRead, mut f: impl FnMut(u64, Line)) -> std::io::
         }
         n += 1;
         if buf.last() != Some(&b'\n') && got == 64 << 10 {
-            // Skip the rest of an over-long line.
-            let mut rest = Vec::new();
-            r.read_until(b'\n', &mut rest)?;
+            // The rest of an over-long line, read and dropped in pieces.
+            while !buf.ends_with(b"\n") {
+                buf.clear();
+                if std::io::Read::take(&mut *r, 64 << 10).read_until(b'\n', &mut buf)? == 0 {
+                    break;
+                }
+            }
             f(n, Line::Malformed("longer than 64 KiB".into()));
             continue;
         }

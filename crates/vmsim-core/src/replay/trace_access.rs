@@ -20,6 +20,8 @@ use std::io::BufRead;
 
 /// Lines kept as examples of what did not parse.
 pub const MAX_BAD_LINES_SHOWN: usize = 5;
+/// The longest text line read [bytes]; a longer one is malformed.
+pub const MAX_LINE_BYTES: u64 = 64 << 10;
 /// Bytes of one oracleGeneral record.
 pub const ORACLE_GENERAL_BYTES: usize = 24;
 /// Bytes of a vscsi version-1 record.
@@ -258,10 +260,22 @@ fn read_lines(
     let mut line_no = 0u64;
     loop {
         line.clear();
-        if r.read_until(b'\n', &mut line)? == 0 {
+        let got = std::io::Read::take(&mut *r, MAX_LINE_BYTES).read_until(b'\n', &mut line)?;
+        if got == 0 {
             return Ok(());
         }
         line_no += 1;
+        if got as u64 == MAX_LINE_BYTES && line.last() != Some(&b'\n') {
+            // The rest of an over-long line, read and dropped in pieces.
+            while !line.ends_with(b"\n") {
+                line.clear();
+                if std::io::Read::take(&mut *r, MAX_LINE_BYTES).read_until(b'\n', &mut line)? == 0 {
+                    break;
+                }
+            }
+            bad.note(line_no, b"(a line longer than 64 KiB)");
+            continue;
+        }
         if has_header && line_no == 1 {
             continue;
         }
