@@ -64,6 +64,8 @@ def check(path: Path, run_all: bool, update: bool) -> int:
     last_rc = 0
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(ROOT / "scenarios", Path(tmp) / "scenarios")
+        # The recorded traces that docs/replay.md replays.
+        shutil.copytree(ROOT / "tests" / "data" / "replay", Path(tmp) / "tests" / "data" / "replay")
         for cmd, expected in examples(text):
             if slow(cmd) and not run_all:
                 if expected:

@@ -57,3 +57,20 @@ def parse_duration(text: str) -> int:
 
 def version() -> str:
     """The engine version."""
+
+def replay_access(
+    path: str,
+    format: str,
+    cache_pages: list[int],
+    kernel_toml: str = "",
+    obj_id_col: int = 1,
+    delimiter: str = ",",
+    has_header: bool = False,
+) -> str:
+    """Replays a page-access trace at each cache size [pages]; the report as JSON text.
+    ValueError names a trace that cannot be read."""
+
+def replay_kmem(path: str, scenario: str, interval: float = 1.0) -> str:
+    """Replays a kmem trace on a scenario's machine and kernel, sampling every
+    ``interval`` seconds of trace time; the report as JSON text. ScenarioError for a
+    trace whose pfns the machine lacks (naming the memory needed)."""

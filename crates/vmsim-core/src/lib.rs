@@ -20,6 +20,7 @@ pub mod fs;
 pub mod kernel;
 pub mod mm;
 pub mod net;
+pub mod replay;
 pub mod sim;
 pub mod trace;
 pub mod units;

@@ -1,10 +1,13 @@
 //! Property tests over every parser of user input: the scenario TOML (`Scenario::from_toml`,
 //! which also validates), sizes and durations (`units`) and event selectors
-//! (`EventFilter::parse`). Whatever the text, each returns a value or an error whose message
+//! (`EventFilter::parse`), and the replayed traces (kmem event lines, libCacheSim's
+//! trace formats as bytes). Whatever the text, each returns a value or an error whose message
 //! is one line — never a panic. `make fuzz` runs them with `PROPTEST_CASES=20000`.
 
 use proptest::prelude::*;
 use vmsim_core::config::DEFAULT_SCENARIO;
+use vmsim_core::replay::kmem::{parse_line, Line};
+use vmsim_core::replay::trace_access::{for_each_access, Format};
 use vmsim_core::trace::EventFilter;
 use vmsim_core::units::{parse_duration, parse_size};
 use vmsim_core::Scenario;
@@ -106,6 +109,36 @@ proptest! {
     fn event_selectors(list in proptest::collection::vec("!?[a-z_]{0,12}(:[a-z_*]{0,16})?", 0..4)) {
         if let Err(e) = EventFilter::parse(list.iter().map(|s| s.as_str())) {
             one_line(&e.to_string())?;
+        }
+    }
+
+    /// kmem event lines with hostile field values: an event, ignored, or malformed with a
+    /// one-line reason.
+    #[test]
+    fn kmem_lines(
+        name in "(kmem:)?mm_page_(alloc|free|free_batched|alloc_extfrag|other)",
+        fields in "( (page|pfn|order|migratetype|gfp_flags|fragmenting)=[-0-9a-zA-Z_|x()]{0,24}){0,6}",
+        ts in "[0-9.]{0,25}",
+    ) {
+        if let Line::Malformed(why) = parse_line(&format!(" a-1 [000] ..... {ts}: {name}:{fields}")) {
+            one_line(&why)?;
+        }
+    }
+
+    /// Any bytes in any access-trace format: requests, counted bad lines or a truncation
+    /// message, never a panic.
+    #[test]
+    fn access_traces_from_any_bytes(data in proptest::collection::vec(any::<u8>(), 0..400), which in 0usize..4) {
+        let fmt = [
+            Format::Txt,
+            Format::OracleGeneral,
+            Format::Vscsi,
+            Format::parse("csv", 2, b',', true).unwrap(),
+        ][which].clone();
+        let mut r: &[u8] = &data;
+        let bad = for_each_access(&mut r, &fmt, |_| true);
+        if let Some(t) = bad.truncated {
+            one_line(&t)?;
         }
     }
 }

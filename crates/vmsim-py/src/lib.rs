@@ -255,6 +255,82 @@ fn run_bench(min_seconds: f64, throttle_scenario: Option<&str>) -> PyResult<Stri
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Replays a page-access trace (`vmsim replay access`) at each cache size [pages];
+/// returns the report as JSON. ValueError names a trace that cannot be read or a bad
+/// format; what does not parse inside the trace is in the report.
+#[pyfunction]
+#[pyo3(signature = (path, format, cache_pages, kernel_toml="", obj_id_col=1, delimiter=",", has_header=false))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments, one per CLI option.
+fn replay_access(
+    py: Python<'_>,
+    path: &str,
+    format: &str,
+    cache_pages: Vec<u64>,
+    kernel_toml: &str,
+    obj_id_col: usize,
+    delimiter: &str,
+    has_header: bool,
+) -> PyResult<String> {
+    use vmsim_core::replay::{access, input, trace_access::Format};
+    let delim = match delimiter.as_bytes() {
+        [b] => *b,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "--delimiter {delimiter:?}: must be one byte"
+            )))
+        }
+    };
+    let fmt = Format::parse(format, obj_id_col, delim, has_header).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "--format {format}: unknown (csv, txt, oracleGeneral or vscsi)"
+        ))
+    })?;
+    let path = path.to_string();
+    let kernel_toml = kernel_toml.to_string();
+    let r = py
+        .detach(move || {
+            let (mut r, _) = input::open(&path)?;
+            access::replay_access(&mut r, &fmt, &cache_pages, &kernel_toml)
+        })
+        .map_err(PyValueError::new_err)?;
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Replays a kmem trace (`vmsim replay kmem`) on a scenario's machine and kernel,
+/// sampling every `interval` seconds of trace time; returns the report as JSON.
+/// ScenarioError for a bad scenario or a trace whose pfns the machine does not have
+/// (naming the memory it needs), ValueError for a trace that cannot be read.
+#[pyfunction]
+#[pyo3(signature = (path, scenario, interval=1.0))]
+fn replay_kmem(py: Python<'_>, path: &str, scenario: &str, interval: f64) -> PyResult<String> {
+    use vmsim_core::replay::{input, kmem};
+    let sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
+    if !(interval > 0.0 && interval <= 1e6) {
+        return Err(PyValueError::new_err(format!(
+            "--interval {interval}: must be in (0, 1e6] seconds"
+        )));
+    }
+    let path = path.to_string();
+    let r = py.detach(move || {
+        let mut open = || input::open(&path).map(|(r, _)| r);
+        kmem::replay_kmem(&mut open, &sc, (interval * 1e9) as u64)
+    });
+    let r = r.map_err(|e| match e {
+        kmem::KmemError::TooSmall {
+            max_pfn,
+            frames,
+            needed,
+        } => ScenarioError::new_err(format!(
+            "the trace names pfn {max_pfn:#x}, beyond the simulated machine's {frames} frames: \
+             it needs machine.memory of at least {}GiB (--set machine.memory={}GiB)",
+            needed >> 30,
+            needed >> 30
+        )),
+        kmem::KmemError::Other(m) => PyValueError::new_err(m),
+    })?;
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Bytes of a size written as in scenarios (`"8GiB"`, `"1.5MiB"`, `"4096"`, `"1GB"`);
 /// ValueError names the problem (the units of scenarios, `vmsim_core::units`).
 #[pyfunction]
@@ -286,6 +362,8 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_access, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_kmem, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;

@@ -141,6 +141,32 @@ pub fn gfp_to_kernel(gfp: u32) -> (u64, u32) {
     (k, rest)
 }
 
+/// The vmsim gfp mask of a `gfp_flags=` field as the kernel prints it (the inverse of
+/// [`show_gfp_flags`]): names of [`KERNEL_GFP_TABLE`] or `0x%x` values joined by `|`,
+/// or `none`. Kernel bits vmsim has no flag for (`__GFP_HIGHMEM`, `__GFP_WRITE`,
+/// `__GFP_ACCOUNT`, …) are dropped; an unknown name is an error naming it.
+pub fn parse_gfp_flags(text: &str) -> Result<u32, String> {
+    if text == "none" {
+        return Ok(0);
+    }
+    let mut k = 0u64;
+    for name in text.split('|') {
+        if let Some(hex) = name.strip_prefix("0x") {
+            k |= u64::from_str_radix(hex, 16).map_err(|_| format!("gfp flag {name:?}"))?;
+        } else {
+            let &(v, _) = KERNEL_GFP_TABLE
+                .iter()
+                .find(|(_, n)| *n == name)
+                .ok_or_else(|| format!("unknown gfp flag {name:?}"))?;
+            k |= v;
+        }
+    }
+    Ok(VMSIM_TO_KERNEL
+        .iter()
+        .filter(|&&(_, kv)| k & kv == kv)
+        .fold(0, |g, &(v, _)| g | v))
+}
+
 /// `show_gfp_flags()` of a vmsim gfp mask, as the kmem/vmscan/compaction
 /// print fmts print it: `(gfp) ? __print_flags(gfp, "|", GFP table) : "none"`.
 ///

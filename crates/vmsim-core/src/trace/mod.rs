@@ -72,9 +72,9 @@ mod tests;
 pub use event::*;
 pub use filter::{EventFilter, SelectorError, DEFAULT_SYSTEMS};
 pub use flags::{
-    gfp_to_kernel, print_flags, print_symbolic, show_gfp_flags, show_reclaim_flags,
-    show_throttle_flags, COMPACTION_STATUS_TABLE, KERNEL_GFP_TABLE, LRU_TABLE, RECLAIM_FLAGS_TABLE,
-    THROTTLE_TABLE, WB_REASON_TABLE, ZONE_TABLE,
+    gfp_to_kernel, parse_gfp_flags, print_flags, print_symbolic, show_gfp_flags,
+    show_reclaim_flags, show_throttle_flags, COMPACTION_STATUS_TABLE, KERNEL_GFP_TABLE, LRU_TABLE,
+    RECLAIM_FLAGS_TABLE, THROTTLE_TABLE, WB_REASON_TABLE, ZONE_TABLE,
 };
 pub use format::{
     event_name, hashed_ptr, page_address, render, PAGEBLOCK_ORDER, STRUCT_PAGE_SIZE, VMEMMAP_BASE,
