@@ -288,7 +288,11 @@ mod tests {
         // less than a page, so nothing moved.
         assert_eq!(m.obj_stock(0).nr_bytes, PAGE_SIZE - 112);
         m.refill_obj_stock(0, 1, 200, false, true);
-        assert_eq!(m.obj_stock(0).nr_bytes, PAGE_SIZE + 88, "no uncharge while charging");
+        assert_eq!(
+            m.obj_stock(0).nr_bytes,
+            PAGE_SIZE + 88,
+            "no uncharge while charging"
+        );
         m.refill_obj_stock(0, 1, 112, true, true);
         assert_eq!(m.obj_stock(0).nr_bytes, 200);
         assert_eq!(m.ext(1).kmem.usage, 0);

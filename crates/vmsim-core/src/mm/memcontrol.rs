@@ -622,9 +622,7 @@ impl MemcgState {
         if nr_pages >= 0 {
             self.counter_charge(id, nr_pages as u64, |m, c| &mut m.ext_mut(c).kmem);
         } else {
-            self.counter_uncharge(id, nr_pages.unsigned_abs(), |m, c| {
-                &mut m.ext_mut(c).kmem
-            });
+            self.counter_uncharge(id, nr_pages.unsigned_abs(), |m, c| &mut m.ext_mut(c).kmem);
         }
     }
 
