@@ -223,6 +223,10 @@ section! {
         ondemand_readahead: Option<bool> = None, "[bool]";
         /// Groups a CPU's charge stock holds at once (6.18: NR_MEMCG_STOCK = 7, a full stock evicts a random one; 6.1: 1, refill_stock drains it when another group refills). Needs memcg_charge_batch.
         memcg_stock_groups: Option<u64> = None, "[groups]";
+        /// Kernel memory charged to the memory cgroup (mm/memcontrol.c obj_cgroup): objects of SLAB_ACCOUNT caches (dentry, inode caches) and __GFP_ACCOUNT allocations (buffer_heads, user page tables) charged to the allocating task's group through the per-CPU byte stock (obj_stock_pcp), whole pages by try_charge_memcg, uncharged pages returned to the charge stock (refill_stock). false: only user pages are charged (the seed-era kernels). Version default: on for 6.18 and 6.1.
+        memcg_kmem: Option<bool> = None, "[bool]";
+        /// memory.memsw.failcnt counts the memsw limit's refusals: 6.1's page_counter_try_charge counts failcnt on every counter; 6.18 only on v1's memory counter (memory.track_failcnt), so memsw.failcnt stays 0. Version default: 6.18 off, 6.1 on.
+        memsw_failcnt: Option<bool> = None, "[bool]";
         /// Reclaim cost for the anon/file balance counts rotations: 6.18's lru_note_cost_unlock_irq (I/O × SWAP_CLUSTER_MAX plus pages rotated, shrink_active_list too); false is 6.1's lru_note_cost (pages written out and refaulted only). Version default: 6.18 on, 6.1 off.
         lru_cost_rotations: Option<bool> = None, "[bool]";
         /// 6.1's per-CPU swap slot caches (mm/swap_slots.c: folio_alloc_swap takes slots from a per-CPU cache of 64 refilled by get_swap_pages; free_swap_slot returns them 64 at a time; off below 2 × 64 free slots per CPU). Version default: 6.18 off (no slot cache), 6.1 on.
@@ -380,6 +384,10 @@ pub struct VersionRules {
     pub memcg_charge_batch: bool,
     /// `kernel.memcg_stock_groups`.
     pub memcg_stock_groups: u64,
+    /// `kernel.memcg_kmem`.
+    pub memcg_kmem: bool,
+    /// `kernel.memsw_failcnt`.
+    pub memsw_failcnt: bool,
     /// `kernel.lru_cost_rotations`.
     pub lru_cost_rotations: bool,
     /// `kernel.pgdat_dirty_needs_unqueued`.
@@ -399,6 +407,8 @@ impl KernelVersion {
             KernelVersion::V6_18 => VersionRules {
                 memcg_charge_batch: true,
                 memcg_stock_groups: 7,
+                memcg_kmem: true,
+                memsw_failcnt: false,
                 lru_cost_rotations: true,
                 pgdat_dirty_needs_unqueued: true,
                 swap_slot_cache: false,
@@ -408,6 +418,8 @@ impl KernelVersion {
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
                 memcg_stock_groups: 1,
+                memcg_kmem: true,
+                memsw_failcnt: true,
                 lru_cost_rotations: false,
                 pgdat_dirty_needs_unqueued: false,
                 swap_slot_cache: true,
@@ -424,6 +436,8 @@ impl Kernel {
         let r = self.version.rules();
         self.memcg_charge_batch.get_or_insert(r.memcg_charge_batch);
         self.memcg_stock_groups.get_or_insert(r.memcg_stock_groups);
+        self.memcg_kmem.get_or_insert(r.memcg_kmem);
+        self.memsw_failcnt.get_or_insert(r.memsw_failcnt);
         self.lru_cost_rotations.get_or_insert(r.lru_cost_rotations);
         self.pgdat_dirty_needs_unqueued
             .get_or_insert(r.pgdat_dirty_needs_unqueued);
@@ -438,6 +452,8 @@ impl Kernel {
         VersionRules {
             memcg_charge_batch: self.memcg_charge_batch.unwrap_or(r.memcg_charge_batch),
             memcg_stock_groups: self.memcg_stock_groups.unwrap_or(r.memcg_stock_groups),
+            memcg_kmem: self.memcg_kmem.unwrap_or(r.memcg_kmem),
+            memsw_failcnt: self.memsw_failcnt.unwrap_or(r.memsw_failcnt),
             lru_cost_rotations: self.lru_cost_rotations.unwrap_or(r.lru_cost_rotations),
             pgdat_dirty_needs_unqueued: self
                 .pgdat_dirty_needs_unqueued

@@ -89,10 +89,12 @@ pub struct TaskStruct {
     pub swapents: u64,
     /// Page-table pages.
     pub pgtables: Vec<Pfn>,
+    /// The group each page table is charged to (NO_MEMCG: none), beside `pgtables`.
+    pub pgtables_objcg: Vec<u32>,
     /// Explicit allocations held: (pfn, order).
     pub held: VecDeque<(Pfn, u8)>,
     /// Unmovable slab objects held: (cache, slab id), oldest first.
-    pub slab_held: VecDeque<(u16, u32)>,
+    pub slab_held: VecDeque<(u16, crate::mm::slab::SlabObj)>,
     /// Kernel stack pages.
     pub kstack: Vec<Pfn>,
     /// Reclaim passes without progress carried across throttled retries (no_progress_loops).
@@ -418,6 +420,7 @@ impl Kernel {
             rss: 0,
             swapents: 0,
             pgtables: Vec::new(),
+            pgtables_objcg: Vec::new(),
             held: VecDeque::new(),
             slab_held: VecDeque::new(),
             kstack: Vec::new(),
@@ -549,7 +552,9 @@ impl Kernel {
             self.kmem_cache_free(c as usize, id, cpu);
         }
         let pt = std::mem::take(&mut self.tasks[t].pgtables);
-        for p in pt {
+        let objcgs = std::mem::take(&mut self.tasks[t].pgtables_objcg);
+        for (p, objcg) in pt.into_iter().zip(objcgs) {
+            self.memcg_kmem_uncharge_page(objcg, cpu);
             self.release_block(p, 0, cpu);
         }
         let ks = std::mem::take(&mut self.tasks[t].kstack);

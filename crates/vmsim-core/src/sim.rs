@@ -468,6 +468,7 @@ pub fn build(sc: &Scenario) -> Engine {
     eng.kernel.mm.memcg.create_from_specs(&sc.cgroups);
     eng.kernel.mm.memcg.stock =
         crate::mm::memcg_stock::MemcgStock::new(sc.kernel.rules().memcg_stock_groups, sc.seed);
+    eng.kernel.mm.memcg.memsw_failcnt = sc.kernel.rules().memsw_failcnt;
     sc.spawn_workloads(&mut eng);
     crate::workload::spawn_tasks(sc, &mut eng);
     eng

@@ -9,6 +9,11 @@
 use vmsim_core::config::Scenario;
 use vmsim_core::RunResult;
 
+/// `[kernel]` lines of tests whose usage figures count user pages only: no kernel
+/// memory charged (page tables, slab objects and the charge stock their pages return
+/// to are covered by memcg_kmem.rs and kmem_behaviour.rs).
+const USER_PAGES_ONLY: &str = "memcg_kmem = false";
+
 /// A one-CPU machine with `memory` of RAM and `swap`; `kernel` lines go into `[kernel]`,
 /// `rest` (cgroups and tasks) is appended.
 fn scenario(memory: &str, swap: &str, kernel: &str, rest: &str) -> Scenario {
@@ -74,10 +79,12 @@ program = [ { op = "write", file = "a", size = "400MiB" } ]
 
 #[test]
 fn charges_balance_up_the_tree_during_a_run() {
+    // User pages only: pgpgin and pgpgout count them, and kernel memory's pages would
+    // stay in the charge stock after exit.
     let sc = scenario(
         "256MiB",
         "256MiB",
-        "",
+        USER_PAGES_ONLY,
         r#"
 [[cgroup]]
 path = "A"
@@ -173,7 +180,7 @@ fn soft_limit_reclaim_takes_from_the_group_in_excess_first() {
         let sc = scenario(
             "256MiB",
             "0",
-            &format!("soft_limit_reclaim = \"{kernel}\""),
+            &format!("soft_limit_reclaim = \"{kernel}\"\n{USER_PAGES_ONLY}"),
             DD_BESIDE_HOG,
         );
         let r = run_checked(&sc);
@@ -359,10 +366,10 @@ program = [ {{ op = "write", file = "q", size = "400MiB" }} ]
         )
     };
     // Unprotected, P's older cache is reclaimed with Q's.
-    let r = run_checked(&scenario("256MiB", "0", "", &groups("")));
+    let r = run_checked(&scenario("256MiB", "0", USER_PAGES_ONLY, &groups("")));
     assert!(stat(&r, "P", "pgsteal") > 0);
     for prot in ["min = \"64MiB\"", "low = \"64MiB\""] {
-        let r = run_checked(&scenario("256MiB", "0", "", &groups(prot)));
+        let r = run_checked(&scenario("256MiB", "0", USER_PAGES_ONLY, &groups(prot)));
         assert_eq!(stat(&r, "P", "pgsteal"), 0, "{prot}");
         assert!(stat(&r, "Q", "pgsteal") > 0, "{prot}");
         assert_eq!(
@@ -575,7 +582,7 @@ fn memory_high_throttles_growth_that_reclaim_cannot_stop() {
         let sc = scenario(
             "512MiB",
             "0",
-            "",
+            USER_PAGES_ONLY,
             &format!(
                 r#"
 [[cgroup]]
@@ -915,7 +922,7 @@ fn thp_in_group(limit: &str, thp_enabled: &str) -> Scenario {
     scenario(
         "256MiB",
         "0B",
-        &format!("thp_enabled = \"{thp_enabled}\""),
+        &format!("thp_enabled = \"{thp_enabled}\"\n{USER_PAGES_ONLY}"),
         &format!(
             r#"
 [[cgroup]]

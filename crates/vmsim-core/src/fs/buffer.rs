@@ -21,12 +21,12 @@
 
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
-use crate::mm::gfp::{Gfp, __GFP_FS, __GFP_MOVABLE, __GFP_NOFAIL, GFP_USER};
+use crate::mm::gfp::{Gfp, __GFP_FS, __GFP_MOVABLE, __GFP_NOFAIL, GFP_NOFS, GFP_USER};
 use crate::mm::memory::BioKind;
 pub use crate::mm::page::IntMap;
 use crate::mm::page::Pfn;
 use crate::mm::rmap::Entry;
-use crate::mm::slab::BUFFER_HEAD;
+use crate::mm::slab::{SlabObj, BUFFER_HEAD};
 
 /// Name of the block device's inode in the file table.
 pub const BDEV_NAME: &str = "/dev/vda";
@@ -36,6 +36,9 @@ pub const BDEV_NAME: &str = "/dev/vda";
 pub struct Buffers {
     /// Page frame (a folio's first) → slab id of its first buffer_head.
     pub bh: IntMap<Pfn, u32>,
+    /// A folio's first frame → the group its buffer_heads are charged to (their
+    /// objcg), for folios whose buffers are charged.
+    pub bh_objcg: IntMap<Pfn, u32>,
     /// A large folio's first frame → slab ids of its other buffer_heads (one per block).
     pub bh_rest: IntMap<Pfn, Vec<u32>>,
     /// The block device's inode, once a block was first read or created.
@@ -48,24 +51,31 @@ pub struct Buffers {
 }
 
 impl Kernel {
-    /// Attaches a buffer_head to a page (folio_alloc_buffers → alloc_buffer_head).
+    /// Attaches a buffer_head per block to a folio (folio_alloc_buffers → alloc_buffer_head),
+    /// charged to the allocating task's group (GFP_NOFS | __GFP_ACCOUNT | __GFP_NOFAIL of
+    /// create_empty_buffers and grow_dev_folio).
     pub fn folio_alloc_buffers(&mut self, p: Pfn, tid: TaskId) -> AllocResult {
         if self.buffers.bh.contains_key(&p) {
             return AllocResult::Page(p);
         }
         let cache = BUFFER_HEAD;
-        let id = match self.slab_alloc_object(cache, tid) {
-            Ok(id) => id,
+        let gfp = Gfp(GFP_NOFS.0 | __GFP_NOFAIL.0);
+        let first = match self.slab_alloc_object(cache, tid, gfp) {
+            Ok(obj) => obj,
             Err(r) => return r,
         };
-        self.buffers.bh.insert(p, id);
+        self.buffers.bh.insert(p, first.id);
+        if first.objcg != crate::mm::memcontrol::NO_MEMCG {
+            self.buffers.bh_objcg.insert(p, first.objcg);
+        }
         // One buffer_head per block: a large folio of 4 KiB blocks has one per page.
         let nr = self.mm.folio_nr_pages(p);
         if nr > 1 {
             let mut rest = Vec::with_capacity(nr as usize - 1);
             for _ in 1..nr {
-                match self.slab_alloc_object(cache, tid) {
-                    Ok(id) => rest.push(id),
+                match self.slab_alloc_object(cache, tid, gfp) {
+                    // All of a folio's buffers are charged to one group: one task's call.
+                    Ok(obj) => rest.push(obj.id),
                     Err(_) => break,
                 }
             }
@@ -82,9 +92,14 @@ impl Kernel {
         }
         if let Some(id) = self.buffers.bh.remove(&p) {
             let cache = BUFFER_HEAD;
-            self.kmem_cache_free(cache, id, cpu);
+            let objcg = self
+                .buffers
+                .bh_objcg
+                .remove(&p)
+                .unwrap_or(crate::mm::memcontrol::NO_MEMCG);
+            self.kmem_cache_free(cache, SlabObj { id, objcg }, cpu);
             for id in self.buffers.bh_rest.remove(&p).unwrap_or_default() {
-                self.kmem_cache_free(cache, id, cpu);
+                self.kmem_cache_free(cache, SlabObj { id, objcg }, cpu);
             }
         }
     }
@@ -98,6 +113,9 @@ impl Kernel {
             self.buffers.bh.insert(dst, id);
             if let Some(rest) = self.buffers.bh_rest.remove(&src) {
                 self.buffers.bh_rest.insert(dst, rest);
+            }
+            if let Some(objcg) = self.buffers.bh_objcg.remove(&src) {
+                self.buffers.bh_objcg.insert(dst, objcg);
             }
         }
     }

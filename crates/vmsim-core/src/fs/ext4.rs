@@ -337,9 +337,9 @@ impl Kernel {
 
     /// One object of a reclaimable cache on its shrinker's LRU (d_alloc, alloc_inode_sb).
     fn ext4_cached_object(&mut self, c: usize, tid: TaskId) -> Result<u32, AllocResult> {
-        let id = self.slab_alloc_object(c, tid)?;
-        self.slab.caches[c].lru.push_back(id);
-        Ok(id)
+        let obj = self.slab_alloc_object(c, tid, crate::mm::gfp::GFP_KERNEL)?;
+        self.slab.caches[c].lru.push_back(obj);
+        Ok(obj.id)
     }
 
     /// Reads a metadata block and journals it (ext4_journal_get_write_access +

@@ -82,8 +82,8 @@ impl Kernel {
             }
             None => {
                 let cache = JBD2_JOURNAL_HEAD;
-                let slab = match self.slab_alloc_object(cache, tid) {
-                    Ok(id) => id,
+                let slab = match self.slab_alloc_object(cache, tid, crate::mm::gfp::GFP_NOFS) {
+                    Ok(obj) => obj.id,
                     Err(r) => return r,
                 };
                 self.journal.jh.insert(
@@ -165,7 +165,7 @@ impl Kernel {
                 keep.push(b);
             } else {
                 self.journal.jh.remove(&b);
-                self.kmem_cache_free(cache, jh.slab, 0);
+                self.kmem_cache_free(cache, crate::mm::slab::SlabObj::unaccounted(jh.slab), 0);
             }
         }
         self.journal.checkpoint = keep;

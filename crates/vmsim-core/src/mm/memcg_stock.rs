@@ -14,9 +14,14 @@
 //! 6.18 up to NR_MEMCG_STOCK = 7 (`stock->cached[]`; a full stock drains a
 //! slot chosen at random, here from the scenario's seeded stream).
 //!
+//! Beside it, each CPU has a byte stock of kernel-memory charges
+//! (`struct obj_stock_pcp`): bytes of pages charged to one group's objcg and not
+//! yet used by objects, from which kmem objects are charged
+//! (`consume_obj_stock()`); mm/memcg_kmem.rs charges and refills it.
+//!
 //! Simplifications: drain_all_stock() drains every CPU at once (the kernel
-//! drains the current CPU and queues work on the others); the object stock of
-//! slab accounting is not modelled (no kmem charges).
+//! drains the current CPU and queues work on the others); a group's objcg is
+//! the group itself (groups are never removed, so no objcg is reparented).
 
 use super::memcontrol::{MemcgState, MEMCG_CHARGE_BATCH, NO_MEMCG};
 use crate::engine::rng::{streams, Stream};
@@ -35,6 +40,21 @@ const EMPTY: StockSlot = StockSlot {
     nr_pages: 0,
 };
 
+/// One CPU's kmem byte stock (struct obj_stock_pcp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjStock {
+    /// The cached group's objcg (`stock->cached_objcg`), NO_MEMCG when empty.
+    pub objcg: u32,
+    /// Bytes charged and not yet used by objects (`stock->nr_bytes`) [bytes].
+    pub nr_bytes: u64,
+}
+
+/// An empty byte stock.
+pub const EMPTY_OBJ_STOCK: ObjStock = ObjStock {
+    objcg: NO_MEMCG,
+    nr_bytes: 0,
+};
+
 /// Every CPU's charge stock.
 #[derive(Debug, Clone)]
 pub struct MemcgStock {
@@ -44,6 +64,8 @@ pub struct MemcgStock {
     pub slots: Vec<StockSlot>,
     /// The stream that picks the slot a full stock gives up (get_random_u32_below).
     rng: Stream,
+    /// Every CPU's kmem byte stock (obj_stock), grown on first use of a CPU.
+    pub obj: Vec<ObjStock>,
 }
 
 impl MemcgStock {
@@ -53,6 +75,7 @@ impl MemcgStock {
             nr_slots: nr_slots.max(1) as usize,
             slots: Vec::new(),
             rng: Stream::new(seed, streams::MEMCG_STOCK),
+            obj: Vec::new(),
         }
     }
 
@@ -151,7 +174,8 @@ impl MemcgState {
         false
     }
 
-    /// Drains, on every CPU, the stocked charges of `root`'s subtree (drain_all_stock).
+    /// Drains, on every CPU, the stocked charges of `root`'s subtree, page stocks and
+    /// kmem byte stocks (drain_all_stock: is_memcg_drain_needed, obj_stock_flush_required).
     pub fn drain_all_stock(&mut self, root: u32) {
         for j in 0..self.stock.slots.len() {
             let s = self.stock.slots[j];
@@ -160,6 +184,47 @@ impl MemcgState {
                 self.drain_stock(j / n, j % n);
             }
         }
+        for cpu in 0..self.stock.obj.len() {
+            let o = self.stock.obj[cpu].objcg;
+            if o != NO_MEMCG && self.is_descendant(o, root) {
+                self.drain_obj_stock(cpu);
+            }
+        }
+    }
+
+    /// One CPU's kmem byte stock (this_cpu_ptr(&obj_stock)).
+    pub fn obj_stock(&mut self, cpu: usize) -> &mut ObjStock {
+        if self.stock.obj.len() <= cpu {
+            self.stock.obj.resize(cpu + 1, EMPTY_OBJ_STOCK);
+        }
+        &mut self.stock.obj[cpu]
+    }
+
+    /// Takes `nr_bytes` already charged to `objcg` from `cpu`'s byte stock
+    /// (consume_obj_stock); false when it caches another group or holds fewer bytes.
+    pub fn consume_obj_stock(&mut self, cpu: usize, objcg: u32, nr_bytes: u64) -> bool {
+        let s = self.obj_stock(cpu);
+        if s.objcg == objcg && s.nr_bytes >= nr_bytes {
+            s.nr_bytes -= nr_bytes;
+            return true;
+        }
+        false
+    }
+
+    /// Empties `cpu`'s byte stock (drain_obj_stock): its whole pages are uncharged from
+    /// the group's counters at once (memcg_uncharge, not into the page stock), the bytes
+    /// left over go to the group's `nr_charged_bytes`.
+    pub fn drain_obj_stock(&mut self, cpu: usize) {
+        let s = std::mem::replace(self.obj_stock(cpu), EMPTY_OBJ_STOCK);
+        if s.objcg == NO_MEMCG || s.nr_bytes == 0 {
+            return;
+        }
+        let nr_pages = s.nr_bytes >> crate::mm::page::PAGE_SHIFT;
+        if nr_pages > 0 {
+            self.memcg_account_kmem(s.objcg, -(nr_pages as i64));
+            self.uncharge_memory_memsw(s.objcg, nr_pages);
+        }
+        self.ext_mut(s.objcg).nr_charged_bytes += s.nr_bytes & (crate::mm::page::PAGE_SIZE - 1);
     }
 }
 
@@ -227,5 +292,26 @@ mod tests {
         m.drain_all_stock(2);
         assert_eq!(m.groups[2].memory.usage, 24);
         assert_eq!(m.stock.stocked(3), vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn a_byte_stock_serves_its_group_and_drains_whole_pages_to_the_counter() {
+        let mut m = state(7, 1000);
+        m.try_charge_memsw_memory(1, 2).unwrap();
+        m.memcg_account_kmem(1, 2);
+        *m.obj_stock(0) = ObjStock {
+            objcg: 1,
+            nr_bytes: 4096 + 100,
+        };
+        assert!(!m.consume_obj_stock(0, 2, 8), "another group");
+        assert!(!m.consume_obj_stock(1, 1, 8), "another CPU");
+        assert!(m.consume_obj_stock(0, 1, 96));
+        assert!(!m.consume_obj_stock(0, 1, 4096 + 8), "not enough bytes");
+        m.drain_obj_stock(0);
+        // One whole page goes back to the counters, the 4 bytes left to nr_charged_bytes.
+        assert_eq!(m.groups[1].memory.usage, 1);
+        assert_eq!(m.ext(1).kmem.usage, 1);
+        assert_eq!(m.ext(1).nr_charged_bytes, 4);
+        assert_eq!(m.obj_stock(0).objcg, NO_MEMCG);
     }
 }

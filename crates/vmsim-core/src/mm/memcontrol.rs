@@ -237,6 +237,15 @@ pub struct MemcgExt {
     pub swap: PageCounter,
     /// memory.swappiness (cgroup v1); None follows vm.swappiness.
     pub swappiness: Option<u64>,
+    /// Kernel memory charged to the group and its descendants (the v1 `memcg->kmem`
+    /// counter, memory.kmem.*; charged without a limit by memcg1_account_kmem) [pages].
+    pub kmem: PageCounter,
+    /// Kernel memory charged to this group itself (MEMCG_KMEM, memory.stat `kernel`) [pages].
+    pub kmem_local: u64,
+    /// Bytes charged and left over when a CPU's byte stock drained (objcg->nr_charged_bytes).
+    pub nr_charged_bytes: u64,
+    /// Slab objects charged to this group: NR_SLAB_RECLAIMABLE_B, NR_SLAB_UNRECLAIMABLE_B [bytes].
+    pub slab_b: [u64; 2],
 }
 
 impl Default for MemcgExt {
@@ -248,6 +257,10 @@ impl Default for MemcgExt {
             memsw: PageCounter::default(),
             swap: PageCounter::default(),
             swappiness: None,
+            kmem: PageCounter::default(),
+            kmem_local: 0,
+            nr_charged_bytes: 0,
+            slab_b: [0; 2],
         }
     }
 }
@@ -324,6 +337,8 @@ pub struct MemcgState {
     pub ext: Vec<MemcgExt>,
     /// Every CPU's charge stock (memcg_stock_pcp), used under `kernel.memcg_charge_batch`.
     pub stock: super::memcg_stock::MemcgStock,
+    /// The memsw counter counts failcnt (6.1; 6.18 sets track_failcnt on memory only).
+    pub memsw_failcnt: bool,
 }
 
 impl MemcgState {
@@ -343,6 +358,7 @@ impl MemcgState {
             dfl: false,
             ext: Vec::new(),
             stock: super::memcg_stock::MemcgStock::default(),
+            memsw_failcnt: true,
         }
     }
 
@@ -538,21 +554,25 @@ impl MemcgState {
     /// Charges `n` pages to `id` and every ancestor unless one would exceed its
     /// limit (page_counter_try_charge); Err(group over its limit) on failure.
     pub fn page_counter_try_charge(&mut self, id: u32, n: u64) -> Result<(), u32> {
-        self.counter_try_charge(id, n, |m, c| &mut m.groups[c as usize].memory)
+        self.counter_try_charge(id, n, true, |m, c| &mut m.groups[c as usize].memory)
     }
 
-    /// [`MemcgState::page_counter_try_charge`] on the counter `which` selects.
+    /// [`MemcgState::page_counter_try_charge`] on the counter `which` selects; a refusal
+    /// counts in failcnt if `track_failcnt` (page_counter->track_failcnt).
     fn counter_try_charge(
         &mut self,
         id: u32,
         n: u64,
+        track_failcnt: bool,
         which: fn(&mut MemcgState, u32) -> &mut PageCounter,
     ) -> Result<(), u32> {
         let mut c = id;
         while c != NO_MEMCG {
             let pc = which(self, c);
             if pc.usage + n > pc.max {
-                pc.failcnt += 1;
+                if track_failcnt {
+                    pc.failcnt += 1;
+                }
                 // Undo the levels below.
                 let mut u = id;
                 while u != c {
@@ -566,6 +586,44 @@ impl MemcgState {
             c = self.groups[c as usize].parent;
         }
         Ok(())
+    }
+
+    /// Charges `n` pages of the counter `which` selects to `id` and every ancestor,
+    /// whatever their limits (page_counter_charge).
+    fn counter_charge(
+        &mut self,
+        id: u32,
+        n: u64,
+        which: fn(&mut MemcgState, u32) -> &mut PageCounter,
+    ) {
+        let mut c = id;
+        while c != NO_MEMCG {
+            let pc = which(self, c);
+            pc.usage += n;
+            pc.watermark = pc.watermark.max(pc.usage);
+            c = self.groups[c as usize].parent;
+        }
+    }
+
+    /// Charges `n` pages to memory and, under v1, memsw over any limit (try_charge_memcg's
+    /// `force:` of a charge that may not fail).
+    pub fn force_charge_memory_memsw(&mut self, id: u32, n: u64) {
+        self.counter_charge(id, n, |m, c| &mut m.groups[c as usize].memory);
+        if self.do_memsw_account() {
+            self.counter_charge(id, n, |m, c| &mut m.ext_mut(c).memsw);
+        }
+    }
+
+    /// Moves a group's kernel-memory counters by `nr_pages`: MEMCG_KMEM and the v1 kmem
+    /// page counter (account_kmem_nmi_safe + memcg1_account_kmem).
+    pub fn memcg_account_kmem(&mut self, id: u32, nr_pages: i64) {
+        let e = self.ext_mut(id);
+        e.kmem_local = e.kmem_local.wrapping_add_signed(nr_pages);
+        if nr_pages >= 0 {
+            self.counter_charge(id, nr_pages as u64, |m, c| &mut m.ext_mut(c).kmem);
+        } else {
+            self.counter_uncharge(id, nr_pages.unsigned_abs(), |m, c| &mut m.ext_mut(c).kmem);
+        }
     }
 
     /// Uncharges `n` pages of the counter `which` selects from `id` and every ancestor.
@@ -596,7 +654,8 @@ impl MemcgState {
     pub fn try_charge_memsw_memory(&mut self, id: u32, n: u64) -> Result<(), (u32, bool)> {
         let memsw = self.do_memsw_account();
         if memsw {
-            self.counter_try_charge(id, n, |m, c| &mut m.ext_mut(c).memsw)
+            let track = self.memsw_failcnt;
+            self.counter_try_charge(id, n, track, |m, c| &mut m.ext_mut(c).memsw)
                 .map_err(|over| (over, true))?;
         }
         self.page_counter_try_charge(id, n).map_err(|over| {
@@ -618,7 +677,7 @@ impl MemcgState {
     /// Charges one swap slot to `id` against memory.swap.max (v2, page_counter_try_charge
     /// of memcg->swap); Err(group over its limit).
     pub fn swap_try_charge(&mut self, id: u32) -> Result<(), u32> {
-        self.counter_try_charge(id, 1, |m, c| &mut m.ext_mut(c).swap)
+        self.counter_try_charge(id, 1, true, |m, c| &mut m.ext_mut(c).swap)
     }
 
     /// Uncharges one swap slot from `id`: memsw under v1, swap under v2.
@@ -818,7 +877,9 @@ impl MemcgState {
                     g.memory.usage, sum[i]
                 ));
             }
-            if g.memory.usage > g.memory.max {
+            // Forced charges (kmem that may not fail) may go over the limit, by no more.
+            let kmem = self.ext(i as u32).kmem.usage;
+            if g.memory.usage > g.memory.max.saturating_add(kmem) {
                 return Err(format!(
                     "memcg {i}: usage {} over its limit {}",
                     g.memory.usage, g.memory.max
@@ -913,6 +974,12 @@ pub struct MemoryStat {
     /// memory.memsw.failcnt (cgroup v1 only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memsw_failcnt: Option<u64>,
+    /// memory.kmem.usage_in_bytes (cgroup v1 only) [bytes].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kmem_usage_in_bytes: Option<u64>,
+    /// memory.kmem.max_usage_in_bytes (cgroup v1 only) [bytes].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kmem_max_usage_in_bytes: Option<u64>,
     /// memory.swap.current (cgroup v2 only) [bytes].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_current: Option<u64>,
@@ -1017,6 +1084,7 @@ impl MemcgState {
         );
         let mut tot = [0u64; stat::NR];
         let mut tot_ext = [0u64; stat::NR_EXT];
+        let mut tot_slab = [0u64; 2];
         let mut tot_lru = [0u64; lru::NR_LRU_LISTS];
         let mut pos = id;
         while pos != NO_MEMCG {
@@ -1025,6 +1093,9 @@ impl MemcgState {
                 *t += v;
             }
             for (t, v) in tot_ext.iter_mut().zip(self.ext(pos).stat.iter()) {
+                *t += v;
+            }
+            for (t, v) in tot_slab.iter_mut().zip(self.ext(pos).slab_b.iter()) {
                 *t += v;
             }
             let l = local_lru(pos);
@@ -1061,9 +1132,10 @@ impl MemcgState {
             // cgroup v2's memory.stat (memory_stat_format): hierarchical values under
             // v2's names, in the kernel's order, for the counters vmsim keeps.
             let mut v2 = indexmap::IndexMap::new();
-            let lines: [(&str, u64); 14] = [
+            let lines: [(&str, u64); 17] = [
                 ("anon", tot[stat::RSS] * pg),
                 ("file", tot[stat::CACHE] * pg),
+                ("kernel", ext.kmem.usage * pg),
                 ("file_dirty", tot_ext[stat::DIRTY] * pg),
                 ("file_writeback", tot_ext[stat::WRITEBACK] * pg),
                 ("swapcached", tot_ext[stat::SWAPCACHED] * pg),
@@ -1072,6 +1144,8 @@ impl MemcgState {
                 ("inactive_file", tot_lru[lru::INACTIVE_FILE] * pg),
                 ("active_file", tot_lru[lru::ACTIVE_FILE] * pg),
                 ("unevictable", tot_lru[lru::UNEVICTABLE] * pg),
+                ("slab_reclaimable", tot_slab[0]),
+                ("slab_unreclaimable", tot_slab[1]),
                 (
                     "workingset_refault_anon",
                     tot_ext[stat::WORKINGSET_REFAULT_ANON],
@@ -1110,6 +1184,8 @@ impl MemcgState {
             memsw_max_usage_in_bytes: v1.then_some(ext.memsw.watermark * pg),
             memsw_limit_in_bytes: v1.then_some(ext.memsw.max.saturating_mul(pg)),
             memsw_failcnt: v1.then_some(ext.memsw.failcnt),
+            kmem_usage_in_bytes: v1.then_some(ext.kmem.usage * pg),
+            kmem_max_usage_in_bytes: v1.then_some(ext.kmem.watermark * pg),
             swap_current: self.dfl.then_some(ext.swap.usage * pg),
             swap_max: self.dfl.then_some(ext.swap.max.saturating_mul(pg)),
         }
@@ -1651,9 +1727,9 @@ impl Kernel {
                 }
             }
         }
-        // Stocked charges are in the counters without a page.
+        // Stocked charges are in the counters without a page, and so is kernel memory.
         for (g, n) in m.stock.stocked(m.groups.len()).into_iter().enumerate() {
-            local[g] += n;
+            local[g] += n + m.ext(g as u32).kmem_local;
         }
         for g in 0..m.groups.len() {
             let e = m.ext(g as u32);

@@ -57,12 +57,22 @@ impl Kernel {
         self.tasks[tid as usize].rss
     }
 
-    /// Makes sure the task's page tables cover `vsize` pages (pte_alloc, pmd_alloc, …).
+    /// Makes sure the task's page tables cover `vsize` pages (pte_alloc, pmd_alloc, …),
+    /// each charged to the task's group (GFP_PGTABLE_USER: __memcg_kmem_charge_page).
     fn grow_page_tables(&mut self, tid: TaskId, vsize: u64) -> AllocResult {
         let t = tid as usize;
         while (self.tasks[t].pgtables.len() as u64) < pgtable_pages(vsize) {
             match self.alloc_pages(GFP_KERNEL, 0, tid) {
                 AllocResult::Page(p) => {
+                    let objcg = match self.memcg_kmem_charge_page(tid, GFP_KERNEL) {
+                        Ok(objcg) => objcg,
+                        Err(r) => {
+                            let cpu = self.tasks[t].cpu;
+                            self.mm.free_pages(p, 0, cpu);
+                            return r;
+                        }
+                    };
+                    self.tasks[t].pgtables_objcg.push(objcg);
                     self.mm.map[p as usize].set_kind(PageKind::PgTable);
                     self.mm.map[p as usize].owner = tid;
                     let nid = self.mm.pfn_to_nid(p);

@@ -5,6 +5,7 @@ pub mod filemap;
 pub mod gfp;
 pub mod huge_memory;
 pub mod hugetlb;
+pub mod memcg_kmem;
 pub mod memcg_stock;
 pub mod memcontrol;
 pub mod memcontrol_v1;

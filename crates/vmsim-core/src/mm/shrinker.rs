@@ -122,11 +122,11 @@ impl Kernel {
             }
             let mut scanned = 0;
             while scanned < nr_to_scan {
-                let Some(id) = self.slab.caches[cache].lru.pop_front() else {
+                let Some(obj) = self.slab.caches[cache].lru.pop_front() else {
                     break;
                 };
                 self.mm.cur.acc += self.mm.cost.shrink_object;
-                pages += self.kmem_cache_free(cache, id, cpu);
+                pages += self.kmem_cache_free(cache, obj, cpu);
                 scanned += 1;
             }
             freed += scanned;

@@ -9,32 +9,55 @@
 //! shrinker walks oldest first (do_shrink_slab), so one young object pins a
 //! whole slab — the internal fragmentation the seeds' workloads create.
 //! Object sizes and slab orders are those of a 6.x x86-64 /proc/slabinfo.
+//! Objects of accounted caches are charged to the allocating task's memory
+//! cgroup (memcg_slab_post_alloc_hook, mm/memcg_kmem.rs) and remember it.
 
-use super::gfp::{GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
+use super::gfp::{Gfp, GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
 use super::page::{Pfn, PAGE_SIZE};
 use super::vmstat::NodeStat;
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 use std::collections::VecDeque;
 
-/// A built-in cache: name, object size [bytes], slab order, reclaimable.
-pub const BUILTIN_CACHES: &[(&str, u32, u8, bool)] = &[
-    ("dentry", 192, 0, true),
-    ("inode_cache", 608, 2, true),
-    ("ext4_inode_cache", 1184, 3, true),
-    ("xfs_inode", 1024, 3, true),
-    ("buffer_head", 104, 0, true),
-    ("radix_tree_node", 576, 2, true),
-    ("kmalloc-64", 64, 0, false),
-    ("kmalloc-256", 256, 1, false),
-    ("kmalloc-1k", 1024, 2, false),
-    ("kmalloc-4k", 4096, 3, false),
-    ("skbuff_head_cache", 256, 1, false),
-    ("anon_vma", 104, 0, false),
-    ("vm_area_struct", 176, 0, false),
+/// A built-in cache: name, object size [bytes], slab order, reclaimable, accounted to
+/// the memory cgroup (SLAB_ACCOUNT, or allocated with __GFP_ACCOUNT by every user vmsim
+/// models: buffer_heads by folio_alloc_buffers, xarray nodes of XA_FLAGS_ACCOUNT mappings).
+pub const BUILTIN_CACHES: &[(&str, u32, u8, bool, bool)] = &[
+    ("dentry", 192, 0, true, true),
+    ("inode_cache", 608, 2, true, true),
+    ("ext4_inode_cache", 1184, 3, true, true),
+    ("xfs_inode", 1024, 3, true, true),
+    ("buffer_head", 104, 0, true, true),
+    ("radix_tree_node", 576, 2, true, true),
+    ("kmalloc-64", 64, 0, false, false),
+    ("kmalloc-256", 256, 1, false, false),
+    ("kmalloc-1k", 1024, 2, false, false),
+    ("kmalloc-4k", 4096, 3, false, false),
+    ("skbuff_head_cache", 256, 1, false, false),
+    ("anon_vma", 104, 0, false, true),
+    ("vm_area_struct", 176, 0, false, true),
     // SLAB_TEMPORARY (= SLAB_RECLAIM_ACCOUNT), 120 bytes, 34 a slab on this machine's 6.18.
-    ("jbd2_journal_head", 120, 0, true),
+    ("jbd2_journal_head", 120, 0, true, false),
 ];
+
+/// One allocated object: its slab and the group it is charged to (slab_obj_exts()[off].objcg).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlabObj {
+    /// Slab id in its cache.
+    pub id: u32,
+    /// Group charged for it, NO_MEMCG when it is not charged.
+    pub objcg: u32,
+}
+
+impl SlabObj {
+    /// An object charged to no group.
+    pub const fn unaccounted(id: u32) -> Self {
+        SlabObj {
+            id,
+            objcg: super::memcontrol::NO_MEMCG,
+        }
+    }
+}
 
 /// Index of a built-in cache by name.
 pub fn builtin_cache(name: &str) -> Option<usize> {
@@ -98,14 +121,16 @@ pub struct KmemCache {
     pub objs_per_slab: u16,
     /// SLAB_RECLAIM_ACCOUNT: slabs are MIGRATE_RECLAIMABLE and a shrinker frees unused objects.
     pub reclaimable: bool,
+    /// SLAB_ACCOUNT (or __GFP_ACCOUNT at every allocation): objects are charged to a memcg.
+    pub account: bool,
     /// Slabs by id.
     pub slabs: Vec<SlabPage>,
     /// Unused slab ids.
     free_ids: Vec<u32>,
     /// Slabs that may have free objects (checked lazily).
     partial: Vec<u32>,
-    /// Unused cached objects, oldest first, by slab id (the shrinker's list_lru).
-    pub lru: VecDeque<u32>,
+    /// Unused cached objects, oldest first (the shrinker's list_lru).
+    pub lru: VecDeque<SlabObj>,
     /// Objects allocated.
     pub active_objs: u64,
     /// Slabs allocated.
@@ -115,13 +140,14 @@ pub struct KmemCache {
 impl KmemCache {
     /// A cache from the built-in table.
     pub fn builtin(idx: usize) -> Self {
-        let (name, object_size, order, reclaimable) = BUILTIN_CACHES[idx];
+        let (name, object_size, order, reclaimable, account) = BUILTIN_CACHES[idx];
         KmemCache {
             name,
             object_size,
             order,
             objs_per_slab: ((PAGE_SIZE << order) / object_size as u64) as u16,
             reclaimable,
+            account,
             slabs: Vec::new(),
             free_ids: Vec::new(),
             partial: Vec::new(),
@@ -230,41 +256,47 @@ impl Kernel {
     /// Objects of reclaimable caches go to the cache's LRU as unused cached objects;
     /// objects of other caches are held by the task until freed.
     pub fn kmem_cache_alloc(&mut self, cache: usize, tid: TaskId) -> AllocResult {
-        self.mm.cur.acc += self.mm.cost.slab_object;
-        let id = match self.slab.caches[cache].get_partial() {
-            Some(id) => id,
-            None => match self.new_slab(cache, tid) {
-                Ok(id) => id,
-                Err(r) => return r,
-            },
+        let obj = match self.slab_alloc_object(cache, tid, GFP_KERNEL) {
+            Ok(obj) => obj,
+            Err(r) => return r,
         };
         let c = &mut self.slab.caches[cache];
-        c.take_object(id);
         if c.reclaimable {
-            c.lru.push_back(id);
+            c.lru.push_back(obj);
         } else {
             self.tasks[tid as usize]
                 .slab_held
-                .push_back((cache as u16, id));
+                .push_back((cache as u16, obj));
         }
-        AllocResult::Page(self.slab.caches[cache].slabs[id as usize].pfn)
+        AllocResult::Page(self.slab.caches[cache].slabs[obj.id as usize].pfn)
     }
 
     /// One object of a cache, held by its caller by slab id, on no list (slab_alloc_node):
     /// the objects a filesystem keeps by reference (buffer_head, journal_head), which no
     /// shrinker walks.
+    /// An object of an accounted cache is charged to the task's group with `gfp`
+    /// (memcg_slab_post_alloc_hook); when the charge fails the object is freed again
+    /// (memcg_alloc_abort_single) and the charge's failure returned.
     pub fn slab_alloc_object(
         &mut self,
         cache: usize,
         tid: TaskId,
-    ) -> std::result::Result<u32, AllocResult> {
+        gfp: Gfp,
+    ) -> std::result::Result<SlabObj, AllocResult> {
         self.mm.cur.acc += self.mm.cost.slab_object;
         let id = match self.slab.caches[cache].get_partial() {
             Some(id) => id,
             None => self.new_slab(cache, tid)?,
         };
         self.slab.caches[cache].take_object(id);
-        Ok(id)
+        match self.memcg_slab_post_alloc_hook(cache, tid, gfp) {
+            Ok(objcg) => Ok(SlabObj { id, objcg }),
+            Err(r) => {
+                let cpu = self.tasks[tid as usize].cpu;
+                self.kmem_cache_free(cache, SlabObj::unaccounted(id), cpu);
+                Err(r)
+            }
+        }
     }
 
     /// A new slab for a cache (new_slab → allocate_slab): one allocation of the cache's
@@ -305,18 +337,20 @@ impl Kernel {
         let n = lru.len();
         let Some(i) = (0..n.div_ceil(2))
             .flat_map(|k| [n - 1 - k, k])
-            .find(|&i| lru[i] == id)
+            .find(|&i| lru[i].id == id)
         else {
             return 0;
         };
-        lru.remove(i);
-        self.kmem_cache_free(cache, id, cpu)
+        let obj = lru.remove(i).expect("found above");
+        self.kmem_cache_free(cache, obj, cpu)
     }
 
-    /// Frees one object of slab `id`; frees the slab page when it empties (kmem_cache_free → discard_slab).
-    /// Returns the pages freed.
-    pub fn kmem_cache_free(&mut self, cache: usize, id: u32, cpu: usize) -> u64 {
+    /// Frees one object; frees the slab page when it empties (kmem_cache_free →
+    /// memcg_slab_free_hook, discard_slab). Returns the pages freed.
+    pub fn kmem_cache_free(&mut self, cache: usize, obj: SlabObj, cpu: usize) -> u64 {
         self.mm.cur.acc += self.mm.cost.slab_object;
+        self.memcg_slab_free_hook(cache, obj.objcg, cpu);
+        let id = obj.id;
         let c = &mut self.slab.caches[cache];
         let Some(pfn) = c.put_object(id) else {
             return 0;

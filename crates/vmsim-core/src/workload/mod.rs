@@ -512,11 +512,11 @@ impl OpProgram {
                         held.iter()
                             .position(|&(hc, _)| hc as usize == c)
                             .and_then(|i| held.remove(i))
-                            .map(|(_, id)| id)
+                            .map(|(_, obj)| obj)
                     };
                     match next {
-                        Some(id) => {
-                            cx.k.kmem_cache_free(c, id, cpu);
+                        Some(obj) => {
+                            cx.k.kmem_cache_free(c, obj, cpu);
                             self.left -= 1;
                         }
                         None => self.left = 0,
