@@ -126,10 +126,13 @@ impl Mm {
             }
         }
 
+        let pb_stat =
+            super::pageblock_stat::PageblockStat::new(zones.len(), &pageblock_zone, boot_mt);
         let mut mm = Mm {
             map: vec![Page::reserved(); nr_frames as usize],
             pageblock_mt: vec![boot_mt as u8; (nr_frames >> PAGEBLOCK_ORDER) as usize],
             pageblock_zone,
+            pb_stat,
             zones,
             nodes,
             pcp: Vec::new(),
