@@ -431,7 +431,18 @@ pub fn run_controlled(
     ctl: &mut Control,
 ) -> Result<(RunResult, Option<crate::trace::Tracer>), Stopped> {
     let wall = std::time::Instant::now();
-    let mut eng = build(sc);
+    run_built(sc, build(sc), trace, ctl, wall)
+}
+
+/// [`run_controlled`] of an engine [`build`] made for `sc`; `wall` is when the run began
+/// (the wall-clock budget counts from it).
+pub fn run_built(
+    sc: &Scenario,
+    mut eng: Engine,
+    trace: Option<(crate::trace::TraceFormat, crate::trace::EventFilter)>,
+    ctl: &mut Control,
+    wall: std::time::Instant,
+) -> Result<(RunResult, Option<crate::trace::Tracer>), Stopped> {
     if let Some((fmt, events)) = trace {
         let tracer = crate::trace::Tracer::with_events(fmt, sc.machine.cpus, events);
         eng.kernel.mm.set_tracer(Some(tracer));

@@ -246,6 +246,21 @@ fn run_bench(min_seconds: f64, throttle_scenario: Option<&str>) -> PyResult<Stri
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Boots and runs scale case `name` of `vmsim bench` (`vmsim_core::bench::SCALE_CASES`);
+/// returns JSON. ScenarioError says why the case cannot run on this host.
+#[pyfunction]
+fn bench_scale(name: &str) -> PyResult<String> {
+    let sc = vmsim_core::bench::scale_scenario(name).map_err(to_py)?;
+    let r = vmsim_core::bench::scale_run(&sc);
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The names of `vmsim bench`'s scale cases, in order.
+#[pyfunction]
+fn bench_scale_cases() -> Vec<&'static str> {
+    vmsim_core::bench::SCALE_CASES.to_vec()
+}
+
 /// Bytes of a size written as in scenarios (`"8GiB"`, `"1.5MiB"`, `"4096"`, `"1GB"`);
 /// ValueError names the problem (the units of scenarios, `vmsim_core::units`).
 #[pyfunction]
@@ -276,6 +291,8 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
     m.add_function(wrap_pyfunction!(table_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_scale_cases, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
