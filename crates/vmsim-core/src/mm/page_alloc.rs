@@ -694,7 +694,6 @@ impl Mm {
                 let Some(p) = mm.__rmqueue(zid, 0, mt, alloc_flags, &mut mode) else {
                     break;
                 };
-                mm.pb_unaccount(p);
                 {
                     let page = &mut mm.map[p as usize];
                     page.flags = pg::PCP;
@@ -1009,7 +1008,8 @@ impl Mm {
     /// Marks a block allocated (prep_new_page): its head records order and mobility.
     #[inline(always)]
     fn prep_new_page(&mut self, pfn: Pfn, order: usize, mt: MigrateType) {
-        self.pb_unaccount(pfn);
+        // The frame comes off a free list (buddy or per-CPU): it is no allocated head yet.
+        debug_assert!(!self.map[pfn as usize].test(pg::HEAD));
         let p = &mut self.map[pfn as usize];
         p.flags = pg::HEAD;
         p.ok = order as u8;
