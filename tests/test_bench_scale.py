@@ -44,3 +44,20 @@ def test_no_case_name_is_a_usage_error() -> None:
     p = child()
     assert p.returncode == 2
     assert p.stderr.strip() == "usage: python -m vmsim.bench_scale NAME"
+
+
+def test_peak_rss_is_the_childs_own_not_its_parents() -> None:
+    # A parent holding 512 MiB when it starts the child: ru_maxrss would carry that into
+    # the child across exec; the child's own peak (a 2 GiB machine) is far below it.
+    code = (
+        "import subprocess, sys\n"
+        "hold = bytearray(512 << 20)\n"
+        "for i in range(0, len(hold), 4096): hold[i] = 1\n"
+        "p = subprocess.run([sys.executable, '-m', 'vmsim.bench_scale', 'swap-memcg'],"
+        " capture_output=True, text=True, check=True)\n"
+        "print(p.stdout)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)
+    assert 16 * (2 << 30) // 4096 <= row["peak_rss_bytes"] < 400 << 20
