@@ -209,7 +209,9 @@ impl Mm {
         mt: MigrateType,
         tail: bool,
     ) {
-        self.pb_unaccount(pfn);
+        // Frees clear an allocated head's state first (free_pages, the per-CPU drain,
+        // compaction): a frame joining a free list is no allocated head.
+        debug_assert!(!self.map[pfn as usize].test(pg::HEAD));
         {
             let p = &mut self.map[pfn as usize];
             p.flags = pg::BUDDY;

@@ -27,12 +27,6 @@ fn head_kind(p: &Page) -> Option<usize> {
         .then_some(p.mt as usize)
 }
 
-/// Whether a pageblock's head counts mix mobilities.
-#[inline(always)]
-fn is_mixed(h: &[u16; 3]) -> bool {
-    h.iter().filter(|&&c| c > 0).count() > 1
-}
-
 impl PageblockStat {
     /// Counters of a machine whose pageblocks (`pageblock_zone`) all have type `mt` and no allocation.
     pub fn new(nr_zones: usize, pageblock_zone: &[u16], mt: MigrateType) -> Self {
@@ -51,14 +45,19 @@ impl PageblockStat {
     #[inline(always)]
     fn mod_heads(&mut self, pb: usize, k: usize, delta: i32) {
         let h = &mut self.heads[pb];
-        let was = is_mixed(h);
-        h[k] = (h[k] as i32 + delta) as u16;
-        let now = is_mixed(h);
-        if was != now {
-            if now {
-                self.mixed += 1;
-            } else {
-                self.mixed -= 1;
+        let old = h[k];
+        let new = (old as i32 + delta) as u16;
+        h[k] = new;
+        // Only a mobility appearing in or leaving the block can change whether it is mixed.
+        if (old == 0) != (new == 0) {
+            let others = h.iter().filter(|&&c| c > 0).count() - (new > 0) as usize;
+            if others > 0 {
+                // Mixed before and after unless `k` was or is the second mobility.
+                match (others == 1, new > 0) {
+                    (true, true) => self.mixed += 1,
+                    (true, false) => self.mixed -= 1,
+                    _ => {}
+                }
             }
         }
     }
