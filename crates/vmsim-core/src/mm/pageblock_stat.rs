@@ -180,7 +180,7 @@ mod tests {
             if let (Some(pfn), _) = mm.alloc_pages_fast(gfp, order, 0, (i % 2) as usize) {
                 held.push((pfn, order));
             }
-            if (x >> 50) % 3 == 0 && !held.is_empty() {
+            if (x >> 50).is_multiple_of(3) && !held.is_empty() {
                 let k = ((x >> 20) as usize) % held.len();
                 let (pfn, order) = held.swap_remove(k);
                 mm.free_pages(pfn, order, (i % 2) as usize);
