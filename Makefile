@@ -4,7 +4,7 @@
 # (mypy), and runs every test (Rust and Python).
 PYTHON ?= python3
 
-.PHONY: all install fidelity-vm browser lint test test-rust test-python bench docs fmt fuzz
+.PHONY: all install fidelity-vm browser lint test test-rust test-python bench docs fmt fuzz profile profile-tools
 
 all: install fidelity-vm browser lint test
 
@@ -41,6 +41,34 @@ test-python:
 
 bench:
 	vmsim bench --json
+
+# A flame graph of one run (docs/dev.md, "Profiling"): `perf record` of `vmsim run
+# $(SCENARIO) $(ARGS)` (the built-in default scenario when SCENARIO is empty), folded and
+# drawn by inferno into $(PROFILE_OUT)/flamegraph.svg: stacks from the extension's entry
+# point up, the Python interpreter's own time as one frame, frames under 0.5 % hidden. perf comes from Debian's linux-perf
+# (apt-get, as root) and inferno from crates.io, pinned, into target/tools.
+SCENARIO ?=
+ARGS ?=
+PROFILE_OUT ?= out/profile
+PROFILE_FREQ ?= 499
+INFERNO_VERSION = 0.12.8
+profile: profile-tools
+	mkdir -p $(PROFILE_OUT)
+	perf record -F $(PROFILE_FREQ) --call-graph dwarf,16384 -o $(PROFILE_OUT)/perf.data -- \
+		$(PYTHON) -m vmsim.cli run $(SCENARIO) $(ARGS) > $(PROFILE_OUT)/run.txt
+	perf script -i $(PROFILE_OUT)/perf.data 2>/dev/null | target/tools/bin/inferno-collapse-perf > $(PROFILE_OUT)/folded.txt
+	sed -E -e 's/^[^;]*;.*;(_vmsim::)/\1/' \
+		-e '/^_vmsim::/!s/^([^;]*);.* ([0-9]+)$$/\1;[interpreter, imports, output] \2/' \
+		$(PROFILE_OUT)/folded.txt | target/tools/bin/inferno-flamegraph --minwidth 0.5 \
+		--title "vmsim run $(or $(SCENARIO),(default scenario)) $(ARGS)" > $(PROFILE_OUT)/flamegraph.svg.tmp
+	mv $(PROFILE_OUT)/flamegraph.svg.tmp $(PROFILE_OUT)/flamegraph.svg
+	@echo "$(PROFILE_OUT)/flamegraph.svg"
+
+profile-tools:
+	command -v perf >/dev/null || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends linux-perf; }
+	test -x target/tools/bin/inferno-flamegraph || \
+		cargo install inferno --version =$(INFERNO_VERSION) --locked --root target/tools
 
 # A fuzz campaign over the scenario schema (FUZZ_SECONDS, default 600) and the Rust
 # parsers' property tests with many more cases; failures are kept under

@@ -49,6 +49,12 @@ def capacity_need(scenario: str) -> str:
 def bench(min_seconds: float = 1.0, throttle_scenario: str | None = None) -> str:
     """Runs the engine benchmarks; returns JSON."""
 
+def bench_scale(name: str) -> str:
+    """Boots and runs one scale case of `vmsim bench`; returns JSON."""
+
+def bench_scale_cases() -> list[str]:
+    """The names of `vmsim bench`'s scale cases, in order."""
+
 def parse_size(text: str) -> int:
     """Bytes of a size such as ``"8GiB"``; ValueError names the problem."""
 

@@ -740,9 +740,10 @@ def report_cmd(sources: tuple[str, ...], output: Path) -> None:
     "with a cache of a hundredth); 0 skips the replay figures.",
 )
 def bench_cmd(as_json: bool, min_seconds: float, replay_requests: int) -> None:
-    """Measure the engine: allocator throughput, bytes per frame, simulation speed,
-    access-trace replay beside libCacheSim; and sweeps: parallel efficiency on two
-    workers, Ray's overhead per task."""
+    """Measure the engine: allocator throughput, bytes per frame, simulation speed (and,
+    each in a process of its own, speed, boot time and peak RSS of the default scenario, a
+    swap-heavy memcg scenario and 1 TiB and 16 TiB machines), access-trace replay beside
+    libCacheSim; and sweeps: parallel efficiency on two workers, Ray's overhead per task."""
     if not (0 < min_seconds <= 600):
         raise UserError(f"--min-seconds {min_seconds}: must be in (0, 600]")
     from vmsim import _vmsim
@@ -759,9 +760,13 @@ def bench_cmd(as_json: bool, min_seconds: float, replay_requests: int) -> None:
         from vmsim import replay
 
         data.update(replay.bench_figures(replay_requests))
+    from vmsim import bench_scale
+
+    data["scale"] = bench_scale.run_all()
     if as_json:
         click.echo(json.dumps(data))
         return
+    scale = data.pop("scale")
     targets = {
         "order0_ops_per_sec": (">=", 30e6),
         "mixed_ops_per_sec": (">=", 10e6),
@@ -788,6 +793,16 @@ def bench_cmd(as_json: bool, min_seconds: float, replay_requests: int) -> None:
         digits = 4 if k.endswith("_ratio") else 2
         cell = f"{v:>16,.{digits}f}" if v is not None else f"{missing:>16s}"
         click.echo(f"{k:32s} {cell}{t}")
+    click.echo("\nspeed at every size (each case in a process of its own):")
+    for name, row in scale.items():
+        if "skipped" in row:
+            click.echo(f"  {name:12s} skipped: {row['skipped']}")
+            continue
+        click.echo(
+            f"  {name:12s} {row['sim_seconds_per_wall_second']:9.2f} sim s/wall s, "
+            f"boot {row['boot_seconds']:.3f} s, wall {row['wall_seconds']:.2f} s, "
+            f"peak RSS {row['peak_rss_bytes'] / 2**20:,.0f} MiB"
+        )
 
 
 @main_group.group("replay")

@@ -261,6 +261,86 @@ pub fn sim_speed() -> f64 {
     r.summary.elapsed_seconds / t0.elapsed().as_secs_f64()
 }
 
+/// A swap-heavy memory-cgroup scenario for [`scale_run`]: 512 MiB of anonymous memory
+/// cycled three times through a v1 group of 256 MiB with swap (scenarios/swap-memcg.toml).
+pub const SWAP_MEMCG_BENCH_SCENARIO: &str = r#"
+name = "swap-memcg"
+duration = "60s"
+[machine]
+memory = "2GiB"
+cpus = 2
+swap = "2GiB"
+[[cgroup]]
+path = "cyc"
+limit_in_bytes = "256MiB"
+[[task]]
+name = "hog"
+cgroup = "cyc"
+program = [
+  { op = "touch", size = "512MiB" },
+  { op = "touch", size = "512MiB", write = false },
+  { op = "touch", size = "512MiB", write = false },
+]
+"#;
+
+/// The cases of `vmsim bench`'s speed at every size: the default scenario, the swap-heavy
+/// memcg one, and the default workload for one simulated second on 1 TiB and 16 TiB.
+pub const SCALE_CASES: &[&str] = &["default", "swap-memcg", "1TiB", "16TiB"];
+
+/// The scenario of scale case `name` (one of [`SCALE_CASES`]); Err says why it cannot run
+/// (a size above the largest machine, a machine this host cannot hold).
+pub fn scale_scenario(name: &str) -> crate::Result<Scenario> {
+    let sc = match name {
+        "default" => Scenario::from_toml(crate::config::DEFAULT_SCENARIO)?,
+        "swap-memcg" => Scenario::from_toml(SWAP_MEMCG_BENCH_SCENARIO)?,
+        size => {
+            let mut v: toml::Table = toml::from_str(crate::config::DEFAULT_SCENARIO)
+                .expect("the default scenario parses");
+            v.insert("duration".into(), "1s".into());
+            if let Some(toml::Value::Table(m)) = v.get_mut("machine") {
+                m.insert("memory".into(), size.into());
+            }
+            Scenario::from_toml(&toml::to_string(&v).expect("a TOML table prints"))?
+        }
+    };
+    crate::capacity::check(&sc)?;
+    Ok(sc)
+}
+
+/// One scenario's speed at its size.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleRun {
+    /// Simulated machine's memory [bytes].
+    pub memory_bytes: u64,
+    /// Wall seconds to boot the machine and build the engine.
+    pub boot_seconds: f64,
+    /// Wall seconds of the whole run, boot included.
+    pub wall_seconds: f64,
+    /// Simulated seconds the run covered.
+    pub simulated_seconds: f64,
+    /// Simulated seconds per wall second, boot included.
+    pub sim_seconds_per_wall_second: f64,
+}
+
+/// Boots and runs `sc`, timing the boot and the whole run.
+pub fn scale_run(sc: &Scenario) -> ScaleRun {
+    let t0 = Instant::now();
+    let eng = crate::sim::build(sc);
+    let boot = t0.elapsed().as_secs_f64();
+    let mut progress = |_, _| {};
+    let mut ctl = crate::sim::Control::new(&mut progress);
+    let (r, _) = crate::sim::run_built(sc, eng, None, &mut ctl, t0)
+        .unwrap_or_else(|e| unreachable!("a run without checks or interruption cannot stop: {e}"));
+    let wall = t0.elapsed().as_secs_f64();
+    ScaleRun {
+        memory_bytes: sc.machine.memory.0,
+        boot_seconds: boot,
+        wall_seconds: wall,
+        simulated_seconds: r.summary.elapsed_seconds,
+        sim_seconds_per_wall_second: r.summary.elapsed_seconds / wall,
+    }
+}
+
 /// Groups visited per wall second by shrink_node_memcgs over a binary tree of
 /// 100,000 empty groups (the walk every soft_limit_reclaim kernel does).
 pub fn memcg_iter_groups_per_sec(min_seconds: f64) -> f64 {
@@ -341,5 +421,40 @@ pub fn run_all(
         throttle_repro_wall_seconds: throttle_scenario.map(throttle_repro_wall_seconds),
         memcg_iter_groups_per_sec: memcg_iter_groups_per_sec(min_seconds),
         files_created_per_sec: files_created_per_sec(min_seconds),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_cases_name_their_machines() {
+        let sc = scale_scenario("1TiB").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sc.machine.memory.0, 1 << 40);
+        assert_eq!(sc.duration.0, 1_000_000_000);
+        let default = Scenario::from_toml(crate::config::DEFAULT_SCENARIO).unwrap();
+        assert_eq!(sc.tasks.len(), default.tasks.len(), "the default workload");
+        let swap = scale_scenario("swap-memcg").unwrap();
+        assert!(swap.machine.swap.0 > 0 && !swap.cgroups.is_empty());
+    }
+
+    #[test]
+    fn a_machine_above_the_largest_is_refused_with_its_reason() {
+        let e = scale_scenario("16TiB").unwrap_err().to_string();
+        assert!(e.contains("16TiB") && e.contains("maximum"), "{e}");
+    }
+
+    #[test]
+    fn scale_run_times_boot_within_the_run() {
+        let sc = Scenario::from_toml(
+            "duration=\"200ms\"\n[machine]\nmemory=\"256MiB\"\ncpus=1\n\
+             [[task]]\nname=\"t\"\nprogram=[{ op = \"touch\", size = \"16MiB\" }]\n",
+        )
+        .unwrap();
+        let r = scale_run(&sc);
+        assert!(r.boot_seconds > 0.0 && r.boot_seconds <= r.wall_seconds);
+        assert!(r.simulated_seconds > 0.0);
+        assert_eq!(r.memory_bytes, 256 << 20);
     }
 }

@@ -393,34 +393,11 @@ fn ns_to_s(ns: u64) -> f64 {
 
 impl Mm {
     /// Pageblocks holding allocations of more than one mobility (unmovable, reclaimable,
-    /// movable): the blocks that fragmentation avoidance tries to keep few.
+    /// movable): the blocks that fragmentation avoidance tries to keep few. Kept by the
+    /// allocator's events ([`crate::mm::pageblock_stat`]); debug builds check it against a walk.
     pub fn mixed_pageblocks(&self) -> u64 {
-        let mut mixed = 0;
-        let n = self.map.len() as u32;
-        let mut start = 0u32;
-        while start < n {
-            let end = (start + (1 << PAGEBLOCK_ORDER)).min(n);
-            let mut kinds = 0u8;
-            let mut p = start;
-            while p < end {
-                let page = &self.map[p as usize];
-                if page.test(pg::HEAD) {
-                    if !page.test(pg::RESERVED) && (page.mt as usize) < 3 {
-                        kinds |= 1 << page.mt;
-                    }
-                    p += 1 << page.order();
-                } else if page.test(pg::BUDDY) {
-                    p += 1 << page.order();
-                } else {
-                    p += 1;
-                }
-            }
-            if kinds.count_ones() > 1 {
-                mixed += 1;
-            }
-            start = end;
-        }
-        mixed
+        debug_assert_eq!(self.pb_stat.mixed, self.mixed_pageblocks_walk());
+        self.pb_stat.mixed
     }
 
     fn sample(&self, snap: &VmstatSnapshot, ts: &mut TimeSeries, t: u64) {
@@ -564,7 +541,18 @@ pub fn run_controlled(
     ctl: &mut Control,
 ) -> Result<(RunResult, Option<crate::trace::Tracer>), Stopped> {
     let wall = std::time::Instant::now();
-    let mut eng = build(sc);
+    run_built(sc, build(sc), trace, ctl, wall)
+}
+
+/// [`run_controlled`] of an engine [`build`] made for `sc`; `wall` is when the run began
+/// (the wall-clock budget counts from it).
+pub fn run_built(
+    sc: &Scenario,
+    mut eng: Engine,
+    trace: Option<(crate::trace::TraceFormat, crate::trace::EventFilter)>,
+    ctl: &mut Control,
+    wall: std::time::Instant,
+) -> Result<(RunResult, Option<crate::trace::Tracer>), Stopped> {
     if let Some((fmt, events)) = trace {
         let tracer = crate::trace::Tracer::with_events(fmt, sc.machine.cpus, events);
         eng.kernel.mm.set_tracer(Some(tracer));

@@ -977,3 +977,32 @@ program = [ { op = "unlink", file = "f" }, { op = "read", file = "f" } ]
         r.summary.elapsed_seconds
     );
 }
+
+// ---------------------------------------------------------------------------
+// idle time skipped
+
+/// Engine events of a machine whose only task sleeps through `secs` simulated seconds.
+fn idle_events(secs: u64) -> u64 {
+    let sc = scenario(&format!(
+        "duration = \"{secs}s\"\n[machine]\nmemory=\"1GiB\"\ncpus=4\n\
+         [[task]]\nname=\"sleeper\"\nprogram=[{{ op = \"sleep\", time = \"{secs}s\" }}]\n"
+    ));
+    let mut eng = vmsim_core::sim::build(&sc);
+    assert!(eng.run_until_at_most(secs * 1_000 * MS, u64::MAX));
+    eng.events
+}
+
+#[test]
+fn idle_time_costs_only_the_periodic_wakeups() {
+    // When every task and kernel thread sleeps, the engine jumps to the next timer: the
+    // events of an idle machine grow with the kernel threads' periodic wake-ups (the
+    // flusher every dirty_writeback_centisecs, ...), not with simulated time at any
+    // finer grain. 1000 s idle costs at most a few events per simulated second.
+    let short = idle_events(100);
+    let long = idle_events(1000);
+    assert!(long <= 10 * 1000, "{long} events for 1000 idle seconds");
+    assert!(
+        long <= 10 * short + 100,
+        "{short} events in 100 s, {long} in 1000 s"
+    );
+}

@@ -331,6 +331,21 @@ fn replay_kmem(py: Python<'_>, path: &str, scenario: &str, interval: f64) -> PyR
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Boots and runs scale case `name` of `vmsim bench` (`vmsim_core::bench::SCALE_CASES`);
+/// returns JSON. ScenarioError says why the case cannot run on this host.
+#[pyfunction]
+fn bench_scale(name: &str) -> PyResult<String> {
+    let sc = vmsim_core::bench::scale_scenario(name).map_err(to_py)?;
+    let r = vmsim_core::bench::scale_run(&sc);
+    serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The names of `vmsim bench`'s scale cases, in order.
+#[pyfunction]
+fn bench_scale_cases() -> Vec<&'static str> {
+    vmsim_core::bench::SCALE_CASES.to_vec()
+}
+
 /// Bytes of a size written as in scenarios (`"8GiB"`, `"1.5MiB"`, `"4096"`, `"1GB"`);
 /// ValueError names the problem (the units of scenarios, `vmsim_core::units`).
 #[pyfunction]
@@ -361,6 +376,8 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
     m.add_function(wrap_pyfunction!(table_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_scale_cases, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(replay_access, m)?)?;
     m.add_function(wrap_pyfunction!(replay_kmem, m)?)?;

@@ -808,6 +808,7 @@ impl Kernel {
         let l = self.mm.folio_lru_list(src);
         let nid = self.mm.pfn_to_nid(src);
         // The page's state, list links included.
+        self.mm.pb_unaccount(dst);
         {
             let d = &mut self.mm.map[dst as usize];
             d.flags = old.flags;
@@ -817,6 +818,7 @@ impl Kernel {
             d.prev = old.prev;
             d.next = old.next;
         }
+        self.mm.pb_account(dst);
         // Replace src by dst in place on its LRU list (list_replace).
         {
             let list = &mut self.mm.nodes[nid].lruvec.lists[l];
@@ -837,6 +839,7 @@ impl Kernel {
         self.buffer_migrate_folio(src, dst);
         // The old frame is free again.
         let zid = self.mm.page_zone(src);
+        self.mm.pb_unaccount(src);
         {
             let s = &mut self.mm.map[src as usize];
             s.flags = 0;
@@ -894,6 +897,7 @@ impl Kernel {
         for pfn in std::mem::take(&mut cc.freepages) {
             let zid = self.mm.page_zone(pfn);
             let mt = self.mm.get_pageblock_migratetype(pfn);
+            self.mm.pb_unaccount(pfn);
             self.mm.map[pfn as usize].flags = 0;
             self.mm.cur.acc += self.mm.cost.buddy_free;
             self.mm.__free_one_page(zid, pfn, 0, mt, false);

@@ -126,10 +126,16 @@ impl Mm {
             }
         }
 
+        let pb_stat =
+            super::pageblock_stat::PageblockStat::new(zones.len(), &pageblock_zone, boot_mt);
         let mut mm = Mm {
-            map: vec![Page::reserved(); nr_frames as usize],
+            // Every frame starts as a free frame of no block (what __free_pages_core leaves
+            // in the frames of a free range); the reserved ranges are marked below. One
+            // pass over the frame table instead of two.
+            map: vec![FREE_FRAME; nr_frames as usize],
             pageblock_mt: vec![boot_mt as u8; (nr_frames >> PAGEBLOCK_ORDER) as usize],
             pageblock_zone,
+            pb_stat,
             zones,
             nodes,
             pcp: Vec::new(),
@@ -162,6 +168,9 @@ impl Mm {
             reserved.push((end - memmap, end));
         }
         reserved.sort();
+        for &(s, e) in &reserved {
+            self::mark_reserved(&mut mm.map, s, e.min(nr_frames));
+        }
         let mut free_ranges = Vec::new();
         let mut cur = 0u64;
         for &(s, e) in &reserved {
@@ -199,7 +208,7 @@ impl Mm {
         mm
     }
 
-    /// Frees [start, end) of one zone to the buddy lists in the largest aligned chunks (__free_pages_memory).
+    /// Frees [start, end) of one zone (frames already [`FREE_FRAME`]) to the buddy lists in the largest aligned chunks (__free_pages_memory).
     fn memblock_free_range(&mut self, zid: usize, start: u64, end: u64) {
         let mut s = start;
         while s < end {
@@ -207,20 +216,27 @@ impl Mm {
             while s + (1u64 << order) > end {
                 order -= 1;
             }
-            for p in s..s + (1 << order) {
-                self.map[p as usize] = Page {
-                    flags: 0,
-                    ok: 0,
-                    mt: 0,
-                    next: NIL,
-                    prev: NIL,
-                    owner: NIL,
-                };
-            }
             self.zones[zid].managed_pages += 1 << order;
             let mt = self.get_pageblock_migratetype(s as Pfn);
             self.__free_one_page(zid, s as Pfn, order as usize, mt, false);
             s += 1 << order;
         }
+    }
+}
+
+/// A frame of a free range before it joins a buddy block.
+const FREE_FRAME: Page = Page {
+    flags: 0,
+    ok: 0,
+    mt: 0,
+    next: NIL,
+    prev: NIL,
+    owner: NIL,
+};
+
+/// Marks frames [start, end) reserved by memblock (PageReserved, never freed to the buddy allocator).
+fn mark_reserved(map: &mut [Page], start: u64, end: u64) {
+    for p in &mut map[start.min(end) as usize..end as usize] {
+        *p = Page::reserved();
     }
 }

@@ -16,6 +16,7 @@ pub mod oom_kill;
 pub mod page;
 pub mod page_alloc;
 pub mod page_writeback;
+pub mod pageblock_stat;
 pub mod readahead;
 pub mod rmap;
 pub mod shrinker;
@@ -64,6 +65,8 @@ pub struct Mm {
     pub pageblock_mt: Vec<u8>,
     /// Zone id of every pageblock (zones and nodes are pageblock-aligned).
     pub pageblock_zone: Vec<u16>,
+    /// Pageblock counters kept up to date incrementally (what a sample records).
+    pub pb_stat: pageblock_stat::PageblockStat,
     /// All zones, node by node, lowest zone type first.
     pub zones: Vec<Zone>,
     /// NUMA nodes.

@@ -172,7 +172,10 @@ impl Mm {
     /// Sets the migratetype of the pageblock holding `pfn` (set_pageblock_migratetype).
     #[inline(always)]
     pub fn set_pageblock_migratetype(&mut self, pfn: Pfn, mt: MigrateType) {
-        self.pageblock_mt[(pfn >> PAGEBLOCK_ORDER) as usize] = mt as u8;
+        let pb = (pfn >> PAGEBLOCK_ORDER) as usize;
+        let old = self.pageblock_mt[pb];
+        self.pageblock_mt[pb] = mt as u8;
+        self.pb_set_mt(pb, old, mt as u8);
     }
 
     /// Sets every pageblock of a block of `order` >= pageblock_order (change_pageblock_range).
@@ -206,6 +209,9 @@ impl Mm {
         mt: MigrateType,
         tail: bool,
     ) {
+        // Frees clear an allocated head's state first (free_pages, the per-CPU drain,
+        // compaction): a frame joining a free list is no allocated head.
+        debug_assert!(!self.map[pfn as usize].test(pg::HEAD));
         {
             let p = &mut self.map[pfn as usize];
             p.flags = pg::BUDDY;
@@ -437,11 +443,13 @@ impl Mm {
             mm.del_page_from_free_list(zid, pfn, order, mt);
             mm.account_freepages(zid, -(1i64 << order), mt);
         });
+        self.pb_unaccount(pfn);
         let p = &mut self.map[pfn as usize];
         p.flags = pg::HEAD;
         p.ok = order as u8;
         p.mt = mt as u8;
         p.owner = NIL;
+        self.pb_account(pfn);
         true
     }
 
@@ -450,6 +458,7 @@ impl Mm {
         debug_assert!(self.map[pfn as usize].test(pg::HEAD));
         let mt = self.map[pfn as usize].mt;
         for q in pfn..pfn + (1 << order) {
+            self.pb_unaccount(q);
             let p = &mut self.map[q as usize];
             p.flags = pg::HEAD;
             p.ok = 0;
@@ -457,6 +466,7 @@ impl Mm {
             p.owner = NIL;
             p.next = NIL;
             p.prev = NIL;
+            self.pb_account(q);
         }
     }
 
@@ -1000,6 +1010,8 @@ impl Mm {
     /// Marks a block allocated (prep_new_page): its head records order and mobility.
     #[inline(always)]
     fn prep_new_page(&mut self, pfn: Pfn, order: usize, mt: MigrateType) {
+        // The frame comes off a free list (buddy or per-CPU): it is no allocated head yet.
+        debug_assert!(!self.map[pfn as usize].test(pg::HEAD));
         let p = &mut self.map[pfn as usize];
         p.flags = pg::HEAD;
         p.ok = order as u8;
@@ -1007,6 +1019,7 @@ impl Mm {
         p.owner = NIL;
         p.next = NIL;
         p.prev = NIL;
+        self.pb_account(pfn);
         self.frag.alloc_success[order] += 1;
     }
 
@@ -1165,6 +1178,7 @@ impl Mm {
                     mm.pcp[idx].lists[pindex].remove(&mut mm.map, tail);
                     mm.pcp[idx].counts[pindex] -= 1;
                     count -= 1;
+                    mm.pb_unaccount(tail);
                     mm.map[tail as usize].flags = 0;
                     let mt = mm.get_pageblock_migratetype(tail);
                     if mm.kmem_trace {
@@ -1189,6 +1203,7 @@ impl Mm {
             mt = MigrateType::Movable;
         }
         let idx = zid * self.nr_cpus + cpu;
+        self.pb_unaccount(pfn);
         {
             let p = &mut self.map[pfn as usize];
             p.flags = pg::PCP;
@@ -1230,6 +1245,7 @@ impl Mm {
         if order == 0 {
             self.free_unref_page(zid, pfn, cpu);
         } else {
+            self.pb_unaccount(pfn);
             self.map[pfn as usize].flags = 0;
             let mt = self.get_pageblock_migratetype(pfn);
             self.free_one_page(zid, pfn, order, mt);
@@ -1278,6 +1294,7 @@ impl Mm {
     /// no two free buddies of the same order are left unmerged; pages are
     /// conserved. This is the `expensive-checks` VM_BUG_ON.
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_pageblock_stat()?;
         let n = self.map.len();
         let mut seen = vec![false; n];
         let mut free_total = 0u64;

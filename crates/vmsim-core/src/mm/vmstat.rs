@@ -63,16 +63,10 @@ impl Mm {
         s
     }
 
-    /// Pageblocks of each migratetype in a zone (pagetypeinfo_showblockcount_print).
+    /// Pageblocks of each migratetype in a zone (pagetypeinfo_showblockcount_print), from
+    /// the counters set_pageblock_migratetype() keeps ([`super::pageblock_stat`]).
     pub fn pageblock_counts(&self, zid: usize) -> [u64; MIGRATE_TYPES] {
-        let z = &self.zones[zid];
-        let mut counts = [0u64; MIGRATE_TYPES];
-        let first = (z.zone_start_pfn as u64 / PAGEBLOCK_NR_PAGES) as usize;
-        let last = (z.zone_end_pfn() as u64).div_ceil(PAGEBLOCK_NR_PAGES) as usize;
-        for pb in first..last {
-            counts[self.pageblock_mt[pb] as usize] += 1;
-        }
-        counts
+        self.pb_stat.nr_mt[zid]
     }
 
     /// /proc/pagetypeinfo (pagetypeinfo_show).

@@ -16,7 +16,7 @@ use crate::mm::hugetlb::Resize;
 use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
 use crate::mm::slab::builtin_cache;
-use std::sync::Arc;
+use std::rc::Rc;
 
 pub mod hackbench;
 pub mod thpfioscale;
@@ -49,10 +49,10 @@ pub fn spawn_tasks(sc: &crate::config::Scenario, eng: &mut crate::kernel::Engine
     let mut next_cpu = 0usize;
     let mut tid = 0u64;
     for spec in &sc.tasks {
-        let ops = Arc::new(spec.program.clone());
+        let ops = Rc::new(spec.program.clone());
         for _ in 0..spec.count {
             let rng = Stream::new(sc.seed, streams::TASK_STREAM_BASE + tid);
-            let prog = OpProgram::new(spec, Arc::clone(&ops), rng);
+            let prog = OpProgram::new(spec, Rc::clone(&ops), rng);
             let t = eng.spawn(
                 &spec.name,
                 next_cpu % ncpu,
@@ -72,7 +72,7 @@ pub fn spawn_tasks(sc: &crate::config::Scenario, eng: &mut crate::kernel::Engine
 
 /// Runs the operations of a scenario's `[[task]]` `repeat` times.
 pub struct OpProgram {
-    ops: Arc<Vec<Op>>,
+    ops: Rc<Vec<Op>>,
     pc: usize,
     left: u64,
     started: bool,
@@ -93,7 +93,7 @@ pub struct OpProgram {
     /// Repetitions of the program finished so far (`{rep}` in file names).
     rep: u64,
     /// Tasks whose exit ends the repetitions (`until_exit`).
-    until_exit: Arc<Vec<String>>,
+    until_exit: Rc<Vec<String>>,
     /// The current file operation's file name, placeholders filled in.
     file: String,
     /// Files an `unlink_dir` operation has left to delete, oldest first.
@@ -171,7 +171,7 @@ fn is_empty_op(op: &Op) -> bool {
 impl OpProgram {
     /// A program for one copy of a task spec. A program of empty operations only
     /// (`compute 0s`) does nothing however often it is repeated, so it runs once.
-    pub fn new(spec: &TaskSpec, ops: Arc<Vec<Op>>, rng: Stream) -> Self {
+    pub fn new(spec: &TaskSpec, ops: Rc<Vec<Op>>, rng: Stream) -> Self {
         let repeat = if ops.iter().all(is_empty_op) {
             1
         } else if !spec.until_exit.is_empty() {
@@ -194,7 +194,7 @@ impl OpProgram {
             touch_order: Vec::new(),
             syscalls: 0,
             rep: 0,
-            until_exit: Arc::new(spec.until_exit.clone()),
+            until_exit: Rc::new(spec.until_exit.clone()),
             file: String::new(),
             unlink_list: Default::default(),
         }
@@ -348,7 +348,9 @@ impl OpProgram {
                     next: Step::Exit,
                 };
             }
-            let ops = Arc::clone(&self.ops);
+            // A counted reference (not atomic: the engine is single-threaded) so that the
+            // operation can be read while the program's state changes.
+            let ops = Rc::clone(&self.ops);
             let op = &ops[self.pc];
             if !self.started {
                 self.started = true;
