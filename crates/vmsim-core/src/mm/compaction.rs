@@ -26,8 +26,9 @@
 //! restarts the scanners at the zone's ends; the migrate scanner is
 //! linear (no `fast_find_migrateblock`); the free scanner first searches the
 //! movable free lists (`fast_isolate_freepages`, without its search-order
-//! memory or `fast_isolate_around`), then scans linearly. Pages under writeback, dirty pages and swap-cache
-//! pages are not migrated (async compaction's rule, applied to every mode).
+//! memory or `fast_isolate_around`), then scans linearly. Folios under
+//! writeback and swap-cache pages are not migrated (async compaction's rule,
+//! applied to every mode); dirty ones are, but for the block device's.
 //! Migration is immediate: a folio is copied to its target, the owner's slots
 //! (page table or page cache, [`super::rmap`]) and its place on the LRU move
 //! to the new block, and the old block goes straight back to the buddy lists;
