@@ -13,9 +13,9 @@
 //! is one block of 2^k pages whose head frame stands for all of it — every
 //! slot of its indices holds the head, and it is charged, put on the LRU,
 //! dirtied, written back, reclaimed and freed as one unit of 2^k pages, as the
-//! kernel's multi-index xarray entry and struct folio make it. Compaction does
-//! not move large folios (it skips every allocated block of order > 0), and an
-//! evicted folio leaves one shadow entry, in the slot of its first index.
+//! kernel's multi-index xarray entry and struct folio make it. Compaction moves
+//! a large folio whole (mm/migrate.rs), and an evicted folio leaves one shadow
+//! entry, in the slot of its first index.
 
 use super::gfp::{Gfp, __GFP_FS, GFP_HIGHUSER_MOVABLE};
 use super::memory::BioKind;

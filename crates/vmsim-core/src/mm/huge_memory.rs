@@ -16,12 +16,15 @@
 //!
 //! Every anonymous fault's simulated latency (CPU time in the fault plus any
 //! sleep it caused) is recorded, base and huge apart ([`ThpState`]).
+//!
+//! The split of a large page-cache folio that migration could not place
+//! (`split_folio_to_list()` → `__folio_split()`) lives here too.
 
 use super::gfp::{
     Gfp, __GFP_DIRECT_RECLAIM, __GFP_KSWAPD_RECLAIM, __GFP_NORETRY, GFP_TRANSHUGE_LIGHT,
 };
 use super::memory::Fault;
-use super::page::Pfn;
+use super::page::{Pfn, NIL};
 use super::rmap::{Entry, CHUNK_SLOTS};
 use super::vmstat::Event;
 use crate::config::{ThpDefrag, ThpEnabled};
@@ -32,6 +35,54 @@ use crate::kernel::{AllocResult, Kernel};
 pub const HPAGE_PMD_ORDER: usize = 9;
 /// Base pages in a huge page (HPAGE_PMD_NR).
 pub const HPAGE_PMD_NR: u64 = 1 << HPAGE_PMD_ORDER;
+
+impl Kernel {
+    /// Splits a clean, unmapped page-cache folio into order-0 folios
+    /// (try_split_folio → split_folio_to_list → __folio_split): its buffers are released
+    /// first (filemap_release_folio), each page takes over the slot of its own index and
+    /// keeps the folio's flags, and the new folios follow the head on its LRU list (where
+    /// the kernel's isolated folio would be put back). Returns the new folios in the
+    /// order the kernel's split list holds them: the tails, then the head. The split itself
+    /// costs no simulated time.
+    pub fn split_folio(&mut self, p: Pfn, cpu: usize) -> Vec<Pfn> {
+        let head = self.mm.map[p as usize];
+        let nr = 1u32 << head.order();
+        debug_assert!(head.kind() == super::page::PageKind::File && nr > 1);
+        self.try_to_free_buffers(p, cpu);
+        let l = self.mm.folio_lru_list(p);
+        let nid = self.mm.pfn_to_nid(p);
+        let ok = head.ok & 0xF0;
+        self.mm.map[p as usize].ok = ok;
+        let mut prev = p;
+        for i in 1..nr {
+            let q = p + i;
+            let next = self.mm.map[prev as usize].next;
+            self.mm.pb_unaccount(q);
+            {
+                let t = &mut self.mm.map[q as usize];
+                t.flags = head.flags;
+                t.ok = ok;
+                t.mt = head.mt;
+                t.owner = head.owner + i;
+                t.prev = prev;
+                t.next = next;
+            }
+            self.mm.pb_account(q);
+            self.mm.map[prev as usize].next = q;
+            if next == NIL {
+                self.mm.nodes[nid].lruvec.lists[l].tail = q;
+            } else {
+                self.mm.map[next as usize].prev = q;
+            }
+            debug_assert_eq!(self.rmap.get(head.owner + i), Entry::Page(p));
+            self.rmap.set(head.owner + i, Entry::Page(q));
+            prev = q;
+        }
+        let mut out: Vec<Pfn> = (p + 1..p + nr).collect();
+        out.push(p);
+        out
+    }
+}
 
 impl super::Mm {
     /// Raises min_free_kbytes so that THP allocations find free pageblocks, when THP is

@@ -10,6 +10,7 @@ pub mod memcg_stock;
 pub mod memcontrol;
 pub mod memcontrol_v1;
 pub mod memory;
+pub mod migrate;
 pub mod mm_init;
 pub mod mmzone;
 pub mod oom_kill;
