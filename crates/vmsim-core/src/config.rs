@@ -881,6 +881,19 @@ pub enum Op {
         /// The value written.
         value: u64,
     },
+    /// `swapon PATH` as root: enables a `[[swap]]` device declared with `swapon = false`
+    /// (or swapped off earlier); EBUSY if it is on.
+    Swapon {
+        /// The device's `[[swap]] path`.
+        path: String,
+    },
+    /// `swapoff PATH` as root: the device gives no more slots and every page on it is
+    /// read back into memory (try_to_unuse); fails (ENOMEM), the device back on, when
+    /// memory cannot hold them; EINVAL if it is not on.
+    Swapoff {
+        /// The device's `[[swap]] path`.
+        path: String,
+    },
     /// Read /proc/vmstat, /proc/buddyinfo, /proc/slabinfo, /proc/meminfo and every memory cgroup's
     /// memory.stat now, as a person between two steps of an experiment does; the run
     /// result lists them under `snapshots`.
@@ -1064,6 +1077,37 @@ pub struct FileSpec {
     pub size: Bytes,
 }
 
+/// Where a `[[swap]]` device keeps its pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapType {
+    /// A swap file on the disk's filesystem.
+    File,
+    /// A partition of the disk.
+    Partition,
+}
+
+/// A swap device (`[[swap]]`): a file or a partition on the disk, swapped on at boot
+/// (`swapon = true`) or later by a `swapon` operation.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwapDeviceSpec {
+    /// Its path, as the `swapon` and `swapoff` operations name it.
+    pub path: String,
+    /// `file` or `partition`.
+    #[serde(rename = "type")]
+    pub kind: SwapType,
+    /// Size, the header page included (mkswap) [bytes].
+    pub size: Bytes,
+    /// swapon -p: 0..=32767, higher used first, equal ones in turn; absent: the next
+    /// automatic priority (-2, -3, … in swapon order).
+    #[serde(default)]
+    pub priority: Option<i64>,
+    /// Swapped on at boot (default true).
+    #[serde(default = "yes")]
+    pub swapon: bool,
+}
+
 scenario! {
 /// A whole scenario as read from TOML.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -1110,6 +1154,9 @@ pub struct Scenario {
     /// Files on the disk at the start of the run, none of them cached.
     #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileSpec>,
+    /// Swap devices, after `machine.swap`'s file if that is set.
+    #[serde(default, rename = "swap", skip_serializing_if = "Vec::is_empty")]
+    pub swap: Vec<SwapDeviceSpec>,
 }
 // The workload kinds beside `[[task]]`, each a `[[NAME]]` table of a type in its own file
 // under workload/ that implements `workload::WorkloadSpec`: one line each.
@@ -1237,6 +1284,8 @@ pub const TABLE_KNOBS: &[Knob] = &[
     table_knob("[[task]]", "wait.count", "[count]", "Value of the counter a `wait` operation waits for.", MAX_OP_COUNT),
     table_knob("[[task]]", "nr_hugepages.pages", "[pages]", "Huge pages an `nr_hugepages` operation asks for (also at most the machine's memory).", MAX_MEMORY / HPAGE_SIZE),
     table_knob("[[file]]", "size", "[bytes]", "Size of a file on the disk at the start (each file has its own extent on the disk).", crate::mm::filemap::FILE_EXTENT_SECTORS * 512),
+    table_knob("[[swap]]", "size", "[bytes]", "Size of a swap file or partition, its header page included (at least 10 pages; all swap together at most machine.swap's maximum).", MAX_SWAP),
+    table_knob("[[swap]]", "priority", "[0..32767]", "swapon -p: higher priorities are used first, equal ones in turn; absent, the next automatic priority (-2, -3, … in swapon order).", 32767),
     table_knob("[[cgroup]]", "generate.groups", "[count]", "Empty groups generated below a group (every group together: at most the same figure).", MAX_CGROUPS),
     table_knob("[[hackbench]]", "groups", "[count]", "hackbench groups (2 × groups × fds + 1 tasks count against the task maximum).", MAX_TASKS),
     table_knob("[[hackbench]]", "fds", "[count]", "Senders and receivers per group.", MAX_TASKS),
@@ -1369,6 +1418,7 @@ impl Scenario {
         }
         self.validate_cgroups()?;
         self.validate_files()?;
+        self.validate_swap()?;
         if total_tasks > MAX_TASKS {
             return inv(format!(
                 "{total_tasks} tasks is too many (at most {MAX_TASKS} over every workload table)"
@@ -1606,6 +1656,22 @@ impl Scenario {
                 Op::Unlink { file } if file.is_empty() => {
                     return at_op("unlink: file must be a non-empty name".into());
                 }
+                Op::Swapon { path } | Op::Swapoff { path } if self.swap_type_of(path).is_none() => {
+                    let what = if matches!(op, Op::Swapon { .. }) {
+                        "swapon"
+                    } else {
+                        "swapoff"
+                    };
+                    return at_op(format!(
+                        "{what}: no [[swap]] device has path \"{}\"{}",
+                        clip(&path.escape_debug().to_string()),
+                        if self.machine.swap.0 > 0 {
+                            " (machine.swap is \"/swapfile\")"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
                 Op::DropCaches { value } if !(1..=4).contains(value) => {
                     return at_op(format!(
                         "drop_caches value {value} is outside the kernel's bounds 1..=4"
@@ -1648,6 +1714,70 @@ impl Scenario {
             }
         }
         Ok(t.count)
+    }
+
+    /// The swap type (index) of a device path: `machine.swap`'s "/swapfile" first, then
+    /// the `[[swap]]` entries in order.
+    pub fn swap_type_of(&self, path: &str) -> Option<usize> {
+        let legacy = (self.machine.swap.0 > 0) as usize;
+        if legacy == 1 && path == "/swapfile" {
+            return Some(0);
+        }
+        self.swap
+            .iter()
+            .position(|s| s.path == path)
+            .map(|i| i + legacy)
+    }
+
+    /// Checks the `[[swap]]` tables (sys_swapon's refusals): a path each, not twice, at
+    /// least 10 pages (mkswap's minimum), a priority of 0..=32767 (SWAP_FLAG_PRIO_MASK).
+    fn validate_swap(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        if self.machine.swap.0 > 0 {
+            seen.insert("/swapfile");
+        }
+        let mut slots = self.machine.swap.0 / crate::mm::page::PAGE_SIZE;
+        for (i, sw) in self.swap.iter().enumerate() {
+            let at = format!(
+                "[[swap]] #{} \"{}\"",
+                i + 1,
+                clip(&sw.path.escape_debug().to_string())
+            );
+            let bad = |msg: String| Err(Error::Invalid(format!("{at}: {msg}")));
+            if sw.path.is_empty() {
+                return bad("path must be a non-empty name".into());
+            }
+            if !seen.insert(sw.path.as_str()) {
+                return bad(if sw.path == "/swapfile" && self.machine.swap.0 > 0 {
+                    "machine.swap is already the device \"/swapfile\"".into()
+                } else {
+                    "a swap device of this path is already declared".into()
+                });
+            }
+            if sw.size.0 < 10 * crate::mm::page::PAGE_SIZE {
+                return bad(format!(
+                    "size = {} is below mkswap's minimum of 10 pages (40 KiB)",
+                    sw.size
+                ));
+            }
+            if let Some(msg) = table_knob_named("[[swap]]", "size").exceeds(sw.size.0, &sw.size) {
+                return bad(msg);
+            }
+            if let Some(p) = sw.priority.filter(|p| !(0..=32767).contains(p)) {
+                return bad(format!(
+                    "priority = {p} is outside 0..=32767 (swapon -p; negative priorities are assigned automatically)"
+                ));
+            }
+            slots += sw.size.0 / crate::mm::page::PAGE_SIZE;
+        }
+        if slots > MAX_SWAP / crate::mm::page::PAGE_SIZE {
+            return Err(Error::Invalid(format!(
+                "machine.swap and the [[swap]] devices have {} of swap together; the maximum is {}",
+                Bytes(slots * crate::mm::page::PAGE_SIZE),
+                Bytes(MAX_SWAP)
+            )));
+        }
+        Ok(())
     }
 
     /// Checks the `[[file]]` tables: a non-empty name each, no name twice, a size that fits

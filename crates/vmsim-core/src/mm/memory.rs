@@ -444,14 +444,20 @@ impl Kernel {
         let mut pages = std::mem::take(&mut self.plug);
         pages.sort_by_key(|&p| self.swap_slot_of(p).unwrap_or(u32::MAX));
         let mut run: Vec<Pfn> = Vec::new();
-        let mut last: Option<u32> = None;
+        let mut last: Option<(usize, u32)> = None;
         for p in pages {
             let s = self.swap_slot_of(p).unwrap_or(u32::MAX);
-            if last.is_some_and(|l| l + 1 != s) {
+            let t = if s == u32::MAX {
+                usize::MAX
+            } else {
+                self.swap.swp_type(s)
+            };
+            // Bios of one device at consecutive sectors merge (blk_attempt_plug_merge).
+            if last.is_some_and(|(lt, l)| lt != t || l.wrapping_add(1) != s) {
                 self.submit_swap_run(std::mem::take(&mut run));
             }
             run.push(p);
-            last = Some(s);
+            last = Some((t, s));
         }
         self.submit_swap_run(run);
     }
@@ -466,9 +472,9 @@ impl Kernel {
         self.submit_bio(Request::write(sector, n, 0, false), BioKind::SwapOut(run));
     }
 
-    /// First sector of a swap slot: the swap area starts the disk.
+    /// First sector of a swap slot on its device's extent (swap_folio_sector).
     fn swap_sector(&self, s: u32) -> u64 {
-        s as u64 * 8
+        self.swap.swap_sector(s)
     }
 
     /// Sends a request to the disk (submit_bio). When the queue has no free request
