@@ -186,3 +186,136 @@ fn runs_with_swap_and_readahead_are_deterministic() {
     let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
     assert_eq!(a, b);
 }
+
+// ---------------------------------------------------------------------------
+// swap devices: priorities, swapoff
+
+/// A one-CPU 256 MiB machine with the `[[swap]]` devices `swaps` and a hog that
+/// writes 320 MiB and keeps it while `root` sleeps `at`, then swaps `path` off.
+fn devices_scenario(swaps: &str, path: &str, at: &str, cpus: u32, rotational: bool) -> Scenario {
+    let text = format!(
+        r#"
+duration = "60s"
+[machine]
+memory = "256MiB"
+cpus = {cpus}
+[sampling]
+interval = "60s"
+[disk]
+latency = 50000
+read_bandwidth = 1000000000
+write_bandwidth = 1000000000
+rotational = {rotational}
+{swaps}
+[[task]]
+name = "hog"
+program = [
+  {{ op = "touch", size = "320MiB" }},
+  {{ op = "sleep", time = "20s" }},
+]
+[[task]]
+name = "root"
+program = [
+  {{ op = "sleep", time = "{at}" }},
+  {{ op = "swapoff", path = "{path}" }},
+]
+"#
+    );
+    Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+const TWO_DEVICES: &str = r#"
+[[swap]]
+path = "/dev/sdb2"
+type = "partition"
+size = "64MiB"
+priority = 5
+[[swap]]
+path = "/swapfile"
+type = "file"
+size = "512MiB"
+"#;
+
+fn tid_of(eng: &vmsim_core::kernel::Engine, comm: &str) -> usize {
+    eng.kernel
+        .tasks
+        .iter()
+        .position(|t| t.comm == comm)
+        .unwrap()
+}
+
+#[test]
+fn the_higher_priority_device_fills_first_and_swapoff_brings_its_pages_back() {
+    let sc = devices_scenario(TWO_DEVICES, "/dev/sdb2", "10s", 1, true);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(9_900_000_000);
+    let hog = tid_of(&eng, "hog");
+    let (hi, lo) = (&eng.kernel.swap.devices[0], &eng.kernel.swap.devices[1]);
+    assert_eq!((hi.prio, lo.prio), (5, -2));
+    assert_eq!(hi.inuse_pages, hi.pages, "priority 5 is used until full");
+    assert!(lo.inuse_pages > 0, "then the automatic priority -2");
+    let on_hi = hi.inuse_pages as i64;
+    let pswpin0 = eng.kernel.mm.events[vmsim_core::mm::vmstat::Event::PSWPIN as usize];
+    let mut t = 9_900_000_000;
+    while eng.kernel.tasks[tid_of(&eng, "root")].alive {
+        t += 100_000_000;
+        eng.run_until(t);
+        eng.kernel.check_accounting().unwrap();
+        assert!(
+            t < 19_000_000_000,
+            "swapoff did not finish while the hog lives"
+        );
+    }
+    let d = &eng.kernel.swap.devices[0];
+    assert!(!d.writeok && d.inuse_pages == 0 && d.failed_calls == 0);
+    assert_eq!(eng.kernel.swap.pages, eng.kernel.swap.devices[1].pages);
+    let pswpin = eng.kernel.mm.events[vmsim_core::mm::vmstat::Event::PSWPIN as usize] - pswpin0;
+    assert!(
+        pswpin as i64 >= on_hi,
+        "every page on the device was read: {pswpin} < {on_hi}"
+    );
+    let h = &eng.kernel.tasks[hog];
+    assert!(h.alive && !h.oom_killed);
+    assert_eq!(h.rss + h.swapents, 320 << 8, "no page of the hog was lost");
+    assert!(eng.kernel.proc_swaps_has("/swapfile") && !eng.kernel.proc_swaps_has("/dev/sdb2"));
+}
+
+#[test]
+fn swapoff_fails_and_the_device_stays_on_when_memory_cannot_hold_its_pages() {
+    let one = r#"
+[[swap]]
+path = "/dev/sdb2"
+type = "partition"
+size = "512MiB"
+"#;
+    let sc = devices_scenario(one, "/dev/sdb2", "10s", 1, true);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(19_000_000_000);
+    let root = &eng.kernel.tasks[tid_of(&eng, "root")];
+    assert!(
+        root.oom_killed,
+        "the swapoff caller is the OOM killer's first choice"
+    );
+    let h = &eng.kernel.tasks[tid_of(&eng, "hog")];
+    assert!(h.alive && !h.oom_killed);
+    assert_eq!(h.rss + h.swapents, 320 << 8);
+    let d = &eng.kernel.swap.devices[0];
+    assert!(d.writeok && d.failed_calls == 1 && d.inuse_pages > 0);
+    assert_eq!(eng.kernel.swap.pages, d.pages, "its slots count again");
+    eng.kernel.check_accounting().unwrap();
+}
+
+#[test]
+fn runs_with_several_devices_and_swapoff_are_deterministic() {
+    for rotational in [true, false] {
+        let sc = devices_scenario(TWO_DEVICES, "/dev/sdb2", "4s", 2, rotational);
+        let a = vmsim_core::sim::run(&sc, &mut |_, _| {});
+        assert!(ev(&a, "pswpout") > 0 && ev(&a, "pswpin") > 0);
+        let a = serde_json::to_string(&a).unwrap();
+        let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+        assert!(
+            a == b,
+            "two runs with swap devices differ (rotational {rotational})"
+        );
+    }
+}

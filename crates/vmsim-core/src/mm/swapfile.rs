@@ -1092,6 +1092,12 @@ pub enum Unuse {
 }
 
 impl crate::kernel::Kernel {
+    /// Whether /proc/swaps lists a device (swapped on).
+    pub fn proc_swaps_has(&self, path: &str) -> bool {
+        self.swap_type_by_path(path)
+            .is_some_and(|t| self.swap.devices[t].writeok)
+    }
+
     /// The swap type of a device path.
     pub fn swap_type_by_path(&self, path: &str) -> Option<usize> {
         self.swap.devices.iter().position(|d| d.name == path)
