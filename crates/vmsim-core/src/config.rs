@@ -1350,6 +1350,7 @@ impl Scenario {
         self.sched.check_maxima()?;
         self.sampling.check_maxima()?;
         table_knob_named("", "duration").check(self.duration.0, &self.duration)?;
+        self.validate_swap()?;
         let m = &self.machine;
         if m.cpus == 0 {
             return inv("machine.cpus = 0 is impossible (1..=4096)".into());
@@ -1418,7 +1419,6 @@ impl Scenario {
         }
         self.validate_cgroups()?;
         self.validate_files()?;
-        self.validate_swap()?;
         if total_tasks > MAX_TASKS {
             return inv(format!(
                 "{total_tasks} tasks is too many (at most {MAX_TASKS} over every workload table)"
