@@ -203,7 +203,7 @@ section! {
         nodes: u32 = 1, "[count]", max 64;
         /// Memory reserved at boot and never given to the buddy allocator, besides the memmap (kernel image, firmware).
         reserved: Bytes = Bytes(32 << 20), "[bytes]", max MAX_MEMORY / 2;
-        /// Swap space on the disk; 0 disables swap.
+        /// A swap file "/swapfile" of this size on the disk, the first swap device (automatic priority -2); 0 for none. `[[swap]]` tables add files and partitions with priorities.
         swap: Bytes = Bytes(0), "[bytes]", max MAX_SWAP;
     }
 }
