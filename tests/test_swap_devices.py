@@ -65,6 +65,49 @@ def test_bad_swap_devices_are_one_line_errors(cli, tmp_path, old, new, needles):
     assert_one_line_error(proc, *needles)
 
 
+ZRAM = """
+[machine]
+memory = "256MiB"
+cpus = 1
+[[swap]]
+path = "/dev/zram0"
+type = "zram"
+disksize = "128MiB"
+comp_ratio = 3.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needles"),
+    [
+        ('disksize = "128MiB"', 'size = "128MiB"', ["zram", "disksize, not size"]),
+        ('disksize = "128MiB"', "", ["disksize is required"]),
+        ("comp_ratio = 3.0", "comp_ratio = 0.5", ["comp_ratio = 0.5", "1..=128"]),
+        ("comp_ratio = 3.0", "compress_ns = 2000000000", ["compress_ns", "maximum"]),
+        ('type = "zram"', 'type = "file"', ["disksize is a zram key"]),
+    ],
+)
+def test_bad_zram_devices_are_one_line_errors(cli, tmp_path, old, new, needles):
+    path = tmp_path / "z.toml"
+    path.write_text(ZRAM.replace(old, new, 1))
+    assert_one_line_error(cli("run", path), "[[swap]] #1", *needles)
+
+
+def test_zram_reports_mm_stat_and_is_byte_identical(cli, tmp_path):
+    path = tmp_path / "z.toml"
+    path.write_text(
+        ZRAM
+        + '[[task]]\nname = "hog"\nprogram = [ { op = "touch", size = "320MiB" }, '
+        '{ op = "snapshot", name = "full" } ]\n'
+    )
+    a = assert_ok(cli("run", path, "--json"))
+    assert a == assert_ok(cli("run", path, "--json"))
+    r = json.loads(a)
+    assert "/dev/zram0" in r["snapshots"][0]["swaps"]
+    assert r["swap_devices"][0]["type"] == "zram"
+    assert len(r["swap_devices"][0]["mm_stat"].split()) == 9
+
+
 def test_machine_swap_is_one_device_named_swapfile(cli, tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(

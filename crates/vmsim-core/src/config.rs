@@ -1085,6 +1085,8 @@ pub enum SwapType {
     File,
     /// A partition of the disk.
     Partition,
+    /// A compressed RAM disk (`/dev/zramN`), its pool in the machine's memory.
+    Zram,
 }
 
 /// A swap device (`[[swap]]`): a file or a partition on the disk, swapped on at boot
@@ -1094,11 +1096,24 @@ pub enum SwapType {
 pub struct SwapDeviceSpec {
     /// Its path, as the `swapon` and `swapoff` operations name it.
     pub path: String,
-    /// `file` or `partition`.
+    /// `file`, `partition` or `zram`.
     #[serde(rename = "type")]
     pub kind: SwapType,
-    /// Size, the header page included (mkswap) [bytes].
-    pub size: Bytes,
+    /// Size of a file or partition, the header page included (mkswap) [bytes].
+    #[serde(default)]
+    pub size: Option<Bytes>,
+    /// A zram device's disksize (/sys/block/zramN/disksize) [bytes].
+    #[serde(default)]
+    pub disksize: Option<Bytes>,
+    /// zram: uncompressed / compressed size of a page; default lzo1x's 2.106 (block/zram.rs).
+    #[serde(default)]
+    pub comp_ratio: Option<f64>,
+    /// zram: CPU time to compress a page [ns]; default 6302 (lzo1x at 650 MB/s).
+    #[serde(default)]
+    pub compress_ns: Option<u64>,
+    /// zram: CPU time to decompress a page [ns]; default 5251 (lzo1x at 780 MB/s).
+    #[serde(default)]
+    pub decompress_ns: Option<u64>,
     /// swapon -p: 0..=32767, higher used first, equal ones in turn; absent: the next
     /// automatic priority (-2, -3, … in swapon order).
     #[serde(default)]
@@ -1285,6 +1300,10 @@ pub const TABLE_KNOBS: &[Knob] = &[
     table_knob("[[task]]", "nr_hugepages.pages", "[pages]", "Huge pages an `nr_hugepages` operation asks for (also at most the machine's memory).", MAX_MEMORY / HPAGE_SIZE),
     table_knob("[[file]]", "size", "[bytes]", "Size of a file on the disk at the start (each file has its own extent on the disk).", crate::mm::filemap::FILE_EXTENT_SECTORS * 512),
     table_knob("[[swap]]", "size", "[bytes]", "Size of a swap file or partition, its header page included (at least 10 pages; all swap together at most machine.swap's maximum).", MAX_SWAP),
+    table_knob("[[swap]]", "disksize", "[bytes]", "A zram device's disksize (type = \"zram\"), as /sys/block/zramN/disksize.", MAX_SWAP),
+    table_knob("[[swap]]", "comp_ratio", "[ratio]", "zram: a page's size over its compressed size; default 2.106 (lzo1x 2.10 -1 on Silesia, facebook/zstd README).", 128),
+    table_knob("[[swap]]", "compress_ns", "[ns]", "zram: CPU time to compress a page; default 6302 (lzo1x -1 at 650 MB/s, same table).", 1_000_000_000),
+    table_knob("[[swap]]", "decompress_ns", "[ns]", "zram: CPU time to decompress a page; default 5251 (lzo1x at 780 MB/s, same table).", 1_000_000_000),
     table_knob("[[swap]]", "priority", "[0..32767]", "swapon -p: higher priorities are used first, equal ones in turn; absent, the next automatic priority (-2, -3, … in swapon order).", 32767),
     table_knob("[[cgroup]]", "generate.groups", "[count]", "Empty groups generated below a group (every group together: at most the same figure).", MAX_CGROUPS),
     table_knob("[[hackbench]]", "groups", "[count]", "hackbench groups (2 × groups × fds + 1 tasks count against the task maximum).", MAX_TASKS),
@@ -1754,21 +1773,53 @@ impl Scenario {
                     "a swap device of this path is already declared".into()
                 });
             }
-            if sw.size.0 < 10 * crate::mm::page::PAGE_SIZE {
+            let zram = sw.kind == SwapType::Zram;
+            let (key, size) = match (zram, sw.size, sw.disksize) {
+                (false, Some(b), None) => ("size", b),
+                (true, None, Some(b)) => ("disksize", b),
+                (false, _, Some(_)) => {
+                    return bad("disksize is a zram key (a file or partition has size)".into())
+                }
+                (true, Some(_), _) => return bad("a zram device has disksize, not size".into()),
+                (false, None, None) => return bad("size is required".into()),
+                (true, None, None) => return bad("disksize is required".into()),
+            };
+            if !zram
+                && (sw.comp_ratio.is_some()
+                    || sw.compress_ns.is_some()
+                    || sw.decompress_ns.is_some())
+            {
+                return bad("comp_ratio, compress_ns and decompress_ns are zram keys".into());
+            }
+            if size.0 < 10 * crate::mm::page::PAGE_SIZE {
                 return bad(format!(
-                    "size = {} is below mkswap's minimum of 10 pages (40 KiB)",
-                    sw.size
+                    "{key} = {size} is below mkswap's minimum of 10 pages (40 KiB)"
                 ));
             }
-            if let Some(msg) = table_knob_named("[[swap]]", "size").exceeds(sw.size.0, &sw.size) {
-                return bad(msg);
+            if let Some(msg) = table_knob_named("[[swap]]", "size").exceeds(size.0, &size) {
+                return bad(msg.replacen("size", key, 1));
+            }
+            if let Some(r) = sw.comp_ratio.filter(|r| !(1.0..=128.0).contains(r)) {
+                return bad(format!(
+                    "comp_ratio = {r} is outside 1..=128 (a page compresses to at most 4096 and at least 32 bytes)"
+                ));
+            }
+            for (k, v) in [
+                ("compress_ns", sw.compress_ns),
+                ("decompress_ns", sw.decompress_ns),
+            ] {
+                if let Some(v) = v.filter(|&v| v > 1_000_000_000) {
+                    return bad(format!(
+                        "{k} = {v} is above the maximum 1000000000 (1 s per page)"
+                    ));
+                }
             }
             if let Some(p) = sw.priority.filter(|p| !(0..=32767).contains(p)) {
                 return bad(format!(
                     "priority = {p} is outside 0..=32767 (swapon -p; negative priorities are assigned automatically)"
                 ));
             }
-            slots += sw.size.0 / crate::mm::page::PAGE_SIZE;
+            slots += size.0 / crate::mm::page::PAGE_SIZE;
         }
         if slots > MAX_SWAP / crate::mm::page::PAGE_SIZE {
             return Err(Error::Invalid(format!(

@@ -319,3 +319,73 @@ fn runs_with_several_devices_and_swapoff_are_deterministic() {
         );
     }
 }
+
+const ZRAM: &str = r#"
+[[swap]]
+path = "/dev/zram0"
+type = "zram"
+disksize = "512MiB"
+"#;
+
+#[test]
+fn zram_stores_compressed_pages_in_frames_taken_from_the_machine() {
+    let sc = devices_scenario(ZRAM, "/dev/zram0", "30s", 1, true);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(9_000_000_000);
+    eng.kernel.check_accounting().unwrap();
+    let d = &eng.kernel.swap.devices[0];
+    let z = d.zram.as_ref().unwrap();
+    assert!(z.objects > 10_000, "{} pages stored", z.objects);
+    // Two 1952-byte objects per 4 KiB frame at the default ratio of 2.106.
+    assert_eq!(z.pool.len() as u64, z.objects.div_ceil(2));
+    for &f in &z.pool {
+        assert!(
+            !eng.kernel.mm.map[f as usize].test(vmsim_core::mm::page::pg::BUDDY),
+            "a pool frame is free in the buddy allocator"
+        );
+    }
+    let f: Vec<u64> = z
+        .mm_stat()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(f.len(), 9);
+    assert_eq!(f[0], z.objects * 4096, "orig_data_size");
+    assert_eq!(f[1], z.objects * 1952, "compr_data_size");
+    assert_eq!(f[2], z.pool.len() as u64 * 4096, "mem_used_total");
+    let h = &eng.kernel.tasks[tid_of(&eng, "hog")];
+    assert_eq!(h.rss + h.swapents, 320 << 8);
+    // The pool's memory is memory the task cannot have: more is swapped out than to a
+    // partition of the same size on the same machine.
+    let disk = r#"
+[[swap]]
+path = "/dev/sdb2"
+type = "partition"
+size = "512MiB"
+"#;
+    let a = vmsim_core::sim::run(
+        &devices_scenario(ZRAM, "/dev/zram0", "30s", 1, true),
+        &mut |_, _| {},
+    );
+    let b = vmsim_core::sim::run(
+        &devices_scenario(disk, "/dev/sdb2", "30s", 1, true),
+        &mut |_, _| {},
+    );
+    assert!(
+        ev(&a, "pswpout") > ev(&b, "pswpout"),
+        "zram {} disk {}",
+        ev(&a, "pswpout"),
+        ev(&b, "pswpout")
+    );
+    assert!(a.swap_devices[0].mm_stat.is_some() && b.swap_devices[0].mm_stat.is_none());
+}
+
+#[test]
+fn runs_with_zram_are_deterministic() {
+    for cpus in [1, 2] {
+        let sc = devices_scenario(ZRAM, "/dev/zram0", "4s", cpus, false);
+        let a = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+        let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+        assert!(a == b, "two runs with zram differ ({cpus} CPUs)");
+    }
+}

@@ -157,6 +157,7 @@ impl Kernel {
         self.mem_cgroup_uncharge_swap(s);
         self.swap.set_slot_owner(s, NIL);
         self.swap.free_swap_slot(cpu, s);
+        self.zram_slot_free_notify(s);
     }
 
     /// Maps a new zeroed page (do_anonymous_page).
@@ -467,6 +468,11 @@ impl Kernel {
             return;
         }
         let first = self.swap_slot_of(run[0]).unwrap_or(0);
+        let t = self.swap.swp_type(first);
+        if self.swap.devices.get(t).is_some_and(|d| d.zram.is_some()) {
+            self.zram_write_pages(t, run);
+            return;
+        }
         let sector = self.swap_sector(first);
         let n = run.len() as u32;
         self.submit_bio(Request::write(sector, n, 0, false), BioKind::SwapOut(run));

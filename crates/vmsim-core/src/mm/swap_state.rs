@@ -382,8 +382,13 @@ impl Kernel {
             let n = (j - i) as u32;
             self.mm.count_vm_events(Event::PSWPIN, n as u64);
             self.mm.count_vm_events(Event::PGPGIN, 4 * n as u64);
-            let sector = self.swap.swap_sector(plug[i].0);
-            let done = self.submit_bio(Request::read(sector, n, 0), BioKind::SwapIn);
+            let t = self.swap.swp_type(plug[i].0);
+            let done = if self.swap.devices[t].zram.is_some() {
+                self.zram_read_pages(t, n as u64)
+            } else {
+                let sector = self.swap.swap_sector(plug[i].0);
+                self.submit_bio(Request::read(sector, n, 0), BioKind::SwapIn)
+            };
             for &(s, p) in &plug[i..j] {
                 self.swap.set_uptodate_at(s, p, done);
             }

@@ -173,6 +173,8 @@ pub struct SwapDevice {
     pub unuse_cursor: u32,
     /// Slots swapoff freed in its current pass over the device.
     pub unuse_progress: u32,
+    /// The compressed RAM disk behind a zram device.
+    pub zram: Option<crate::block::zram::Zram>,
 }
 
 /// The list a flag names, if any.
@@ -218,6 +220,7 @@ impl SwapDevice {
             global_next: 0,
             unuse_cursor: 0,
             unuse_progress: 0,
+            zram: None,
         };
         if nr > 0 {
             d.clusters[0].count += 1;
@@ -370,9 +373,22 @@ impl SwapInfo {
             let kind = match sp.kind {
                 SwapType::File => SwapKind::File,
                 SwapType::Partition => SwapKind::Partition,
+                SwapType::Zram => SwapKind::Zram,
             };
-            let max = (sp.size.0 / page) as u32;
-            let mut d = SwapDevice::new(&sp.path, kind, max, 0, !rotational);
+            let bytes = sp.size.or(sp.disksize).map_or(0, |b| b.0);
+            let max = (bytes / page) as u32;
+            // zram is not rotational (SWP_SOLIDSTATE).
+            let ssd = !rotational || kind == SwapKind::Zram;
+            let mut d = SwapDevice::new(&sp.path, kind, max, 0, ssd);
+            if kind == SwapKind::Zram {
+                use crate::block::zram::*;
+                d.zram = Some(Zram::new(
+                    max,
+                    sp.comp_ratio.unwrap_or(ZRAM_COMP_RATIO),
+                    sp.compress_ns.unwrap_or(ZRAM_COMPRESS_NS),
+                    sp.decompress_ns.unwrap_or(ZRAM_DECOMPRESS_NS),
+                ));
+            }
             d.fixed_prio = sp.priority.map(|p| p as i32);
             devs.push(d);
             on.push(sp.swapon);
@@ -1022,6 +1038,9 @@ pub struct SwapDeviceReport {
     pub priority: i32,
     /// swapon and swapoff calls that failed (EBUSY, EINVAL, ENOMEM).
     pub failed_calls: u32,
+    /// A zram device's /sys/block/zramN/mm_stat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mm_stat: Option<String>,
 }
 
 impl From<&SwapDevice> for SwapDeviceReport {
@@ -1034,6 +1053,7 @@ impl From<&SwapDevice> for SwapDeviceReport {
             used_kb: d.inuse_pages as u64 * 4,
             priority: d.prio,
             failed_calls: d.failed_calls,
+            mm_stat: d.zram.as_ref().map(|z| z.mm_stat()),
         }
     }
 }
