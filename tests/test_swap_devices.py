@@ -72,7 +72,7 @@ cpus = 1
 [[swap]]
 path = "/dev/zram0"
 type = "zram"
-disksize = "128MiB"
+disksize = "256MiB"
 comp_ratio = 3.0
 """
 
@@ -80,8 +80,8 @@ comp_ratio = 3.0
 @pytest.mark.parametrize(
     ("old", "new", "needles"),
     [
-        ('disksize = "128MiB"', 'size = "128MiB"', ["zram", "disksize, not size"]),
-        ('disksize = "128MiB"', "", ["disksize is required"]),
+        ('disksize = "256MiB"', 'size = "256MiB"', ["zram", "disksize, not size"]),
+        ('disksize = "256MiB"', "", ["disksize is required"]),
         ("comp_ratio = 3.0", "comp_ratio = 0.5", ["comp_ratio = 0.5", "1..=128"]),
         ("comp_ratio = 3.0", "compress_ns = 2000000000", ["compress_ns", "maximum"]),
         ('type = "zram"', 'type = "file"', ["disksize is a zram key"]),

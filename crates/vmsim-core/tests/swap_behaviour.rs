@@ -336,6 +336,11 @@ fn zram_stores_compressed_pages_in_frames_taken_from_the_machine() {
     let d = &eng.kernel.swap.devices[0];
     let z = d.zram.as_ref().unwrap();
     assert!(z.objects > 10_000, "{} pages stored", z.objects);
+    let pswpout = eng.kernel.mm.events[vmsim_core::mm::vmstat::Event::PSWPOUT as usize];
+    assert_eq!(
+        pswpout, z.objects,
+        "every page written once and stored (no failed write)"
+    );
     // Two 1952-byte objects per 4 KiB frame at the default ratio of 2.106.
     assert_eq!(z.pool.len() as u64, z.objects.div_ceil(2));
     for &f in &z.pool {

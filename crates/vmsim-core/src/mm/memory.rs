@@ -416,6 +416,13 @@ impl Kernel {
         self.mm.count_vm_events(Event::PSWPOUT, 1);
         self.mm.count_vm_events(Event::PGPGOUT, 4);
         self.trace_write_folio(p, false, sync);
+        if let Some(t) = self.swap_slot_of(p).map(|s| self.swap.swp_type(s)) {
+            if self.swap.devices[t].zram.is_some() {
+                // zram (SWP_SYNCHRONOUS_IO): written and complete before pageout() returns.
+                self.zram_write_pages(t, vec![p]);
+                return;
+            }
+        }
         self.plug.push(p);
     }
 
