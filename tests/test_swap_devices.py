@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import assert_one_line_error, assert_ok
+from test_cli import assert_ok, assert_one_line_error
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "scenarios" / "swap-devices.toml"
