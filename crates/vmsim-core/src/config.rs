@@ -203,7 +203,7 @@ section! {
         nodes: u32 = 1, "[count]", max 64;
         /// Memory reserved at boot and never given to the buddy allocator, besides the memmap (kernel image, firmware).
         reserved: Bytes = Bytes(32 << 20), "[bytes]", max MAX_MEMORY / 2;
-        /// Swap space on the disk; 0 disables swap.
+        /// A swap file "/swapfile" of this size on the disk, the first swap device (automatic priority -2); 0 for none. `[[swap]]` tables add files and partitions with priorities.
         swap: Bytes = Bytes(0), "[bytes]", max MAX_SWAP;
     }
 }
@@ -897,6 +897,19 @@ pub enum Op {
         /// The value written.
         value: u64,
     },
+    /// `swapon PATH` as root: enables a `[[swap]]` device declared with `swapon = false`
+    /// (or swapped off earlier); EBUSY if it is on.
+    Swapon {
+        /// The device's `[[swap]] path`.
+        path: String,
+    },
+    /// `swapoff PATH` as root: the device gives no more slots and every page on it is
+    /// read back into memory (try_to_unuse); fails (ENOMEM), the device back on, when
+    /// memory cannot hold them; EINVAL if it is not on.
+    Swapoff {
+        /// The device's `[[swap]] path`.
+        path: String,
+    },
     /// Read /proc/vmstat, /proc/buddyinfo, /proc/slabinfo, /proc/meminfo and every memory cgroup's
     /// memory.stat now, as a person between two steps of an experiment does; the run
     /// result lists them under `snapshots`.
@@ -1080,6 +1093,52 @@ pub struct FileSpec {
     pub size: Bytes,
 }
 
+/// Where a `[[swap]]` device keeps its pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapType {
+    /// A swap file on the disk's filesystem.
+    File,
+    /// A partition of the disk.
+    Partition,
+    /// A compressed RAM disk (`/dev/zramN`), its pool in the machine's memory.
+    Zram,
+}
+
+/// A swap device (`[[swap]]`): a file or a partition on the disk, swapped on at boot
+/// (`swapon = true`) or later by a `swapon` operation.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwapDeviceSpec {
+    /// Its path, as the `swapon` and `swapoff` operations name it.
+    pub path: String,
+    /// `file`, `partition` or `zram`.
+    #[serde(rename = "type")]
+    pub kind: SwapType,
+    /// Size of a file or partition, the header page included (mkswap) [bytes].
+    #[serde(default)]
+    pub size: Option<Bytes>,
+    /// A zram device's disksize (/sys/block/zramN/disksize) [bytes].
+    #[serde(default)]
+    pub disksize: Option<Bytes>,
+    /// zram: uncompressed / compressed size of a page; default lzo1x's 2.106 (block/zram.rs).
+    #[serde(default)]
+    pub comp_ratio: Option<f64>,
+    /// zram: CPU time to compress a page [ns]; default 6302 (lzo1x at 650 MB/s).
+    #[serde(default)]
+    pub compress_ns: Option<u64>,
+    /// zram: CPU time to decompress a page [ns]; default 5251 (lzo1x at 780 MB/s).
+    #[serde(default)]
+    pub decompress_ns: Option<u64>,
+    /// swapon -p: 0..=32767, higher used first, equal ones in turn; absent: the next
+    /// automatic priority (-2, -3, … in swapon order).
+    #[serde(default)]
+    pub priority: Option<i64>,
+    /// Swapped on at boot (default true).
+    #[serde(default = "yes")]
+    pub swapon: bool,
+}
+
 scenario! {
 /// A whole scenario as read from TOML.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -1126,6 +1185,9 @@ pub struct Scenario {
     /// Files on the disk at the start of the run, none of them cached.
     #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileSpec>,
+    /// Swap devices, after `machine.swap`'s file if that is set.
+    #[serde(default, rename = "swap", skip_serializing_if = "Vec::is_empty")]
+    pub swap: Vec<SwapDeviceSpec>,
 }
 // The workload kinds beside `[[task]]`, each a `[[NAME]]` table of a type in its own file
 // under workload/ that implements `workload::WorkloadSpec`: one line each.
@@ -1253,6 +1315,12 @@ pub const TABLE_KNOBS: &[Knob] = &[
     table_knob("[[task]]", "wait.count", "[count]", "Value of the counter a `wait` operation waits for.", MAX_OP_COUNT),
     table_knob("[[task]]", "nr_hugepages.pages", "[pages]", "Huge pages an `nr_hugepages` operation asks for (also at most the machine's memory).", MAX_MEMORY / HPAGE_SIZE),
     table_knob("[[file]]", "size", "[bytes]", "Size of a file on the disk at the start (each file has its own extent on the disk).", crate::mm::filemap::FILE_EXTENT_SECTORS * 512),
+    table_knob("[[swap]]", "size", "[bytes]", "Size of a swap file or partition, its header page included (at least 10 pages; all swap together at most machine.swap's maximum).", MAX_SWAP),
+    table_knob("[[swap]]", "disksize", "[bytes]", "A zram device's disksize (type = \"zram\"), as /sys/block/zramN/disksize.", MAX_SWAP),
+    table_knob("[[swap]]", "comp_ratio", "[ratio]", "zram: a page's size over its compressed size; default 2.106 (lzo1x 2.10 -1 on Silesia, facebook/zstd README).", 128),
+    table_knob("[[swap]]", "compress_ns", "[ns]", "zram: CPU time to compress a page; default 6302 (lzo1x -1 at 650 MB/s, same table).", 1_000_000_000),
+    table_knob("[[swap]]", "decompress_ns", "[ns]", "zram: CPU time to decompress a page; default 5251 (lzo1x at 780 MB/s, same table).", 1_000_000_000),
+    table_knob("[[swap]]", "priority", "[0..32767]", "swapon -p: higher priorities are used first, equal ones in turn; absent, the next automatic priority (-2, -3, … in swapon order).", 32767),
     table_knob("[[cgroup]]", "generate.groups", "[count]", "Empty groups generated below a group (every group together: at most the same figure).", MAX_CGROUPS),
     table_knob("[[hackbench]]", "groups", "[count]", "hackbench groups (2 × groups × fds + 1 tasks count against the task maximum).", MAX_TASKS),
     table_knob("[[hackbench]]", "fds", "[count]", "Senders and receivers per group.", MAX_TASKS),
@@ -1317,6 +1385,7 @@ impl Scenario {
         self.sched.check_maxima()?;
         self.sampling.check_maxima()?;
         table_knob_named("", "duration").check(self.duration.0, &self.duration)?;
+        self.validate_swap()?;
         let m = &self.machine;
         if m.cpus == 0 {
             return inv("machine.cpus = 0 is impossible (1..=4096)".into());
@@ -1622,6 +1691,22 @@ impl Scenario {
                 Op::Unlink { file } if file.is_empty() => {
                     return at_op("unlink: file must be a non-empty name".into());
                 }
+                Op::Swapon { path } | Op::Swapoff { path } if self.swap_type_of(path).is_none() => {
+                    let what = if matches!(op, Op::Swapon { .. }) {
+                        "swapon"
+                    } else {
+                        "swapoff"
+                    };
+                    return at_op(format!(
+                        "{what}: no [[swap]] device has path \"{}\"{}",
+                        clip(&path.escape_debug().to_string()),
+                        if self.machine.swap.0 > 0 {
+                            " (machine.swap is \"/swapfile\")"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
                 Op::DropCaches { value } if !(1..=4).contains(value) => {
                     return at_op(format!(
                         "drop_caches value {value} is outside the kernel's bounds 1..=4"
@@ -1664,6 +1749,102 @@ impl Scenario {
             }
         }
         Ok(t.count)
+    }
+
+    /// The swap type (index) of a device path: `machine.swap`'s "/swapfile" first, then
+    /// the `[[swap]]` entries in order.
+    pub fn swap_type_of(&self, path: &str) -> Option<usize> {
+        let legacy = (self.machine.swap.0 > 0) as usize;
+        if legacy == 1 && path == "/swapfile" {
+            return Some(0);
+        }
+        self.swap
+            .iter()
+            .position(|s| s.path == path)
+            .map(|i| i + legacy)
+    }
+
+    /// Checks the `[[swap]]` tables (sys_swapon's refusals): a path each, not twice, at
+    /// least 10 pages (mkswap's minimum), a priority of 0..=32767 (SWAP_FLAG_PRIO_MASK).
+    fn validate_swap(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        if self.machine.swap.0 > 0 {
+            seen.insert("/swapfile");
+        }
+        let mut slots = self.machine.swap.0 / crate::mm::page::PAGE_SIZE;
+        for (i, sw) in self.swap.iter().enumerate() {
+            let at = format!(
+                "[[swap]] #{} \"{}\"",
+                i + 1,
+                clip(&sw.path.escape_debug().to_string())
+            );
+            let bad = |msg: String| Err(Error::Invalid(format!("{at}: {msg}")));
+            if sw.path.is_empty() {
+                return bad("path must be a non-empty name".into());
+            }
+            if !seen.insert(sw.path.as_str()) {
+                return bad(if sw.path == "/swapfile" && self.machine.swap.0 > 0 {
+                    "machine.swap is already the device \"/swapfile\"".into()
+                } else {
+                    "a swap device of this path is already declared".into()
+                });
+            }
+            let zram = sw.kind == SwapType::Zram;
+            let (key, size) = match (zram, sw.size, sw.disksize) {
+                (false, Some(b), None) => ("size", b),
+                (true, None, Some(b)) => ("disksize", b),
+                (false, _, Some(_)) => {
+                    return bad("disksize is a zram key (a file or partition has size)".into())
+                }
+                (true, Some(_), _) => return bad("a zram device has disksize, not size".into()),
+                (false, None, None) => return bad("size is required".into()),
+                (true, None, None) => return bad("disksize is required".into()),
+            };
+            if !zram
+                && (sw.comp_ratio.is_some()
+                    || sw.compress_ns.is_some()
+                    || sw.decompress_ns.is_some())
+            {
+                return bad("comp_ratio, compress_ns and decompress_ns are zram keys".into());
+            }
+            if size.0 < 10 * crate::mm::page::PAGE_SIZE {
+                return bad(format!(
+                    "{key} = {size} is below mkswap's minimum of 10 pages (40 KiB)"
+                ));
+            }
+            if let Some(msg) = table_knob_named("[[swap]]", "size").exceeds(size.0, &size) {
+                return bad(msg.replacen("size", key, 1));
+            }
+            if let Some(r) = sw.comp_ratio.filter(|r| !(1.0..=128.0).contains(r)) {
+                return bad(format!(
+                    "comp_ratio = {r} is outside 1..=128 (a page compresses to at most 4096 and at least 32 bytes)"
+                ));
+            }
+            for (k, v) in [
+                ("compress_ns", sw.compress_ns),
+                ("decompress_ns", sw.decompress_ns),
+            ] {
+                if let Some(v) = v.filter(|&v| v > 1_000_000_000) {
+                    return bad(format!(
+                        "{k} = {v} is above the maximum 1000000000 (1 s per page)"
+                    ));
+                }
+            }
+            if let Some(p) = sw.priority.filter(|p| !(0..=32767).contains(p)) {
+                return bad(format!(
+                    "priority = {p} is outside 0..=32767 (swapon -p; negative priorities are assigned automatically)"
+                ));
+            }
+            slots += size.0 / crate::mm::page::PAGE_SIZE;
+        }
+        if slots > MAX_SWAP / crate::mm::page::PAGE_SIZE {
+            return Err(Error::Invalid(format!(
+                "machine.swap and the [[swap]] devices have {} of swap together; the maximum is {}",
+                Bytes(slots * crate::mm::page::PAGE_SIZE),
+                Bytes(MAX_SWAP)
+            )));
+        }
+        Ok(())
     }
 
     /// Checks the `[[file]]` tables: a non-empty name each, no name twice, a size that fits

@@ -79,6 +79,9 @@ pub struct TaskStruct {
     pub alive: bool,
     /// Killed by the OOM killer.
     pub oom_killed: bool,
+    /// The swap type it is running swapoff on: the OOM killer's first choice meanwhile
+    /// (oom_task_origin), and killed, the device goes back on (-EINTR → reinsert_swap_info).
+    pub swapoff_type: Option<usize>,
     /// Anonymous memory: page index → slot (the page tables' contents).
     pub pt: SlotTable,
     /// Pages of anonymous address space mapped, [0, vsize).
@@ -357,14 +360,12 @@ impl Kernel {
             throttle_ns: 0,
             oom_no_victim: 0,
             rmap: Rmap::default(),
-            swap: {
-                let si = SwapInfo::new((machine.swap.0 / crate::mm::page::PAGE_SIZE) as u32);
-                if kcfg.rules().swap_slot_cache {
-                    si.with_slot_cache(machine.cpus)
-                } else {
-                    si
-                }
-            },
+            swap: SwapInfo::from_config(
+                machine.swap.0,
+                &[],
+                disk.rotational,
+                kcfg.rules().swap_slot_cache.then_some(machine.cpus),
+            ),
             disk: BlockDevice::new(disk.clone()),
             bios: Vec::new(),
             free_bios: Vec::new(),
@@ -415,6 +416,7 @@ impl Kernel {
             kthread,
             alive: false,
             oom_killed: false,
+            swapoff_type: None,
             pt: SlotTable::default(),
             vsize: 0,
             rss: 0,
@@ -538,6 +540,9 @@ impl Kernel {
             return;
         }
         let cpu = self.tasks[t].cpu;
+        if let Some(st) = self.tasks[t].swapoff_type {
+            self.swapoff_end(st, tid, false);
+        }
         if self.tasks[t].reclaim.is_some() {
             // Killed while asleep inside direct reclaim.
             self.reclaim_done(tid);

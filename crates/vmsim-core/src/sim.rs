@@ -331,7 +331,8 @@ pub struct RunResult {
     pub tasks: IndexMap<String, TaskGroup>,
     /// Sampled counters.
     pub timeseries: TimeSeries,
-    /// /proc files at the end: vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo.
+    /// /proc files at the end: vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo, and
+    /// swaps when there is a swap device.
     pub proc: IndexMap<&'static str, String>,
     /// Every pageblock's type and contents at the end.
     pub pageblocks: Vec<PageblockMap>,
@@ -358,6 +359,9 @@ pub struct RunResult {
     /// The timeline, when the run was asked for it ([`Control::timeline`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// Every swap device at the end, on or off, with its failed swapon/swapoff calls.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub swap_devices: Vec<crate::mm::swapfile::SwapDeviceReport>,
 }
 
 /// Items recorded in the time series.
@@ -436,6 +440,14 @@ impl Mm {
 pub fn build(sc: &Scenario) -> Engine {
     let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
     let mut eng = kernel.into_engine(sc.sched.clone(), &sc.cost);
+    if !sc.swap.is_empty() {
+        eng.kernel.swap = crate::mm::swapfile::SwapInfo::from_config(
+            sc.machine.swap.0,
+            &sc.swap,
+            sc.disk.rotational,
+            sc.kernel.rules().swap_slot_cache.then_some(sc.machine.cpus),
+        );
+    }
     if sc.kernel.nr_hugepages > 0 {
         eng.kernel
             .hugetlb_hstate_alloc_pages(sc.kernel.nr_hugepages);
@@ -747,6 +759,9 @@ fn result(
     proc.insert("pagetypeinfo", mm.pagetypeinfo());
     proc.insert("slabinfo", k.slab.slabinfo());
     proc.insert("meminfo", k.meminfo());
+    if !k.swap.devices.is_empty() {
+        proc.insert("swaps", k.swap.proc_swaps());
+    }
     RunResult {
         vmsim_version: VERSION,
         scenario: sc.name.clone(),
@@ -770,5 +785,6 @@ fn result(
         cut: None,
         trace_events_dropped: None,
         timeline: None,
+        swap_devices: k.swap.devices.iter().map(Into::into).collect(),
     }
 }

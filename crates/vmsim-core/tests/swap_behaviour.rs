@@ -195,3 +195,211 @@ fn runs_with_swap_and_readahead_are_deterministic() {
     let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
     assert_eq!(a, b);
 }
+
+// ---------------------------------------------------------------------------
+// swap devices: priorities, swapoff
+
+/// A one-CPU 256 MiB machine with the `[[swap]]` devices `swaps` and a hog that
+/// writes 320 MiB and keeps it while `root` sleeps `at`, then swaps `path` off.
+fn devices_scenario(swaps: &str, path: &str, at: &str, cpus: u32, rotational: bool) -> Scenario {
+    let text = format!(
+        r#"
+duration = "60s"
+[machine]
+memory = "256MiB"
+cpus = {cpus}
+[sampling]
+interval = "60s"
+[disk]
+latency = 50000
+read_bandwidth = 1000000000
+write_bandwidth = 1000000000
+rotational = {rotational}
+{swaps}
+[[task]]
+name = "hog"
+program = [
+  {{ op = "touch", size = "320MiB" }},
+  {{ op = "sleep", time = "20s" }},
+]
+[[task]]
+name = "root"
+program = [
+  {{ op = "sleep", time = "{at}" }},
+  {{ op = "swapoff", path = "{path}" }},
+]
+"#
+    );
+    Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+const TWO_DEVICES: &str = r#"
+[[swap]]
+path = "/dev/sdb2"
+type = "partition"
+size = "64MiB"
+priority = 5
+[[swap]]
+path = "/swapfile"
+type = "file"
+size = "512MiB"
+"#;
+
+fn tid_of(eng: &vmsim_core::kernel::Engine, comm: &str) -> usize {
+    eng.kernel
+        .tasks
+        .iter()
+        .position(|t| t.comm == comm)
+        .unwrap()
+}
+
+#[test]
+fn the_higher_priority_device_fills_first_and_swapoff_brings_its_pages_back() {
+    let sc = devices_scenario(TWO_DEVICES, "/dev/sdb2", "10s", 1, true);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(9_900_000_000);
+    let hog = tid_of(&eng, "hog");
+    let (hi, lo) = (&eng.kernel.swap.devices[0], &eng.kernel.swap.devices[1]);
+    assert_eq!((hi.prio, lo.prio), (5, -2));
+    assert_eq!(hi.inuse_pages, hi.pages, "priority 5 is used until full");
+    assert!(lo.inuse_pages > 0, "then the automatic priority -2");
+    let on_hi = hi.inuse_pages as i64;
+    let pswpin0 = eng.kernel.mm.events[vmsim_core::mm::vmstat::Event::PSWPIN as usize];
+    let mut t = 9_900_000_000;
+    while eng.kernel.tasks[tid_of(&eng, "root")].alive {
+        t += 100_000_000;
+        eng.run_until(t);
+        eng.kernel.check_accounting().unwrap();
+        assert!(
+            t < 19_000_000_000,
+            "swapoff did not finish while the hog lives"
+        );
+    }
+    let d = &eng.kernel.swap.devices[0];
+    assert!(!d.writeok && d.inuse_pages == 0 && d.failed_calls == 0);
+    assert_eq!(eng.kernel.swap.pages, eng.kernel.swap.devices[1].pages);
+    let pswpin = eng.kernel.mm.events[vmsim_core::mm::vmstat::Event::PSWPIN as usize] - pswpin0;
+    assert!(
+        pswpin as i64 >= on_hi,
+        "every page on the device was read: {pswpin} < {on_hi}"
+    );
+    let h = &eng.kernel.tasks[hog];
+    assert!(h.alive && !h.oom_killed);
+    assert_eq!(h.rss + h.swapents, 320 << 8, "no page of the hog was lost");
+    assert!(eng.kernel.proc_swaps_has("/swapfile") && !eng.kernel.proc_swaps_has("/dev/sdb2"));
+}
+
+#[test]
+fn swapoff_fails_and_the_device_stays_on_when_memory_cannot_hold_its_pages() {
+    let one = r#"
+[[swap]]
+path = "/dev/sdb2"
+type = "partition"
+size = "512MiB"
+"#;
+    let sc = devices_scenario(one, "/dev/sdb2", "10s", 1, true);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(19_000_000_000);
+    let root = &eng.kernel.tasks[tid_of(&eng, "root")];
+    assert!(
+        root.oom_killed,
+        "the swapoff caller is the OOM killer's first choice"
+    );
+    let h = &eng.kernel.tasks[tid_of(&eng, "hog")];
+    assert!(h.alive && !h.oom_killed);
+    assert_eq!(h.rss + h.swapents, 320 << 8);
+    let d = &eng.kernel.swap.devices[0];
+    assert!(d.writeok && d.failed_calls == 1 && d.inuse_pages > 0);
+    assert_eq!(eng.kernel.swap.pages, d.pages, "its slots count again");
+    eng.kernel.check_accounting().unwrap();
+}
+
+#[test]
+fn runs_with_several_devices_and_swapoff_are_deterministic() {
+    for rotational in [true, false] {
+        let sc = devices_scenario(TWO_DEVICES, "/dev/sdb2", "4s", 2, rotational);
+        let a = vmsim_core::sim::run(&sc, &mut |_, _| {});
+        assert!(ev(&a, "pswpout") > 0 && ev(&a, "pswpin") > 0);
+        let a = serde_json::to_string(&a).unwrap();
+        let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+        assert!(
+            a == b,
+            "two runs with swap devices differ (rotational {rotational})"
+        );
+    }
+}
+
+const ZRAM: &str = r#"
+[[swap]]
+path = "/dev/zram0"
+type = "zram"
+disksize = "512MiB"
+"#;
+
+#[test]
+fn zram_stores_compressed_pages_in_frames_taken_from_the_machine() {
+    let sc = devices_scenario(ZRAM, "/dev/zram0", "30s", 1, true);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(9_000_000_000);
+    eng.kernel.check_accounting().unwrap();
+    let d = &eng.kernel.swap.devices[0];
+    let z = d.zram.as_ref().unwrap();
+    assert!(z.objects > 10_000, "{} pages stored", z.objects);
+    let pswpout = eng.kernel.mm.events[vmsim_core::mm::vmstat::Event::PSWPOUT as usize];
+    assert_eq!(
+        pswpout, z.objects,
+        "every page written once and stored (no failed write)"
+    );
+    // Two 1952-byte objects per 4 KiB frame at the default ratio of 2.106.
+    assert_eq!(z.pool.len() as u64, z.objects.div_ceil(2));
+    for &f in &z.pool {
+        assert!(
+            !eng.kernel.mm.map[f as usize].test(vmsim_core::mm::page::pg::BUDDY),
+            "a pool frame is free in the buddy allocator"
+        );
+    }
+    let f: Vec<u64> = z
+        .mm_stat()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(f.len(), 9);
+    assert_eq!(f[0], z.objects * 4096, "orig_data_size");
+    assert_eq!(f[1], z.objects * 1952, "compr_data_size");
+    assert_eq!(f[2], z.pool.len() as u64 * 4096, "mem_used_total");
+    let h = &eng.kernel.tasks[tid_of(&eng, "hog")];
+    assert_eq!(h.rss + h.swapents, 320 << 8);
+    // The pool's memory is memory the task cannot have: more is swapped out than to a
+    // partition of the same size on the same machine.
+    let disk = r#"
+[[swap]]
+path = "/dev/sdb2"
+type = "partition"
+size = "512MiB"
+"#;
+    let a = vmsim_core::sim::run(
+        &devices_scenario(ZRAM, "/dev/zram0", "30s", 1, true),
+        &mut |_, _| {},
+    );
+    let b = vmsim_core::sim::run(
+        &devices_scenario(disk, "/dev/sdb2", "30s", 1, true),
+        &mut |_, _| {},
+    );
+    assert!(
+        ev(&a, "pswpout") > ev(&b, "pswpout"),
+        "zram {} disk {}",
+        ev(&a, "pswpout"),
+        ev(&b, "pswpout")
+    );
+    assert!(a.swap_devices[0].mm_stat.is_some() && b.swap_devices[0].mm_stat.is_none());
+}
+
+#[test]
+fn runs_with_zram_are_deterministic() {
+    for cpus in [1, 2] {
+        let sc = devices_scenario(ZRAM, "/dev/zram0", "4s", cpus, false);
+        let a = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+        let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+        assert!(a == b, "two runs with zram differ ({cpus} CPUs)");
+    }
+}

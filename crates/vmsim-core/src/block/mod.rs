@@ -42,6 +42,7 @@
 pub mod backing_dev;
 pub mod blk_core;
 pub mod genhd;
+pub mod zram;
 
 pub use backing_dev::congestion_wait_all;
 pub use blk_core::{

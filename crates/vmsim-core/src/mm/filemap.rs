@@ -217,7 +217,7 @@ impl Kernel {
 
     /// Sectors taken by the swap area at the start of the disk.
     fn swap_sectors(&self) -> u64 {
-        self.swap.pages as u64 * 8
+        self.swap.disk_sectors()
     }
 
     /// Writes page `index` of a file through the page cache as a write(2) of one page.

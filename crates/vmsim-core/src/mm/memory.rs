@@ -167,6 +167,7 @@ impl Kernel {
         self.mem_cgroup_uncharge_swap(s);
         self.swap.set_slot_owner(s, NIL);
         self.swap.free_swap_slot(cpu, s);
+        self.zram_slot_free_notify(s);
     }
 
     /// Maps a new zeroed page (do_anonymous_page).
@@ -425,6 +426,13 @@ impl Kernel {
         self.mm.count_vm_events(Event::PSWPOUT, 1);
         self.mm.count_vm_events(Event::PGPGOUT, 4);
         self.trace_write_folio(p, false, sync);
+        if let Some(t) = self.swap_slot_of(p).map(|s| self.swap.swp_type(s)) {
+            if self.swap.devices[t].zram.is_some() {
+                // zram (SWP_SYNCHRONOUS_IO): written and complete before pageout() returns.
+                self.zram_write_pages(t, vec![p]);
+                return;
+            }
+        }
         self.plug.push(p);
     }
 
@@ -454,14 +462,20 @@ impl Kernel {
         let mut pages = std::mem::take(&mut self.plug);
         pages.sort_by_key(|&p| self.swap_slot_of(p).unwrap_or(u32::MAX));
         let mut run: Vec<Pfn> = Vec::new();
-        let mut last: Option<u32> = None;
+        let mut last: Option<(usize, u32)> = None;
         for p in pages {
             let s = self.swap_slot_of(p).unwrap_or(u32::MAX);
-            if last.is_some_and(|l| l + 1 != s) {
+            let t = if s == u32::MAX {
+                usize::MAX
+            } else {
+                self.swap.swp_type(s)
+            };
+            // Bios of one device at consecutive sectors merge (blk_attempt_plug_merge).
+            if last.is_some_and(|(lt, l)| lt != t || l.wrapping_add(1) != s) {
                 self.submit_swap_run(std::mem::take(&mut run));
             }
             run.push(p);
-            last = Some(s);
+            last = Some((t, s));
         }
         self.submit_swap_run(run);
     }
@@ -471,14 +485,19 @@ impl Kernel {
             return;
         }
         let first = self.swap_slot_of(run[0]).unwrap_or(0);
+        let t = self.swap.swp_type(first);
+        if self.swap.devices.get(t).is_some_and(|d| d.zram.is_some()) {
+            self.zram_write_pages(t, run);
+            return;
+        }
         let sector = self.swap_sector(first);
         let n = run.len() as u32;
         self.submit_bio(Request::write(sector, n, 0, false), BioKind::SwapOut(run));
     }
 
-    /// First sector of a swap slot: the swap area starts the disk.
+    /// First sector of a swap slot on its device's extent (swap_folio_sector).
     fn swap_sector(&self, s: u32) -> u64 {
-        s as u64 * 8
+        self.swap.swap_sector(s)
     }
 
     /// Sends a request to the disk (submit_bio). When the queue has no free request

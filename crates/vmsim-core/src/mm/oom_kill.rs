@@ -19,6 +19,10 @@ impl Kernel {
             if !t.alive || t.kthread || t.oom_killed {
                 continue;
             }
+            if t.swapoff_type.is_some() {
+                // oom_evaluate_task(): a task running swapoff is chosen first.
+                return Some(i as TaskId);
+            }
             let points = self.task_footprint(i as TaskId);
             if chosen.is_none() || points > chosen_points {
                 chosen = Some(i as TaskId);

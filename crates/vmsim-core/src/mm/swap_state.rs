@@ -136,7 +136,8 @@ impl Kernel {
     /// Whether swap-in reads ahead by virtual address (swap_use_vma_readahead):
     /// /sys/kernel/mm/swap/vma_ra_enabled and no swap device on a rotational disk.
     pub fn swap_use_vma_readahead(&self) -> bool {
-        self.mm.kcfg.swap_vma_readahead && !self.disk.config().rotational
+        self.mm.kcfg.swap_vma_readahead
+            && !(self.disk.config().rotational && self.swap.nr_rotate_swap())
     }
 
     /// Whether a swap-cache page is still locked for its read (PG_locked until the read's
@@ -187,6 +188,17 @@ impl Kernel {
         }
     }
 
+    /// Reads slot `s` for swapoff's unuse_pte_range: by swap offset with its neighbours
+    /// (swap_cluster_readahead) on a rotational device, else the page alone (the VMA
+    /// window of the owner is not walked here).
+    pub(crate) fn swapin_for_unuse(&mut self, tid: TaskId, s: u32) -> Result<Pfn, Fault> {
+        if self.swap_use_vma_readahead() {
+            self.read_swap_slots(tid, s, &[(s, false)])
+        } else {
+            self.swap_cluster_readahead(tid, s)
+        }
+    }
+
     /// Reads the VMA window around a fault (swap_vma_readahead): every swap entry of the
     /// task's page table in the window whose page is not in the swap cache.
     fn swap_vma_readahead(&mut self, tid: TaskId, index: u64, s: u32) -> Result<Pfn, Fault> {
@@ -217,10 +229,13 @@ impl Kernel {
     /// (swap_cluster_readahead, sized by swapin_nr_pages).
     fn swap_cluster_readahead(&mut self, tid: TaskId, s: u32) -> Result<Pfn, Fault> {
         let mask = self.swapin_nr_pages(s as u64) as u64 - 1;
-        let offset = s as u64;
-        let start = offset & !mask;
-        let end = (offset | mask).min(self.swap.max() as u64 - 1);
-        let slots: Vec<(u32, bool)> = (start..=end).map(|o| (o as u32, o != offset)).collect();
+        // Offsets within the device: the header is skipped, the end clipped to si->max.
+        let (first, last) = self.swap.device_range(s);
+        let base = first as u64 - 1;
+        let offset = s as u64 - base;
+        let start = (offset & !mask).max(1) + base;
+        let end = ((offset | mask) + base).min(last as u64);
+        let slots: Vec<(u32, bool)> = (start..=end).map(|o| (o as u32, o != s as u64)).collect();
         self.read_swap_slots(tid, s, &slots)
     }
 
@@ -358,14 +373,22 @@ impl Kernel {
         let mut i = 0;
         while i < plug.len() {
             let mut j = i + 1;
-            while j < plug.len() && plug[j].0 == plug[j - 1].0 + 1 {
+            while j < plug.len()
+                && plug[j].0 == plug[j - 1].0 + 1
+                && self.swap.swp_type(plug[j].0) == self.swap.swp_type(plug[i].0)
+            {
                 j += 1;
             }
             let n = (j - i) as u32;
             self.mm.count_vm_events(Event::PSWPIN, n as u64);
             self.mm.count_vm_events(Event::PGPGIN, 4 * n as u64);
-            let sector = plug[i].0 as u64 * 8;
-            let done = self.submit_bio(Request::read(sector, n, 0), BioKind::SwapIn);
+            let t = self.swap.swp_type(plug[i].0);
+            let done = if self.swap.devices[t].zram.is_some() {
+                self.zram_read_pages(t, n as u64)
+            } else {
+                let sector = self.swap.swap_sector(plug[i].0);
+                self.submit_bio(Request::read(sector, n, 0), BioKind::SwapIn)
+            };
             for &(s, p) in &plug[i..j] {
                 self.swap.set_uptodate_at(s, p, done);
             }

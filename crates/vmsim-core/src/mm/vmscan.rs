@@ -640,8 +640,12 @@ impl Kernel {
                     // by a later pass once the write has completed.
                     self.swap_writepage(pfn, false);
                     stat.nr_pageout += 1;
-                    ret.push(pfn);
-                    continue;
+                    if self.mm.map[pfn as usize].flags & (pg::WRITEBACK | pg::DIRTY) != 0 {
+                        ret.push(pfn);
+                        continue;
+                    }
+                    // A synchronous device (zram) wrote it already: clean, it is freed
+                    // now (pageout() → PAGE_SUCCESS, then __remove_mapping).
                 }
             }
             if activate {

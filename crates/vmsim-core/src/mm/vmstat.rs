@@ -130,6 +130,9 @@ pub struct ProcSnapshot {
     /// Every memory cgroup's counters and memory.stat, when the scenario declares any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memcg: Option<super::memcontrol::MemcgReport>,
+    /// /proc/swaps text, when the scenario has a swap device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swaps: Option<String>,
 }
 
 impl crate::kernel::Kernel {
@@ -168,6 +171,7 @@ impl crate::kernel::Kernel {
             slabinfo: self.slab.slabinfo(),
             meminfo: self.meminfo(),
             memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
+            swaps: (!self.swap.devices.is_empty()).then(|| self.swap.proc_swaps()),
         };
         self.proc_snapshots.push(s);
     }

@@ -98,6 +98,8 @@ pub struct OpProgram {
     file: String,
     /// Files an `unlink_dir` operation has left to delete, oldest first.
     unlink_list: std::collections::VecDeque<String>,
+    /// The swap type a `swapoff` operation is emptying, once it has begun.
+    swapoff: Option<usize>,
     /// The page order of a random `touch` (empty: sequential).
     touch_order: Vec<u32>,
 }
@@ -197,6 +199,7 @@ impl OpProgram {
             until_exit: Rc::new(spec.until_exit.clone()),
             file: String::new(),
             unlink_list: Default::default(),
+            swapoff: None,
         }
     }
 }
@@ -213,6 +216,62 @@ impl OpProgram {
             user_ns: user,
             next: Step::Run,
         }
+    }
+
+    /// One step of a `swapoff` operation: begins it (EINVAL counted on a device that is
+    /// not on), then frees one slot per call (try_to_unuse), sleeping for reads in flight;
+    /// a page that cannot be brought in ends it with the device put back, and ends the task
+    /// if the OOM killer chose it.
+    fn swapoff(&mut self, cx: &mut StepCtx, path: &str, user: u64) -> Option<StepOut> {
+        use crate::mm::swapfile::Unuse;
+        let tid = cx.tid;
+        let t = match self.swapoff {
+            Some(t) => t,
+            None => {
+                let t = cx.k.swap_type_by_path(path);
+                match t.map(|t| (t, cx.k.swapoff_begin(t, tid))) {
+                    Some((t, Ok(()))) => {
+                        self.swapoff = Some(t);
+                        t
+                    }
+                    _ => {
+                        self.left = 0;
+                        return None;
+                    }
+                }
+            }
+        };
+        match cx.k.try_to_unuse_one(t, tid) {
+            Unuse::Done => {
+                cx.k.swapoff_end(t, tid, true);
+                self.swapoff = None;
+                self.left = 0;
+            }
+            Unuse::Progress => cx.k.mm.cur.acc += cx.k.mm.cost.page_fault,
+            Unuse::Wait(at) => {
+                cx.k.sleep_until(at);
+                return Some(self.yield_for_io(user));
+            }
+            Unuse::Failed(Fault::Retry) => {
+                // Throttled in reclaim: sleep, then go on.
+                return Some(StepOut {
+                    user_ns: user,
+                    next: Step::Run,
+                });
+            }
+            Unuse::Failed(f) => {
+                cx.k.swapoff_end(t, tid, false);
+                self.swapoff = None;
+                self.left = 0;
+                if f == Fault::Killed {
+                    return Some(StepOut {
+                        user_ns: user,
+                        next: Step::Exit,
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// [`step_unless_allocated`], counting the failures the operation goes on after.
@@ -389,6 +448,7 @@ impl OpProgram {
                     }
                     Op::NrHugepages { .. } | Op::Sysctl { .. } => 1,
                     Op::DropCaches { .. } | Op::CompactMemory {} => 1,
+                    Op::Swapon { .. } | Op::Swapoff { .. } => 1,
                     Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
                     Op::FioRead { .. } => 1,
                     Op::ThpFault { size } => {
@@ -626,6 +686,18 @@ impl OpProgram {
                 Op::CompactMemory {} => {
                     cx.k.compact_nodes(tid);
                     self.left = 0;
+                }
+                Op::Swapon { path } => {
+                    if let Some(t) = cx.k.swap_type_by_path(path) {
+                        // EBUSY is counted on the device.
+                        let _ = cx.k.sys_swapon(t);
+                    }
+                    self.left = 0;
+                }
+                Op::Swapoff { path } => {
+                    if let Some(out) = self.swapoff(cx, path, user) {
+                        return out;
+                    }
                 }
                 Op::Snapshot { name } => {
                     let now = cx.now + user + cx.k.mm.cur.acc;
