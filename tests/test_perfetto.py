@@ -15,9 +15,11 @@ REPO = Path(__file__).resolve().parent.parent
 SWAP_AND_DD = REPO / "scenarios" / "swap-and-dd.toml"
 
 
-def _run(cli, tmp: Path, scenario: Path | None, name: str) -> tuple[dict, dict, str]:
+def _run(
+    cli, tmp: Path, scenario: Path | None, name: str, *extra: str
+) -> tuple[dict, dict, str]:
     """(timeline, result, ftrace text) of one run with --perfetto and --trace."""
-    args = [scenario] if scenario else []
+    args = [scenario, *extra] if scenario else list(extra)
     p = cli(
         "run", *args, "--json", "--perfetto", tmp / f"{name}.json", "--trace", tmp / f"{name}.txt"
     )
@@ -28,7 +30,11 @@ def _run(cli, tmp: Path, scenario: Path | None, name: str) -> tuple[dict, dict, 
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory, cli):
-    return _run(cli, tmp_path_factory.mktemp("perfetto"), None, "default")
+    # Under the seed-era costs the default scenario reclaims directly and compacts, which
+    # the span checks need; under measured-6.18 it does not compact.
+    return _run(
+        cli, tmp_path_factory.mktemp("perfetto"), None, "default", "--costs", "seed-era"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +112,7 @@ def test_spans_match_the_runs_own_counts(default_run):
     assert allocstall > 0, "the default run no longer reclaims directly: pick another run"
     assert len(_spans(doc, "direct reclaim")) == allocstall
     assert len(_spans(doc, "balance_pgdat")) == delta["pageoutrun"]
-    assert len(_spans(doc, "kcompactd_do_work")) == delta["compact_daemon_wake"]
+    assert len(_spans(doc, "kcompactd_do_work")) == delta.get("compact_daemon_wake", 0)
     assert len(_spans(doc, "compaction")) == _count(trace, "mm_compaction_begin") > 0
     assert len(_spans(doc, "shrink_slab")) == _count(trace, "mm_shrink_slab_start")
     # Each direct reclaim's result is its argument.
@@ -203,7 +209,10 @@ def test_state_lanes_are_the_engines_accounts(run, request):
     assert time["runnable"] == pytest.approx(s["runq_wait_seconds"] * 1e9, abs=1000)
     on_cpu = sum(v for k, v in time.items() if k == "running" or k in perfetto.WORK_STATES)
     busy = (s["user_seconds"] + s["sys_seconds"]) * 1e9
-    assert on_cpu == pytest.approx(busy, rel=1e-6)
+    # A run stopped at its time limit leaves steps in flight on its CPUs: their share of
+    # the lanes and of the accounts may differ by up to a quantum (50 us) per CPU.
+    cut = 0 if s["completed"] else 50_000 * len(result["cpus"])
+    assert on_cpu == pytest.approx(busy, rel=1e-6, abs=cut)
 
 
 def test_direct_reclaim_and_compaction_states_lie_in_their_spans(default_run):

@@ -29,8 +29,22 @@ def run(
     ``check_invariants`` raises InvariantError at the first kernel invariant broken;
     ``timeline_path`` records the run's timeline and writes it there as JSON."""
 
-def validate(scenario: str) -> None:
-    """Checks a scenario without running it; raises ScenarioError if it is wrong."""
+def validate(scenario: str, costs: str | None = None) -> None:
+    """Checks a scenario without running it; raises ScenarioError if it is wrong. ``costs``
+    is the TOML text of a cost profile standing in for the scenario's ``costs`` key."""
+
+def cost_profile(text: str) -> str:
+    """A cost profile's TOML text, checked and parsed, as JSON: name, machine, kernel, date,
+    source, cost [ns], spread and method; ScenarioError (one line) if it is wrong."""
+
+def builtin_cost_profile(name: str) -> str | None:
+    """The TOML text of the built-in cost profile ``name``, or None."""
+
+def builtin_cost_profiles() -> list[str]:
+    """The names of the built-in cost profiles, in order."""
+
+def default_cost_profile() -> str:
+    """The cost profile a scenario without a ``costs`` key takes."""
 
 def default_scenario() -> str:
     """The built-in default scenario (TOML)."""
@@ -80,3 +94,13 @@ def replay_kmem(path: str, scenario: str, interval: float = 1.0) -> str:
     """Replays a kmem trace on a scenario's machine and kernel, sampling every
     ``interval`` seconds of trace time; the report as JSON text. ScenarioError for a
     trace whose pfns the machine lacks (naming the memory needed)."""
+
+def calibrate_bench(
+    name: str, size: int, path: str | None = None, cpu: int = 0
+) -> dict[str, float]:
+    """Runs one microbenchmark of vmsim calibrate (crates/vmsim-calibrate) for one
+    repetition: figures by name [ns]; OSError with one line if it cannot run."""
+
+def calibrate_read_in_cgroup(file: str, procs: str | None = None) -> tuple[int, int]:
+    """Reads ``file`` 4 KiB a pread, readahead off, in a child process that first joins the
+    memory cgroup whose ``cgroup.procs`` is ``procs``: (CPU time [ns], bytes read)."""

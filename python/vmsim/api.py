@@ -18,7 +18,7 @@ from typing import Any
 
 import tomli_w
 
-from vmsim import _vmsim, atomic
+from vmsim import _vmsim, atomic, inputs
 from vmsim._vmsim import ScenarioError
 
 ScenarioLike = str | Path | Mapping[str, Any] | None
@@ -96,12 +96,102 @@ def _dumps(data: dict[str, Any]) -> str:
         raise ScenarioError(f"scenario: {e}") from None
 
 
-def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | None = None) -> str:
-    """Returns the TOML text of a scenario with overrides applied.
+#: The largest cost profile file read [bytes].
+MAX_PROFILE_BYTES = 1 << 20
+
+
+def builtin_cost_profiles() -> list[str]:
+    """The names of the built-in cost profiles (``vmsim costs --list``)."""
+    return _vmsim.builtin_cost_profiles()
+
+
+def default_cost_profile() -> str:
+    """The cost profile a scenario without a ``costs`` key takes."""
+    return _vmsim.default_cost_profile()
+
+
+def is_cost_profile_file(value: str) -> bool:
+    """Whether a cost profile is named by a file (a ``.toml`` name or a path) rather than
+    as a built-in one: the engine's rule (crates/vmsim-core/src/costs.rs ``is_file_name``)."""
+    return value.endswith(".toml") or "/" in value or os.sep in value
+
+
+def _cost_profile_text(value: str, base: Path | None = None) -> tuple[str, Path | None]:
+    """The TOML text of the cost profile ``value`` names, checked, and its file (None for a
+    built-in one). A file is read relative to ``base`` (None: the working directory).
+    ScenarioError (one line, starting with the name or the file) on a problem."""
+    if not is_cost_profile_file(value):
+        text = _vmsim.builtin_cost_profile(value)
+        if text is None:
+            known = ", ".join(builtin_cost_profiles())
+            raise ScenarioError(
+                f"{atomic.shown(value, 60)}: no such cost profile (built in: {known}); a "
+                "profile file's name ends in .toml"
+            )
+        return text, None
+    path = Path(value)
+    if base is not None and not path.is_absolute():
+        path = base / path
+    what = "a cost profile file"
+    inputs.check_regular(path, what, ScenarioError, stream=False)
+    with inputs.open_input(str(path), what, ScenarioError) as f:
+        data = inputs.read_limited(f, atomic.shown(path), MAX_PROFILE_BYTES, ScenarioError)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{atomic.shown(path)}: not UTF-8 text") from None
+    try:
+        _vmsim.cost_profile(text)
+    except ScenarioError as e:
+        raise ScenarioError(f"{atomic.shown(path)}: {e}") from None
+    return text, path
+
+
+def cost_profile_text(name_or_path: str | Path) -> str:
+    """The TOML text of a cost profile (a built-in one's name or a profile file), checked;
+    ScenarioError (one line) if there is no such profile or it is wrong."""
+    return _cost_profile_text(str(name_or_path))[0]
+
+
+def cost_profile(name_or_path: str | Path) -> dict[str, Any]:
+    """A cost profile, parsed: ``name``, ``machine``, ``kernel``, ``date``, ``source`` (text
+    or None), ``cost`` (every knob [ns], in ``vmsim knobs`` order), ``spread`` (knob ->
+    [low, high] [ns]) and ``method`` (knob -> text). ``name_or_path`` is a built-in
+    profile's name (:func:`builtin_cost_profiles`) or a profile file (``.toml``).
+    Raises ScenarioError (one line) if there is no such profile or it is wrong."""
+    text = cost_profile_text(name_or_path)
+    profile: dict[str, Any] = json.loads(_vmsim.cost_profile(text))
+    return profile
+
+
+def _scenario_costs(text: str) -> Any:
+    """The value of a scenario's top-level ``costs`` key, or None (also for text that does
+    not parse: the engine names that problem)."""
+    if "costs" not in text:
+        return None
+    try:
+        return tomllib.loads(text).get("costs")
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def load_scenario(
+    scenario: ScenarioLike = None,
+    overrides: Mapping[str, Any] | None = None,
+    costs: str | Path | None = None,
+) -> str:
+    """Returns the TOML text of a scenario with its cost profile and overrides applied.
 
     ``scenario`` is None (the built-in default), a path to a ``.toml`` file,
-    TOML text, or a dict. Raises ScenarioError with one line on a problem.
+    TOML text, or a dict. ``costs`` (a built-in profile's name or a profile file)
+    replaces the scenario's ``costs`` key, and so does an override of ``costs``. A
+    profile file (``costs = "x.toml"`` in the scenario: relative to the scenario's
+    directory; given here: to the working directory) is read and its figures written
+    into ``[cost]`` under the scenario's own ``[cost]`` keys, and the ``costs`` key
+    dropped: the text returned needs no other file. Raises ScenarioError with one line
+    on a problem.
     """
+    base: Path | None = None
     if scenario is None:
         text = default_scenario()
     elif isinstance(scenario, Mapping):
@@ -110,6 +200,7 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
         isinstance(scenario, str) and "\n" not in scenario and scenario.endswith(".toml")
     ):
         path = Path(scenario)
+        base = path.parent
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -118,14 +209,54 @@ def load_scenario(scenario: ScenarioLike = None, overrides: Mapping[str, Any] | 
             raise ScenarioError(f"{path}: cannot read: {e}") from None
     else:
         text = str(scenario)
-    if not overrides:
+    overrides = dict(overrides or {})
+    # The cost profile: --set costs=…, else the costs argument (both relative to the working
+    # directory), else the scenario's own costs key when it names a file.
+    chosen: Any = overrides.pop("costs", None)
+    label = "--set costs="  # how a message names where the profile was chosen
+    if chosen is None and costs is not None:
+        chosen, label = str(costs), ""
+    if chosen is not None and not isinstance(chosen, str):
+        raise ScenarioError(
+            f"{label}{atomic.shown(chosen, 60)}: not a cost profile's name or a .toml file"
+        )
+    profile_text: str | None = None
+    profile_file: Path | None = None
+    if chosen is not None:
+        try:
+            profile_text, profile_file = _cost_profile_text(chosen)
+        except ScenarioError as e:
+            raise ScenarioError(f"{label}{e}") from None
+    else:
+        named = _scenario_costs(text)
+        if isinstance(named, str) and is_cost_profile_file(named):
+            try:
+                profile_text, profile_file = _cost_profile_text(named, base)
+            except ScenarioError as e:
+                shown = atomic.shown(json.dumps(named, ensure_ascii=False), 60)
+                raise ScenarioError(f"scenario: costs = {shown}: {e}") from None
+    if profile_text is None and not overrides:
         return text
-    # Errors in the user's own text are reported against its own lines first.
-    _vmsim.validate(text)
+    # Errors in the user's own text are reported against its own lines first (with the
+    # chosen profile standing in for its costs key).
+    _vmsim.validate(text, profile_text)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"scenario: {e}") from None
+    if profile_text is not None:
+        if profile_file is None:
+            data["costs"] = chosen
+        else:
+            figures: dict[str, int] = json.loads(_vmsim.cost_profile(profile_text))["cost"]
+            own = data.get("cost", {})
+            if isinstance(own, list):  # the positional form serde reads: the first knobs
+                own = dict(zip(figures, own, strict=False))
+            data.pop("costs", None)
+            data["cost"] = {**figures, **own}
+        text = _dumps(data)
+        if not overrides:
+            return text
     for key, value in overrides.items():
         parts = key.split(".")
         if not all(parts):
@@ -261,6 +392,7 @@ def run(
     max_wall: float | None = None,
     check_invariants: bool | None = None,
     timeline: str | Path | None = None,
+    costs: str | Path | None = None,
 ) -> Result:
     """Runs a scenario and returns its Result.
 
@@ -282,10 +414,12 @@ def run(
     With ``timeline``, the run records every task's changes of scheduling state
     and the zones' counters at every sample, and writes them to that file as
     JSON (what ``vmsim run --perfetto`` draws; docs/report.md).
+    ``costs`` is a cost profile replacing the scenario's ``costs`` key: a built-in
+    profile's name or a profile file (:func:`load_scenario`).
     Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     Raises ScenarioError (one line) if the scenario or a selector is wrong.
     """
-    text = load_scenario(scenario, overrides)
+    text = load_scenario(scenario, overrides, costs)
     if seed is not None and not (0 <= seed < 2**64):
         raise ScenarioError(f"seed {seed} is out of range (0..2^64-1)")
     if trace_format not in ("modern", "legacy"):

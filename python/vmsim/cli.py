@@ -101,6 +101,16 @@ def _check_readable_file(path: str) -> None:
         raise UserError(f"{shown(path)}: not a regular file")
 
 
+def _check_costs(costs: str | None) -> None:
+    """Raises UserError naming the problem if ``--costs`` names no usable cost profile."""
+    if costs is None:
+        return
+    try:
+        api.cost_profile(costs)
+    except ScenarioError as e:
+        raise UserError(f"--costs {e}") from None
+
+
 def _check_output(option: str, path: Path | None, suffix: str = "", what: str = "") -> None:
     """Raises UserError before a run if the file ``path`` given to ``option`` cannot be
     written by :mod:`vmsim.atomic`'s rules (a directory, a link loop, no directory)."""
@@ -205,6 +215,13 @@ def main_group() -> None:
     help="Override one key, e.g. --set kernel.mobility_grouping=false (repeatable).",
 )
 @click.option(
+    "--costs",
+    "costs",
+    metavar="PROFILE",
+    help="The cost profile: a built-in one's name (vmsim costs --list) or a profile file "
+    "(.toml); replaces the scenario's costs key, under its own [cost] keys and --set.",
+)
+@click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo, result.json and the time "
@@ -284,6 +301,7 @@ def run_cmd(
     as_json: bool,
     seed: int | None,
     sets: tuple[str, ...],
+    costs: str | None,
     output_dir: Path | None,
     as_csv: bool,
     plot: Path | None,
@@ -307,6 +325,7 @@ def run_cmd(
         overrides[k.strip()] = api.parse_set_value(v.strip(), k.strip())
     if scenario is not None:
         _check_readable_file(scenario)
+    _check_costs(costs)
     _check_output("--plot", plot, ".png", "the picture")
     _check_output("--map", pbmap_path, ".png", "the map")
     _check_output("--trace", trace)
@@ -343,6 +362,7 @@ def run_cmd(
             events=list(events) if events else None,
             max_wall=max_wall,
             check_invariants=check_invariants,
+            costs=costs,
         )
         if perfetto_path is not None:
             from vmsim import perfetto
@@ -520,6 +540,13 @@ def _sweep_summary(report, output: Path, points: int) -> str:
     "--set kernel.watermark_boost_factor=range(0,30001,15000) (repeatable; every "
     "combination is run).",
 )
+@click.option(
+    "--costs",
+    "costs",
+    metavar="PROFILE",
+    help="The cost profile of every run: a built-in one's name or a profile file (.toml); "
+    "--set costs=A,B sweeps over profiles.",
+)
 @click.option("--seeds", type=int, help="Run every point with seeds 1..N.")
 @click.option("--seed-list", help="Run every point with these seeds: 1,5,9 or range(1,11).")
 @click.option("--runs", type=int, help="The same as --seeds N (the name vmsim reproduce uses).")
@@ -553,6 +580,7 @@ def _sweep_summary(report, output: Path, points: int) -> str:
 def sweep_cmd(
     scenario: str | None,
     sets: tuple[str, ...],
+    costs: str | None,
     seeds: int | None,
     seed_list: str | None,
     runs: int | None,
@@ -575,7 +603,13 @@ def sweep_cmd(
         scenario, ray_address = ray_address, ""  # `--ray SCENARIO`: a local Ray instance
     if scenario is not None:
         _check_readable_file(scenario)
+    _check_costs(costs)
     grid = sw.parse_sets(sets)
+    if costs is not None:
+        if "costs" in grid:
+            raise UserError("--costs and --set costs=…: give one of them")
+        # A key of every point: the profile is read when the runs are planned.
+        grid = {"costs": [costs], **grid}
     seed_values = _sweep_seeds(seeds, seed_list, runs)
     notes = (lambda m: click.echo(f"vmsim sweep: {m}", err=True)) if not as_json else None
     update, close = _sweep_progress()
@@ -953,6 +987,136 @@ def knobs_cmd(markdown: bool) -> None:
         )
     for k in tables:
         click.echo(f"{k['key']:40s} {k['unit']:10s} {'':>14s} {k['max']:>12s}  {k['doc']}")
+
+
+def _costs_text(p: dict, default: bool) -> str:
+    """A cost profile for people: its header, then a row per knob (ns, spread, method)."""
+    head = f"cost profile {p['name']}" + (" (the default)" if default else "")
+    lines = [head]
+    lines += [f"{k:<8s} {p[k]}" for k in ("machine", "kernel", "date", "source") if p.get(k)]
+    spread = {k: f"{lo:g}-{hi:g}" for k, (lo, hi) in p["spread"].items()}
+    width = max(len(k) for k in p["cost"])
+    sw = max([len("spread"), *map(len, spread.values())])
+    lines.append("")
+    lines.append(f"{'knob':<{width}s} {'ns':>8s}  {'spread':<{sw}s}  method")
+    for k, ns in p["cost"].items():
+        row = f"{k:<{width}s} {ns:>8d}  {spread.get(k, ''):<{sw}s}  {p['method'].get(k, '')}"
+        lines.append(row.rstrip())
+    return "\n".join(lines)
+
+
+def _vmsim_profile_check(text: str) -> None:
+    from vmsim import _vmsim
+
+    _vmsim.cost_profile(text)
+
+
+@main_group.command("calibrate")
+@click.option("--quick", is_flag=True, help="Smaller sizes, 5 repetitions (under a minute).")
+@click.option("--json", "as_json", is_flag=True, help="Print every figure as one JSON object.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the cost profile (TOML) to FILE; vmsim run --costs FILE uses it.",
+)
+@click.option("--name", default=None, help="The profile's name (default: calibrated-KERNEL).")
+@click.option(
+    "--base",
+    default="seed-era",
+    show_default=True,
+    help="The profile the knobs no microbenchmark measures are taken from.",
+)
+@click.option(
+    "--dir",
+    "workdir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("/var/tmp"),
+    show_default=True,
+    help="Directory on the disk to measure, for the file microbenchmarks' temporary files.",
+)
+def calibrate_cmd(
+    quick: bool, as_json: bool, output: Path | None, name: str | None, base: str, workdir: Path
+) -> None:
+    """Measure this machine's per-operation costs on its running kernel: microbenchmarks of
+    one operation each (docs/cost-model.md), repeated, giving each [cost] knob they
+    isolate with its spread; the rest come from --base and are named as estimates. The
+    reclaim figure needs root and the cgroup-v1 memory controller."""
+    from vmsim import calibrate
+
+    _check_output("-o", output, ".toml", "the profile")
+    try:
+        base_profile = api.cost_profile(base)
+    except ScenarioError as e:
+        raise UserError(f"--base: {e}") from None
+    show = sys.stderr.isatty() and not as_json
+
+    def progress(what: str) -> None:
+        if show:
+            click.echo(f"\r\x1b[Kmeasuring {what} ...", err=True, nl=False)
+
+    try:
+        cal = calibrate.measure(quick, workdir, base_profile["cost"], progress)
+    except calibrate.CalibrateError as e:
+        raise UserError(str(e)) from None
+    finally:
+        if show:
+            click.echo("\r\x1b[K", err=True, nl=False)
+    prof_name = name or f"calibrated-{cal.machine['kernel']}"
+    prof = calibrate.profile(cal, base_profile, prof_name)
+    text = calibrate.profile_toml(prof)
+    try:
+        _vmsim_profile_check(text)
+    except ScenarioError as e:
+        raise UserError(f"the profile made is not valid (a bug): {e}") from None
+    if output is not None:
+        atomic.write_text(output, text)
+    if as_json:
+        click.echo(json.dumps(calibrate.as_json(cal, prof)))
+    else:
+        click.echo(calibrate.report_text(cal, prof, api.cost_profile(api.default_cost_profile())))
+    if output is not None and not as_json:
+        click.echo(f"wrote {output}")
+
+
+@main_group.command("costs")
+@click.argument("profile", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the built-in cost profiles.")
+@click.option("--json", "as_json", is_flag=True, help="Print the profile (or list) as JSON.")
+@click.option(
+    "--toml", "as_toml", is_flag=True, help="Print the profile's TOML (a start for your own)."
+)
+def costs_cmd(profile: str | None, list_only: bool, as_json: bool, as_toml: bool) -> None:
+    """Print the cost profile PROFILE (a built-in one's name or a profile file, .toml; the
+    default profile without one): every [cost] knob with its figure [ns], spread and
+    method. --list names the built-in profiles."""
+    default = api.default_cost_profile()
+    if list_only:
+        if profile is not None or as_toml:
+            raise UserError("--list takes no PROFILE and no --toml")
+        rows = [api.cost_profile(n) for n in api.builtin_cost_profiles()]
+        if as_json:
+            click.echo(json.dumps([r | {"default": r["name"] == default} for r in rows]))
+            return
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            mark = "  (the default)" if r["name"] == default else ""
+            click.echo(f"{r['name']:<{width}s}  {r['date'] or '':<10s}  {r['machine'] or ''}{mark}")
+        return
+    if as_json and as_toml:
+        raise UserError("--json and --toml: give one of them")
+    name = default if profile is None else profile
+    try:
+        p = api.cost_profile(name)
+    except ScenarioError as e:
+        raise UserError(str(e)) from None
+    if as_toml:
+        click.echo(api.cost_profile_text(name).rstrip("\n"))
+    elif as_json:
+        click.echo(json.dumps(p))
+    else:
+        builtin = not api.is_cost_profile_file(name)
+        click.echo(_costs_text(p, builtin and p["name"] == default))
 
 
 @main_group.command("scenario")

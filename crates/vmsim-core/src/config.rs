@@ -573,8 +573,11 @@ pub enum ReclaimWriteback {
 }
 
 section! {
-    /// Simulated cost of kernel and user operations. Defaults are order-of-magnitude
-    /// figures for a 2010s x86-64 server; see docs/cost-model.md for where each comes from.
+    /// Simulated cost of kernel and user operations. Defaults are the built-in profile
+    /// `measured-6.18` (crates/vmsim-core/costs/): measured by `vmsim calibrate` where a
+    /// microbenchmark isolates the knob, else the seed-era estimate; docs/cost-model.md.
+    /// They are the default cost profile's figures (`costs::DEFAULT_PROFILE`,
+    /// crates/vmsim-core/costs/): a test fails when the two differ.
     Cost, "cost" {
         /// Order-0 allocation served from the per-CPU list (rmqueue_pcplist). Source: an estimate (tens of ns for a per-CPU list operation with IRQs off); docs/cost-model.md.
         pcp_alloc: u64 = 60, "[ns]", max MAX_OP_COST;
@@ -588,46 +591,54 @@ section! {
         buddy_free: u64 = 80, "[ns]", max MAX_OP_COST;
         /// Entering the allocator slow path (__alloc_pages_slowpath), per pass. Source: an estimate; docs/cost-model.md.
         slowpath: u64 = 500, "[ns]", max MAX_OP_COST;
-        /// A page fault's fixed overhead (exception entry, handle_mm_fault, return). Source: an estimate (the widely quoted ~1 µs minor fault on x86-64); docs/cost-model.md.
-        page_fault: u64 = 700, "[ns]", max MAX_OP_COST;
-        /// Zeroing one 4 KiB page (clear_page at ~16 GB/s). Source: 4 KiB at ~16 GB/s; folio_zero_user measured at 8–12 GB/s in the multi-page clearing series (kernel-notes seeds-003-004 §6); docs/cost-model.md.
-        clear_page: u64 = 250, "[ns]", max MAX_OP_COST;
-        /// User access to an already-mapped page (cache miss and TLB). Source: an estimate (one cache-missing access); docs/cost-model.md.
-        touch_page: u64 = 40, "[ns]", max MAX_OP_COST;
+        /// A page fault's fixed overhead (exception entry, handle_mm_fault, return). Measured by vmsim calibrate on this machine kind (6.18): 673.3-718.3 ns over 7 repetitions; docs/cost-model.md.
+        page_fault: u64 = 692, "[ns]", max MAX_OP_COST;
+        /// Zeroing one 4 KiB page (clear_page). Measured by vmsim calibrate on this machine kind (6.18): 175.5-225.1 ns over 7 repetitions; docs/cost-model.md.
+        clear_page: u64 = 191, "[ns]", max MAX_OP_COST;
+        /// User access to an already-mapped page (cache miss and TLB). Measured by vmsim calibrate on this machine kind (6.18): 16.5-28 ns over 7 repetitions; docs/cost-model.md.
+        touch_page: u64 = 22, "[ns]", max MAX_OP_COST;
         /// One slab object allocation or free (kmem_cache_alloc fast path). Source: an estimate (kmem_cache_alloc fast path); docs/cost-model.md.
         slab_object: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One object scanned by a shrinker (do_shrink_slab). Source: an estimate (freeing one dentry or inode); docs/cost-model.md.
         shrink_object: u64 = 100, "[ns]", max MAX_OP_COST;
-        /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured: 150-160 ns per syscall(SYS_getppid) on a 6.18 guest (scripts/syscall_cost.c, docs/cost-model.md).
-        syscall: u64 = 150, "[ns]", max MAX_OP_COST;
-        /// A context switch (schedule, switch_mm). Source: an estimate (schedule and switch_mm with cache effects); docs/cost-model.md.
-        context_switch: u64 = 2000, "[ns]", max MAX_OP_COST;
-        /// Creating a task (fork: copy_process without memory copy). Source: an estimate (copy_process without copying memory); docs/cost-model.md.
-        fork: u64 = 30000, "[ns]", max MAX_OP_COST;
+        /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured by vmsim calibrate on this machine kind (6.18): 175.8-206.8 ns over 7 repetitions; docs/cost-model.md.
+        syscall: u64 = 192, "[ns]", max MAX_OP_COST;
+        /// A context switch (schedule, switch_mm). Measured by vmsim calibrate on this machine kind (6.18): 1801.8-2208.6 ns over 7 repetitions; docs/cost-model.md.
+        context_switch: u64 = 1856, "[ns]", max MAX_OP_COST;
+        /// Creating a task (fork: copy_process without memory copy). Measured by vmsim calibrate on this machine kind (6.18): 18588-29103 ns over 7 repetitions; docs/cost-model.md.
+        fork: u64 = 24417, "[ns]", max MAX_OP_COST;
         /// Selecting and killing a victim in the OOM killer (out_of_memory). Source: an estimate (scanning the tasks and killing one); docs/cost-model.md.
         oom_kill: u64 = 200000, "[ns]", max MAX_OP_COST;
         /// Adding a page to a per-CPU LRU batch (folio_add_lru). Source: an estimate, no measurement; docs/cost-model.md.
         lru_add: u64 = 30, "[ns]", max MAX_OP_COST;
         /// Holding lru_lock per page moved on or off an LRU list. Source: an estimate, no measurement; docs/cost-model.md.
         lru_lock_page: u64 = 40, "[ns]", max MAX_OP_COST;
-        /// One page through shrink_folio_list (references, rmap walk, freeing). Source: an estimate, no measurement; docs/cost-model.md.
-        shrink_page: u64 = 400, "[ns]", max MAX_OP_COST;
+        /// One page through shrink_folio_list (references, rmap walk, freeing). Measured by vmsim calibrate on this machine kind (6.18): 673.1-989.2 ns over 7 repetitions; docs/cost-model.md.
+        shrink_page: u64 = 892, "[ns]", max MAX_OP_COST;
         /// Unmapping one page (try_to_unmap with the TLB flush share). Source: an estimate, no measurement; docs/cost-model.md.
         unmap_page: u64 = 300, "[ns]", max MAX_OP_COST;
-        /// Building and submitting one block request (submit_bio). Source: an estimate, no measurement; docs/cost-model.md.
-        submit_bio: u64 = 2000, "[ns]", max MAX_OP_COST;
-        /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter). Source: an estimate, as clear_page's bandwidth for a copy; docs/cost-model.md.
-        copy_page: u64 = 300, "[ns]", max MAX_OP_COST;
+        /// Building and submitting one block request (submit_bio). Measured by vmsim calibrate on this machine kind (6.18): 16353.3-22286.4 ns over 7 repetitions; docs/cost-model.md.
+        submit_bio: u64 = 18877, "[ns]", max MAX_OP_COST;
+        /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter). Measured by vmsim calibrate on this machine kind (6.18): 408.6-567.5 ns over 7 repetitions; docs/cost-model.md.
+        copy_page: u64 = 433, "[ns]", max MAX_OP_COST;
+        /// The fixed part of a buffered write(2), once per call whatever its length (entry and return, fdget, generic_write_checks, file_update_time, the call's share of ext4's write_begin/write_end). Measured by vmsim calibrate on this machine kind (6.18): 1695.8-2909.8 ns over 7 repetitions; docs/cost-model.md.
+        write_call: u64 = 2726, "[ns]", max MAX_OP_COST;
+        /// A buffered write(2)'s per-page path beyond the allocation and the copy (the delayed-allocation reservation, the buffer heads' state, folio_mark_dirty). Measured by vmsim calibrate on this machine kind (6.18): 196.2-583.8 ns over 7 repetitions; docs/cost-model.md.
+        write_page: u64 = 226, "[ns]", max MAX_OP_COST;
+        /// The fixed part of a read(2) of cached pages, once per call (entry and return, fdget, filemap_read's set-up, touch_atime). Measured by vmsim calibrate on this machine kind (6.18): 306.5-718.8 ns over 7 repetitions; docs/cost-model.md.
+        read_call: u64 = 527, "[ns]", max MAX_OP_COST;
+        /// A read(2)'s per-page path beyond the copy (filemap_get_pages' lookup, the folio's reference). Measured by vmsim calibrate on this machine kind (6.18): 0-0 ns over 7 repetitions; docs/cost-model.md.
+        read_page: u64 = 0, "[ns]", max MAX_OP_COST;
         /// Migrating one page in compaction: unmap, copy, remap, TLB flush (migrate_folio). No published figure; an estimate.
         migrate_page: u64 = 1500, "[ns]", max MAX_OP_COST;
         /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block). Source: an estimate, no measurement; docs/cost-model.md.
         compact_scan_page: u64 = 8, "[ns]", max MAX_OP_COST;
-        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader). Source: an estimate (perf bench sched messaging runs at a few µs of CPU per message on current x86-64); docs/cost-model.md.
-        unix_sendmsg: u64 = 2000, "[ns]", max MAX_OP_COST;
-        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free). Source: an estimate, as unix_sendmsg; docs/cost-model.md.
-        unix_recvmsg: u64 = 1500, "[ns]", max MAX_OP_COST;
-        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper). Source: back-solved from seed 000's own user time (14 s over 48 M messages), so vmsim's user time in `vmsim reproduce throttle` agrees with the seed by construction; docs/cost-model.md.
-        msg_user: u64 = 150, "[ns]", max MAX_OP_COST;
+        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader). Measured by vmsim calibrate on this machine kind (6.18): 876.6-1160.1 ns over 7 repetitions; docs/cost-model.md.
+        unix_sendmsg: u64 = 914, "[ns]", max MAX_OP_COST;
+        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free). Measured by vmsim calibrate on this machine kind (6.18): 939.7-1255.3 ns over 7 repetitions; docs/cost-model.md.
+        unix_recvmsg: u64 = 977, "[ns]", max MAX_OP_COST;
+        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper). Measured by vmsim calibrate on this machine kind (6.18): 27.3-53.7 ns over 7 repetitions; docs/cost-model.md.
+        msg_user: u64 = 44, "[ns]", max MAX_OP_COST;
         /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup). Source: an estimate (a couple of ~50 ns cache misses on a cold mem_cgroup); docs/cost-model.md.
         memcg_iter: u64 = 100, "[ns]", max MAX_OP_COST;
         /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty). Source: an estimate; docs/cost-model.md.
@@ -1159,7 +1170,13 @@ pub struct Scenario {
     /// The kernel.
     #[serde(default)]
     pub kernel: Kernel,
-    /// Cost model.
+    /// The cost profile giving every `[cost]` figure the scenario's own `[cost]` table does
+    /// not set: a built-in one's name (crate::costs; absent, `costs::DEFAULT_PROFILE`). The
+    /// Python front end reads a profile file (`"NAME.toml"`, relative to the scenario) and
+    /// writes its figures into `[cost]` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costs: Option<String>,
+    /// Cost model: the cost profile's figures, with the scenario's own `[cost]` keys on top.
     #[serde(default)]
     pub cost: Cost,
     /// Scheduler.
@@ -1352,8 +1369,25 @@ pub fn knob_table() -> Vec<Knob> {
 impl Scenario {
     /// Parses and validates a scenario from TOML text.
     pub fn from_toml(text: &str) -> Result<Self> {
+        Self::from_toml_with(text, None)
+    }
+
+    /// Parses and validates a scenario from TOML text whose cost profile is `costs` when
+    /// given (one the caller read from a file), else the one its `costs` key names.
+    pub fn from_toml_with(text: &str, costs: Option<&crate::costs::CostProfile>) -> Result<Self> {
         let mut sc: Scenario =
             toml::from_str(text).map_err(|e| Error::Parse(one_line_toml_error(&e, text)))?;
+        let named;
+        let profile = match costs {
+            Some(p) => p,
+            None => {
+                named = crate::costs::scenario_profile(sc.costs.as_deref())?;
+                &named
+            }
+        };
+        let explicit = crate::costs::explicit_cost_keys(text)?;
+        sc.cost =
+            crate::costs::merged_cost(&profile.cost, &sc.cost, explicit.iter().map(String::as_str));
         sc.kernel.apply_version();
         sc.validate()?;
         Ok(sc)
@@ -2032,7 +2066,7 @@ impl CgroupSpec {
 
 /// Squeezes toml's multi-line diagnostics into one line naming the line, the table (with its
 /// number among tables of the same name) and the key, in the words a scenario uses.
-fn one_line_toml_error(e: &toml::de::Error, text: &str) -> String {
+pub(crate) fn one_line_toml_error(e: &toml::de::Error, text: &str) -> String {
     let msg = plain_serde_words(&e.message().trim().replace('\n', " "));
     let Some(span) = e.span() else {
         return clip_words(&msg);

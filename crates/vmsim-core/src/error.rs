@@ -17,6 +17,9 @@ pub enum Error {
     /// The host cannot hold the run: the memory it needs and what the host has.
     #[error("{0}")]
     Capacity(String),
+    /// A cost profile that cannot be used (`cost profile NAME: …`, [`crate::costs`]).
+    #[error("{0}")]
+    Profile(String),
     /// A size or duration string could not be read.
     #[error("scenario: {key}: {msg}")]
     Unit {

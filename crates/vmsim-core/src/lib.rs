@@ -14,6 +14,7 @@ pub mod bench;
 pub mod block;
 pub mod capacity;
 pub mod config;
+pub mod costs;
 pub mod engine;
 pub mod error;
 pub mod fs;

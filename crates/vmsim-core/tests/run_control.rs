@@ -91,8 +91,8 @@ fn the_syscall_floor_charges_only_steps_that_took_no_time() {
     assert!(a.summary.completed && b.summary.completed);
     assert_eq!(a.summary.sys_seconds, b.summary.sys_seconds);
     // With only cheap operations it is what sets the pace: a step ends when its signals
-    // reach the 50 us quantum at 150 ns each and is charged them; the last step, which
-    // ends the task, moves it on by itself and is not.
+    // reach the 50 us quantum at cost.syscall each and is charged them; the last step,
+    // which ends the task, moves it on by itself and is not.
     let cheap = scenario("1s", "1000", r#"{op = "signal", name = "x"}"#);
     let mut free = cheap.clone();
     free.cost.syscall = 0;
@@ -100,9 +100,10 @@ fn the_syscall_floor_charges_only_steps_that_took_no_time() {
     let b = vmsim_core::sim::run(&free, &mut |_, _| {});
     assert!(a.summary.completed && b.summary.completed);
     let extra_ns = ((a.summary.sys_seconds - b.summary.sys_seconds) * 1e9).round();
-    assert_eq!(extra_ns % 150.0, 0.0, "{extra_ns}");
+    let per = cheap.cost.syscall as f64;
+    assert_eq!(extra_ns % per, 0.0, "{extra_ns}");
     assert!(
-        (600.0 * 150.0..=1000.0 * 150.0).contains(&extra_ns),
+        (600.0 * per..=1000.0 * per).contains(&extra_ns),
         "{extra_ns}"
     );
 }

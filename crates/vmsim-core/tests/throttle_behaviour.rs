@@ -140,11 +140,13 @@ fn spinning_on_the_lru_and_zone_locks_is_system_time() {
     );
 }
 
-/// A small hackbench: 2 groups (80 workers) on 2 CPUs, no memory pressure.
+/// A small hackbench: 2 groups (80 workers) on 2 CPUs, no memory pressure, with the
+/// seed-era costs of the 2.6.25 kernel it models.
 fn hackbench(memory: &str, swap: &str, worker_memory: &str) -> RunResult {
     let text = format!(
         r#"
 duration = "600s"
+costs = "seed-era"
 [machine]
 memory = "{memory}"
 cpus = 2

@@ -2,6 +2,7 @@
 //!
 //! Results cross the boundary as JSON text, which the Python side parses once.
 
+mod calibrate;
 mod output;
 
 use pyo3::create_exception;
@@ -186,11 +187,46 @@ fn run(
 }
 
 /// Checks a scenario without running it; raises ScenarioError with one line if it is wrong.
+/// `costs` is the TOML text of a cost profile standing in for the scenario's `costs` key
+/// (one the Python side read from a file), so the scenario's own lines are checked as
+/// written.
 #[pyfunction]
-fn validate(scenario: &str) -> PyResult<()> {
-    vmsim_core::Scenario::from_toml(scenario)
+#[pyo3(signature = (scenario, costs=None))]
+fn validate(scenario: &str, costs: Option<&str>) -> PyResult<()> {
+    let profile = costs
+        .map(vmsim_core::costs::CostProfile::from_toml)
+        .transpose()
+        .map_err(to_py)?;
+    vmsim_core::Scenario::from_toml_with(scenario, profile.as_ref())
         .map(|_| ())
         .map_err(to_py)
+}
+
+/// A cost profile's TOML text, checked and parsed, as JSON: name, machine, kernel, date,
+/// source, cost (every knob [ns], in `vmsim knobs` order), spread and method. Raises
+/// ScenarioError (one line, `cost profile NAME: …`) if it is wrong.
+#[pyfunction]
+fn cost_profile(text: &str) -> PyResult<String> {
+    let p = vmsim_core::costs::CostProfile::from_toml(text).map_err(to_py)?;
+    serde_json::to_string(&p).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The TOML text of the built-in cost profile `name`, or None.
+#[pyfunction]
+fn builtin_cost_profile(name: &str) -> Option<&'static str> {
+    vmsim_core::costs::builtin(name)
+}
+
+/// The names of the built-in cost profiles, in order.
+#[pyfunction]
+fn builtin_cost_profiles() -> Vec<&'static str> {
+    vmsim_core::costs::builtin_names().to_vec()
+}
+
+/// The cost profile a scenario without a `costs` key takes.
+#[pyfunction]
+fn default_cost_profile() -> &'static str {
+    vmsim_core::costs::DEFAULT_PROFILE
 }
 
 /// Host memory one run of a scenario needs, by part, as JSON ({"frame_table": …, "total": …});
@@ -371,6 +407,10 @@ fn version() -> &'static str {
 fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(cost_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_cost_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_cost_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(default_cost_profile, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(capacity_need, m)?)?;
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
@@ -383,6 +423,8 @@ fn _vmsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_kmem, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate::calibrate_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate::calibrate_read_in_cgroup, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("InvariantError", m.py().get_type::<InvariantError>())?;
     Ok(())

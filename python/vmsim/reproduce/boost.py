@@ -208,6 +208,9 @@ def build_scenario(
         "name": f"thpfioscale-{config}",
         "seed": seed,
         "duration": "3600s",
+        # The seed-era cost figures, not this machine's measured profile: the seed ran on
+        # hardware of its own (docs/cost-model.md).
+        "costs": "seed-era",
         "machine": {
             "memory": fmt_bytes(p["memory"]),
             "cpus": p["cpus"],

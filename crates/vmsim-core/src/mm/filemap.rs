@@ -257,7 +257,7 @@ impl Kernel {
                 p
             }
         };
-        self.mm.cur.acc += self.mm.cost.copy_page;
+        self.mm.cur.acc += self.mm.cost.copy_page + self.mm.cost.write_page;
         let now = self.mm.clock();
         self.folio_mark_dirty(p, ino, now);
         if self.folio_index(p) == index {
@@ -311,7 +311,7 @@ impl Kernel {
                 // filemap_readahead() → page_cache_async_ra().
                 self.page_cache_async_ra(tid, ino, p, req_pages);
             }
-            self.mm.cur.acc += self.mm.cost.copy_page;
+            self.mm.cur.acc += self.mm.cost.copy_page + self.mm.cost.read_page;
             // pos_same_folio(): a read going on within the folio it last read does not
             // mark it again.
             let start = self.folio_index(p);
@@ -381,7 +381,7 @@ impl Kernel {
             .count_vm_events(super::vmstat::Event::PGPGIN, 4 * n as u64);
         let done = self.submit_bio(Request::read(sector, n, 0), BioKind::FileRead);
         self.sleep_until(done);
-        self.mm.cur.acc += self.mm.cost.copy_page;
+        self.mm.cur.acc += self.mm.cost.copy_page + self.mm.cost.read_page;
         if let Some(p) = first {
             self.mm.folio_mark_accessed(p, cpu);
         }

@@ -161,7 +161,7 @@ impl Kernel {
                 p
             }
         };
-        self.mm.cur.acc += self.mm.cost.copy_page;
+        self.mm.cur.acc += self.mm.cost.copy_page + self.mm.cost.read_page;
         self.mm.folio_mark_accessed(p, cpu);
         self.inodes[ino as usize].ra.prev_index = index;
         AllocResult::Page(p)

@@ -601,6 +601,11 @@ impl OpProgram {
                     if let Some(out) = self.unless_allocated(r, user, true) {
                         return out;
                     }
+                    if done.is_multiple_of(bs) {
+                        // A write(2) started at this page: its fixed part (ksys_write,
+                        // vfs_write), charged once the page is written (not on a retry).
+                        cx.k.mm.cur.acc += cx.k.mm.cost.write_call;
+                    }
                     user += cx.k.mm.cost.touch_page;
                     self.left -= 1;
                     self.dirtied += 1;
@@ -624,6 +629,11 @@ impl OpProgram {
                     let r = cx.k.file_read_folio(tid, ino, index, req);
                     if let Some(out) = self.unless_allocated(r, user, true) {
                         return out;
+                    }
+                    if index.is_multiple_of(bs_pages) {
+                        // A read(2) started at this page: its fixed part (ksys_read,
+                        // filemap_read), charged once the page is read (not on a retry).
+                        cx.k.mm.cur.acc += cx.k.mm.cost.read_call;
                     }
                     user += cx.k.mm.cost.touch_page;
                     self.left -= 1;

@@ -1,0 +1,163 @@
+"""Tests of ``vmsim calibrate``: the microbenchmarks on this machine's real kernel, the
+profile they make, the trace parsing behind the reclaim figure, and bad input.
+
+The quick calibration runs for real (as root, as CI does); each figure must be positive
+and within a range a physical machine can have, and nothing the calibration made (memory
+cgroups, the tracefs instance, temporary files) may be left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_cli import assert_ok, assert_one_line_error
+from vmsim import _vmsim, api, calibrate
+
+# What a machine can physically take for each measured knob [ns]: a figure outside is a
+# broken method, not a slow machine.
+SANE = {
+    "syscall": (20, 20_000),
+    "touch_page": (0.5, 2_000),
+    "clear_page": (20, 20_000),
+    "copy_page": (20, 40_000),
+    "page_fault": (50, 100_000),
+    "context_switch": (100, 500_000),
+    "fork": (1_000, 10_000_000),
+    "unix_sendmsg": (50, 200_000),
+    "unix_recvmsg": (50, 200_000),
+    "msg_user": (0, 20_000),
+    "submit_bio": (100, 5_000_000),
+    "shrink_page": (10, 200_000),
+    # The write and read path's parts are what the kernel spends beyond vmsim's own
+    # charge for the rest of that path: 0 when vmsim's own is already as much.
+    "write_call": (0, 500_000),
+    "write_page": (0, 200_000),
+    "read_call": (0, 500_000),
+    "read_page": (0, 200_000),
+}
+
+
+def vmsim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "vmsim.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def leftovers(tag: str) -> list[str]:
+    found = []
+    memcg = Path("/sys/fs/cgroup/memory")
+    if memcg.is_dir():
+        found += [p.name for p in memcg.iterdir() if p.name.startswith(tag)]
+    inst = Path("/sys/kernel/tracing/instances")
+    if inst.is_dir():
+        found += [p.name for p in inst.iterdir() if p.name.startswith(tag)]
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="calibrate's reclaim figure needs root")
+@pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
+    reason="no cgroup-v1 memory controller on this machine",
+)
+def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    prof = tmp_path / "p.toml"
+    out = assert_ok(vmsim("calibrate", "--quick", "--json", "-o", str(prof), "--dir", str(work)))
+    data = json.loads(out)
+    assert set(data["knobs"]) == set(SANE), sorted(data["knobs"])
+    for knob, (lo, hi) in SANE.items():
+        k = data["knobs"][knob]
+        assert len(k["values"]) >= 5, knob
+        assert lo <= k["ns"] <= hi, (knob, k)
+        assert k["spread"][0] <= k["ns"] <= k["spread"][1] + 1, (knob, k)
+    assert data["skipped"] == {}
+    # Every knob is either measured or named as an estimate.
+    assert set(data["knobs"]) | set(data["estimates"]) == set(data["profile"]["cost"])
+    assert not set(data["knobs"]) & set(data["estimates"])
+    # The profile written is the one printed, and a run takes it.
+    written = api.cost_profile(str(prof))
+    assert written["cost"] == data["profile"]["cost"]
+    for knob in data["knobs"]:
+        assert written["method"][knob].startswith("measured: "), knob
+    for knob in data["estimates"]:
+        assert written["method"][knob].startswith("estimate ("), knob
+    assert_ok(vmsim("run", "--costs", str(prof), "--set", "duration=1s"))
+    # The checks ran vmsim on the same operations.
+    ops = {c["operation"] for c in data["checks"]}
+    assert "anonymous write fault" in ops and "cached read, 1 MiB a call" in ops
+    assert all(c["vmsim_ns"] > 0 and c["measured_ns"] > 0 for c in data["checks"])
+    # Nothing it made is left.
+    assert list(work.iterdir()) == []
+    assert leftovers("vmsim-calibrate-") == []
+
+
+def test_reclaim_time_comes_from_begin_end_pairs_of_each_task() -> None:
+    trace = "\n".join(
+        [
+            "# tracer: nop",
+            "            read-4454    [000] .....   199.778439: mm_vmscan_memcg_reclaim_begin: "
+            "order=0 gfp_flags=GFP_HIGHUSER_MOVABLE",
+            "            kswapd0-90   [001] .....   199.778500: mm_vmscan_memcg_reclaim_begin: "
+            "order=0 gfp_flags=GFP_KERNEL",
+            "            read-4454    [001] .....   199.778539: mm_vmscan_memcg_reclaim_end: "
+            "nr_reclaimed=32",
+            "            read-4454    [001] .....   199.779000: mm_vmscan_memcg_reclaim_begin: "
+            "order=0 gfp_flags=GFP_HIGHUSER_MOVABLE",
+            "            read-4454    [000] .....   199.779050: mm_vmscan_memcg_reclaim_end: "
+            "nr_reclaimed=64",
+            # an end without its begin (the buffer started mid-call) is not counted
+            "            other-77     [000] .....   199.779100: mm_vmscan_memcg_reclaim_end: "
+            "nr_reclaimed=500",
+        ]
+    )
+    spent, pages, calls = calibrate.memcg_reclaim_calls(trace)
+    assert calls == 2
+    assert pages == 96
+    assert spent == pytest.approx(150_000, abs=1)
+
+
+def test_a_profile_names_what_was_measured_and_what_is_estimated() -> None:
+    base = api.cost_profile("seed-era")
+    cal = calibrate.Calibration(machine={"machine": "m", "kernel": "k", "date": "2026-01-01"})
+    cal.knobs["page_fault"] = calibrate.Figure("page_fault", [700.0, 710.0, 690.4], "a fault")
+    cal.knobs["msg_user"] = calibrate.Figure("msg_user", [0.0, 0.0, 0.2], "ticks")
+    cal.skipped["shrink_page"] = "reclaim: needs root"
+    prof = calibrate.profile(cal, base, "mine")
+    assert prof["cost"]["page_fault"] == 700
+    assert prof["spread"]["page_fault"] == [690.4, 710.0]
+    assert prof["method"]["page_fault"] == "measured: a fault; median of 3"
+    # A figure below the measurement's resolution is 1 ns and says so.
+    assert prof["cost"]["msg_user"] == 1
+    assert "below what the measurement resolves" in prof["method"]["msg_user"]
+    assert prof["method"]["shrink_page"].startswith("estimate (reclaim: needs root)")
+    assert prof["cost"]["shrink_page"] == base["cost"]["shrink_page"]
+    parsed = json.loads(_vmsim.cost_profile(calibrate.profile_toml(prof)))
+    assert parsed["name"] == "mine" and parsed["cost"] == prof["cost"]
+
+
+def test_microbenchmarks_give_positive_figures() -> None:
+    assert calibrate._bench("syscall", 10_000)["ns"] > 0
+    w = calibrate._bench("fault_write", 4 << 20)["ns"]
+    r = calibrate._bench("fault_read", 4 << 20)["ns"]
+    assert w > r > 0
+    with pytest.raises(calibrate.CalibrateError, match="calibrate touch_random: "):
+        calibrate._bench("touch_random", 100)
+
+
+def test_bad_base_profile_is_one_line(tmp_path: Path) -> None:
+    assert_one_line_error(vmsim("calibrate", "--quick", "--base", "nosuch"), "nosuch")
+
+
+def test_output_that_cannot_be_written_is_refused_before_measuring(tmp_path: Path) -> None:
+    assert_one_line_error(vmsim("calibrate", "--quick", "-o", str(tmp_path)), str(tmp_path))
+
+
+def test_work_dir_must_exist(tmp_path: Path) -> None:
+    proc = vmsim("calibrate", "--quick", "--dir", str(tmp_path / "absent"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
