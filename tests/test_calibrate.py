@@ -161,3 +161,8 @@ def test_output_that_cannot_be_written_is_refused_before_measuring(tmp_path: Pat
 def test_work_dir_must_exist(tmp_path: Path) -> None:
     proc = vmsim("calibrate", "--quick", "--dir", str(tmp_path / "absent"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_a_work_dir_that_refuses_files_is_one_line() -> None:
+    # /proc is a directory in which nobody, root included, can make one.
+    assert_one_line_error(vmsim("calibrate", "--quick", "--dir", "/proc"), "--dir /proc")

@@ -1049,6 +1049,13 @@ def calibrate_cmd(
         base_profile = api.cost_profile(base)
     except ScenarioError as e:
         raise UserError(f"--base: {e}") from None
+    import tempfile
+
+    try:  # the file microbenchmarks need the directory: say so before a minute of work
+        with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-", dir=workdir):
+            pass
+    except OSError as e:
+        raise UserError(f"--dir {shown(str(workdir))}: cannot make files there: {e}") from None
     show = sys.stderr.isatty() and not as_json
 
     def progress(what: str) -> None:
@@ -1059,6 +1066,9 @@ def calibrate_cmd(
         cal = calibrate.measure(quick, workdir, base_profile["cost"], progress)
     except calibrate.CalibrateError as e:
         raise UserError(str(e)) from None
+    except OSError as e:
+        # The work directory, the memory cgroup or tracefs refused (permissions, a full disk).
+        raise UserError(f"calibrate: {e}") from None
     finally:
         if show:
             click.echo("\r\x1b[K", err=True, nl=False)
