@@ -13,15 +13,18 @@ gives the method of each figure.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,11 @@ class Sizes:
     dio: int
     reclaim_file: int
     reclaim_limit: int
+    walk_groups: int  # empty child groups for the memcg walk figure
+    charge_pairs: int  # root/child alternations for the charge figure
+    swap_anon: int  # anonymous memory pushed through a limited group to swap
+    swap_limit: int
+    compact_layout: int  # anonymous memory of the compaction layout, half of it freed
 
 
 QUICK = Sizes(
@@ -64,6 +72,11 @@ QUICK = Sizes(
     dio=500,
     reclaim_file=48 << 20,
     reclaim_limit=16 << 20,
+    walk_groups=500,
+    charge_pairs=9,
+    swap_anon=48 << 20,
+    swap_limit=16 << 20,
+    compact_layout=1 << 30,
 )
 FULL = Sizes(
     repeat=7,
@@ -77,6 +90,11 @@ FULL = Sizes(
     dio=4000,
     reclaim_file=256 << 20,
     reclaim_limit=64 << 20,
+    walk_groups=2000,
+    charge_pairs=21,
+    swap_anon=192 << 20,
+    swap_limit=64 << 20,
+    compact_layout=1 << 30,
 )
 
 
@@ -185,16 +203,34 @@ def _drop_file(path: Path) -> None:
 
 TRACEFS = Path("/sys/kernel/tracing")
 _TRACE_LINE = re.compile(
-    r"^\s*\S.*?-(\d+)\s+\[\d+\].*?\s(\d+\.\d+): mm_vmscan_memcg_reclaim_(begin|end):(.*)$"
+    r"^\s*\S.*?-(\d+)\s+\[\d+\].*?\s(\d+\.\d+): "
+    r"mm_vmscan_(memcg_reclaim_begin|memcg_reclaim_end|lru_shrink_inactive):(.*)$"
 )
+RECLAIM_EVENTS = [
+    "vmscan:mm_vmscan_memcg_reclaim_begin",
+    "vmscan:mm_vmscan_memcg_reclaim_end",
+    "vmscan:mm_vmscan_lru_shrink_inactive",
+]
+DEF_PRIORITY = 12
 
 
 def reclaim_available() -> str | None:
-    """Why the reclaim measurement cannot run here, or None when it can."""
+    """Why the reclaim measurements cannot run here, or None when they can."""
     if os.geteuid() != 0:
         return "needs root (it makes a memory cgroup and a tracefs instance)"
     if not (MEMCG_ROOT / "memory.limit_in_bytes").exists():
         return f"needs the cgroup-v1 memory controller at {MEMCG_ROOT}"
+    return None
+
+
+def swap_available() -> str | None:
+    """Why the swap-out measurement cannot run here, or None when it can."""
+    why = reclaim_available()
+    if why is not None:
+        return why
+    missing = [c for c in ("mkswap", "swapon", "swapoff") if shutil.which(c) is None]
+    if missing:
+        return f"needs {', '.join(missing)} (util-linux) to make a swap file"
     return None
 
 
@@ -234,42 +270,100 @@ def trace_instance(name: str, events: list[str]) -> Iterator[Path]:
             subprocess.run(["umount", str(TRACEFS)], capture_output=True)
 
 
-def memcg_reclaim_calls(trace: str) -> tuple[float, int, int]:
-    """Time inside memory cgroup limit reclaim [ns], pages it reclaimed and calls, from
-    mm_vmscan_memcg_reclaim_begin/_end pairs of each task in an ftrace text."""
-    begun: dict[str, float] = {}
-    spent, pages, calls = 0.0, 0, 0
+@dataclass(frozen=True)
+class ReclaimTrace:
+    """What the memory cgroup limit reclaims of one run did, from their tracepoints."""
+
+    ns: float  # time inside them, mm_vmscan_memcg_reclaim_begin to _end
+    pages: int  # pages they reclaimed (nr_reclaimed of _end)
+    calls: int
+    scanned: int  # pages their shrink_inactive_list calls scanned
+    # Priority passes before the last, summed over the calls that scanned: a call whose
+    # last shrink_inactive_list ran at priority p made DEF_PRIORITY - p passes over the
+    # group's subtree before the one that reached its goal (shrink_node_memcgs).
+    passes: int
+
+    @property
+    def ns_per_call(self) -> float:
+        return self.ns / self.calls if self.calls else 0.0
+
+
+def memcg_reclaim_calls(trace: str) -> ReclaimTrace:
+    """Memory cgroup limit reclaim of each task in an ftrace text: the time between
+    mm_vmscan_memcg_reclaim_begin and _end, the pages reclaimed, and what its
+    mm_vmscan_lru_shrink_inactive events scanned and at which priority."""
+    begun: dict[str, tuple[float, int]] = {}
+    spent, pages, calls, scanned, passes = 0.0, 0, 0, 0, 0
     for line in trace.splitlines():
         m = _TRACE_LINE.match(line)
         if not m:
             continue
         pid, ts, what, rest = m.group(1), float(m.group(2)), m.group(3), m.group(4)
-        if what == "begin":
-            begun[pid] = ts
+        if what == "memcg_reclaim_begin":
+            begun[pid] = (ts, DEF_PRIORITY + 1)
+        elif what == "lru_shrink_inactive":
+            if pid in begun:
+                prio = re.search(r"priority=(\d+)", rest)
+                nr = re.search(r"nr_scanned=(\d+)", rest)
+                if prio:
+                    begun[pid] = (begun[pid][0], min(begun[pid][1], int(prio.group(1))))
+                if nr:
+                    scanned += int(nr.group(1))
         elif pid in begun:
             nr = re.search(r"nr_reclaimed=(\d+)", rest)
             if nr:
-                spent += (ts - begun.pop(pid)) * 1e9
+                start, lowest = begun.pop(pid)
+                spent += (ts - start) * 1e9
                 pages += int(nr.group(1))
                 calls += 1
-    return spent, pages, calls
+                if lowest <= DEF_PRIORITY:
+                    passes += DEF_PRIORITY - lowest
+    return ReclaimTrace(spent, pages, calls, scanned, passes)
 
 
-def reclaim_clean_file(workdir: Path, sizes: Sizes) -> tuple[float, int, int]:
+@contextmanager
+def child_groups(parent: Path, n: int) -> Iterator[list[Path]]:
+    """``n`` empty memory cgroups below ``parent``, always removed."""
+    kids: list[Path] = []
+    try:
+        for i in range(n):
+            kid = parent / f"empty{i}"
+            kid.mkdir()
+            kids.append(kid)
+        yield kids
+    finally:
+        for kid in reversed(kids):
+            for _ in range(50):
+                try:
+                    kid.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def _reclaim_file(path: Path, size: int) -> Path:
+    if not path.exists():
+        with open(path, "wb") as f:
+            block = b"\x5a" * (1 << 20)
+            for _ in range(size >> 20):
+                f.write(block)
+    return path
+
+
+def reclaim_clean_file(workdir: Path, sizes: Sizes, children: int = 0) -> ReclaimTrace:
     """One repetition of the clean page-cache reclaim measurement: a file read 4 KiB a
     pread (readahead off, so one order-0 folio a read) by a process in a memory cgroup
-    whose limit is a third of the file; the time each limit reclaim took, from its
-    mm_vmscan_memcg_reclaim_begin/_end events, and the pages it reclaimed."""
+    whose room for it is a third of the file; the limit reclaims, from their tracepoints.
+    With ``children``, that many empty groups are made below the group first and its
+    limit is raised by what they charge to it (their mem_cgroup structures, the
+    group's memory.kmem.usage_in_bytes), so the file gets the same room."""
     tag = f"vmsim-calibrate-{os.getpid()}"
-    file = workdir / "reclaim.dat"
-    if not file.exists():
-        with open(file, "wb") as f:
-            block = b"\x5a" * (1 << 20)
-            for _ in range(sizes.reclaim_file >> 20):
-                f.write(block)
+    file = _reclaim_file(workdir / "reclaim.dat", sizes.reclaim_file)
     _drop_file(file)
-    events = ["vmscan:mm_vmscan_memcg_reclaim_begin", "vmscan:mm_vmscan_memcg_reclaim_end"]
-    with trace_instance(tag, events) as inst, memcg(tag, sizes.reclaim_limit) as group:
+    with trace_instance(tag, RECLAIM_EVENTS) as inst, memcg(tag, None) as group, \
+            child_groups(group, children):
+        kmem = int((group / "memory.kmem.usage_in_bytes").read_text())
+        (group / "memory.limit_in_bytes").write_text(str(sizes.reclaim_limit + kmem))
         try:
             _, nbytes = _vmsim.calibrate_read_in_cgroup(str(file), str(group / "cgroup.procs"))
         except OSError as e:
@@ -280,6 +374,172 @@ def reclaim_clean_file(workdir: Path, sizes: Sizes) -> tuple[float, int, int]:
     if nbytes != sizes.reclaim_file:
         raise CalibrateError(f"calibrate reclaim: read {nbytes} bytes of {file}")
     return memcg_reclaim_calls(trace)
+
+
+# A child process that joins a memory cgroup (or several in turn) and runs benchmarks
+# there: this process stays where it is.
+_IN_GROUP = r"""
+import json, os, sys
+from vmsim import _vmsim
+spec = json.loads(sys.argv[1])
+me = str(os.getpid())
+out = []
+for procs, name, size in spec:
+    with open(procs, "w") as f:
+        f.write(me)
+    out.append(dict(_vmsim.calibrate_bench(name, size, None, 0))["ns"])
+print(json.dumps(out))
+"""
+
+
+def _bench_in_groups(spec: list[tuple[str, str, int]]) -> list[float]:
+    """Runs (cgroup.procs, benchmark, size) in turn in one child process, which joins each
+    group before its benchmark; their figures [ns]."""
+    r = subprocess.run([sys.executable, "-c", _IN_GROUP, json.dumps(spec)],
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        raise CalibrateError(f"calibrate in a memory cgroup: {last}")
+    return [float(x) for x in json.loads(r.stdout)]
+
+
+def reclaim_anon_swap(workdir: Path, sizes: Sizes) -> tuple[ReclaimTrace, float]:
+    """One repetition of the anonymous reclaim measurement: a process in a memory cgroup
+    limited to ``swap_limit`` writes ``swap_anon`` of fresh anonymous memory, so limit
+    reclaim pushes the rest to a swap file made for it (mkswap, swapon; swapoff and
+    removed after); the limit reclaims, from their tracepoints, and the writer's thread
+    CPU time per page written [ns] (its faults and the reclaim they entered, not its
+    waits for the disk)."""
+    tag = f"vmsim-calibrate-{os.getpid()}"
+    from vmsim.fidelity import host
+    from vmsim.fidelity.experiment import FidelityError
+
+    with ExitStack() as stack:
+        try:
+            host.make_swapfile(stack, workdir / "swap.img", sizes.swap_anon + (16 << 20))
+        except (FidelityError, OSError) as e:
+            raise CalibrateError(f"calibrate swap: {e}") from None
+        with trace_instance(tag, RECLAIM_EVENTS) as inst, \
+                memcg(tag, sizes.swap_limit) as group:
+            ns = _bench_in_groups([(str(group / "cgroup.procs"), "fault_write",
+                                    sizes.swap_anon)])[0]
+            (inst / "tracing_on").write_text("0\n")
+            trace = (inst / "trace").read_text(errors="replace")
+    return memcg_reclaim_calls(trace), ns
+
+
+def memcg_charge_pairs(sizes: Sizes) -> float:
+    """One repetition of the charge measurement: a write fault and munmap of 16 MiB of
+    anonymous memory by one process alternately in the root memory cgroup (never charged:
+    try_charge returns at once for it) and in a group of its own, ``charge_pairs`` times;
+    the median over the pairs of the difference per page [ns]."""
+    tag = f"vmsim-calibrate-{os.getpid()}"
+    size = 16 << 20
+    root = str(MEMCG_ROOT / "cgroup.procs")
+    with memcg(tag, None) as group:
+        mine = str(group / "cgroup.procs")
+        spec: list[tuple[str, str, int]] = []
+        for i in range(sizes.charge_pairs):
+            for where in ((root, mine) if i % 2 else (mine, root)):
+                spec += [(where, "fault_write", size), (where, "unmap", size)]
+        ns = _bench_in_groups(spec)
+    diffs = []
+    for i in range(sizes.charge_pairs):
+        a = ns[4 * i] + ns[4 * i + 1]
+        b = ns[4 * i + 2] + ns[4 * i + 3]
+        diffs.append(b - a if i % 2 else a - b)
+    return statistics.median(diffs)
+
+
+# The layout compaction works on: a child that writes every page of an anonymous mapping
+# (no THP), frees every other page (MADV_DONTNEED), says "ready" and holds the rest until
+# its stdin closes.
+_LAYOUT = r"""
+import mmap, sys
+size = int(sys.argv[1])
+m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+m.madvise(mmap.MADV_NOHUGEPAGE)
+for off in range(0, size, 4096):
+    m[off] = 1
+for off in range(4096, size, 8192):
+    m.madvise(mmap.MADV_DONTNEED, off, 4096)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+COMPACT_MEMORY = Path("/proc/sys/vm/compact_memory")
+
+
+def compaction_available() -> str | None:
+    """Why the compaction measurement cannot run here, or None when it can."""
+    if os.geteuid() != 0:
+        return "needs root (it writes /proc/sys/vm/compact_memory)"
+    if not COMPACT_MEMORY.exists():
+        return "this kernel has no /proc/sys/vm/compact_memory (CONFIG_COMPACTION off)"
+    return None
+
+
+def _vmstat() -> dict[str, int]:
+    out = {}
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        k, _, v = line.partition(" ")
+        out[k] = int(v)
+    return out
+
+
+def compact_memory_pass() -> tuple[float, int, int]:
+    """``echo 1 > /proc/sys/vm/compact_memory``: compact_nodes() runs in the writer, so
+    this thread's CPU time is the whole pass [ns]; with the pages it migrated
+    (pgmigrate_success) and the pages its two scanners went over
+    (compact_migrate_scanned + compact_free_scanned)."""
+    v0 = _vmstat()
+    t0 = time.thread_time_ns()
+    COMPACT_MEMORY.write_text("1\n")
+    t1 = time.thread_time_ns()
+    v1 = _vmstat()
+    scanned = sum(v1[k] - v0[k] for k in ("compact_migrate_scanned", "compact_free_scanned"))
+    return float(t1 - t0), v1["pgmigrate_success"] - v0["pgmigrate_success"], scanned
+
+
+def compaction_costs(sizes: Sizes) -> tuple[float, float, int]:
+    """One repetition of the compaction measurement: passes of compact_memory with nothing
+    prepared until one finds little or nothing to move (at most four), then
+    one with the layout held, which migrates most of it; solved for the CPU time per page
+    migrated and per page scanned [ns] (a pass costs migrated x the one + scanned x the
+    other), and the pages the second pass migrated."""
+    # Until a pass finds (almost) nothing to move: what the machine's own recent work left.
+    for _ in range(4):
+        cb, mb, sb = compact_memory_pass()
+        if mb < 1000:
+            break
+    p = subprocess.Popen([sys.executable, "-c", _LAYOUT, str(sizes.compact_layout)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        if p.stdout.readline().strip() != "ready":
+            raise CalibrateError("calibrate compaction: the layout's process did not start")
+        ca, ma, sa = compact_memory_pass()
+    finally:
+        if p.stdin is not None:
+            with suppress(OSError):
+                p.stdin.close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    det = ma * sb - mb * sa
+    if ma < 1000 or ma < 4 * mb or det <= 0:
+        raise CalibrateError(
+            f"calibrate compaction: the passes migrated {mb} pages and, with the layout, {ma}; "
+            "too little to tell migration from scanning (is something else compacting?)"
+        )
+    return (ca * sb - cb * sa) / det, (ma * cb - mb * ca) / det, ma
+
+
+def _cost_now(base: dict[str, int], knobs: dict[str, Figure]) -> dict[str, float]:
+    """The costs so far: ``base`` with each knob measured yet at its median (a part that
+    came out below 0 counts as 0 until it is clamped)."""
+    return {**base, **{n: max(0.0, f.median) for n, f in knobs.items()}}
 
 
 def _per_rep(
@@ -293,10 +553,12 @@ def measure(
     workdir: Path | None = None,
     base_cost: dict[str, int] | None = None,
     progress: Callable[[str], None] | None = None,
+    base_profile_name: str | None = None,
 ) -> Calibration:
     """Runs every microbenchmark and derives the knobs they measure."""
     sizes = QUICK if quick else FULL
     base = dict(base_cost or api.cost_profile("seed-era")["cost"])
+    base_name = base_profile_name or "seed-era"
     cal = Calibration(machine=machine_facts())
     say = progress or (lambda _s: None)
 
@@ -410,13 +672,37 @@ def measure(
             lambda: _bench("direct_write", sizes.dio, path=tmp)["ns"],
         )
         why = reclaim_available()
-        reclaim = None
+        reclaim: list[ReclaimTrace] | None = None
+        walk: list[ReclaimTrace] = []
+        charge: list[float] = []
         if why is None:
-            say("reclaim")
-            runs = [reclaim_clean_file(Path(tmp), sizes) for _ in range(sizes.repeat)]
-            reclaim = runs
+            say(f"reclaim of clean page cache, alone and beside {sizes.walk_groups} empty groups")
+            reclaim = []
+            for _ in range(sizes.repeat):
+                reclaim.append(reclaim_clean_file(Path(tmp), sizes))
+                walk.append(reclaim_clean_file(Path(tmp), sizes, sizes.walk_groups))
+            say("memcg charge")
+            charge = [memcg_charge_pairs(sizes) for _ in range(sizes.repeat)]
         else:
             cal.skipped["shrink_page"] = f"reclaim of clean page cache: {why}"
+            cal.skipped["memcg_iter"] = f"reclaim beside empty groups: {why}"
+            cal.skipped["memcg_shrink_lruvec"] = f"reclaim beside empty groups: {why}"
+            cal.skipped["memcg_charge"] = f"faults in a memory cgroup: {why}"
+        why_compact = compaction_available()
+        compact: list[tuple[float, float, int]] = []
+        if why_compact is None:
+            say("compaction (compact_memory, the whole machine)")
+            compact = [compaction_costs(sizes) for _ in range(sizes.repeat)]
+        else:
+            cal.skipped["migrate_page"] = f"compaction: {why_compact}"
+            cal.skipped["compact_scan_page"] = f"compaction: {why_compact}"
+        why_swap = swap_available()
+        anon: list[tuple[ReclaimTrace, float]] = []
+        if why_swap is None:
+            say("reclaim of anonymous memory to swap")
+            anon = [reclaim_anon_swap(Path(tmp), sizes) for _ in range(sizes.repeat)]
+        else:
+            cal.skipped["unmap_page"] = f"reclaim of anonymous memory to swap: {why_swap}"
 
     # The knobs, each from its figures, repetition by repetition.
     k = cal.knobs
@@ -461,30 +747,124 @@ def measure(
         "an O_DIRECT 4 KiB write's CPU time (direct_write) less a system call and the "
         "context switch of its wait",
     )
+    if charge:
+        units = _vmsim_charge_units(_cost_now(base, k))
+        cal.figures["memcg_charge_page"] = Figure(
+            "memcg_charge_page", charge,
+            "a write fault and munmap of 16 MiB of anonymous memory in a memory cgroup of its "
+            "own less the same in the root group (which is never charged), per page: median "
+            f"over {sizes.charge_pairs} alternations",
+        )
+        k["memcg_charge"] = Figure(
+            "memcg_charge", [max(0.0, c / units) for c in charge],
+            f"memcg_charge_page over what vmsim charges for the same difference ({units:g} x "
+            "memcg_charge a page: the charge and the uncharge, one level more each)",
+        )
     if reclaim is not None:
-        others = base["lru_lock_page"] + base["pcp_free"] + base["memcg_charge"]
-        for _spent, n, _calls in reclaim:
-            if n <= 0:
+        memcg_charge = k["memcg_charge"].median if "memcg_charge" in k else base["memcg_charge"]
+        others = base["lru_lock_page"] + base["pcp_free"] + memcg_charge
+        for run in reclaim + walk:
+            if run.pages <= 0:
                 raise CalibrateError("calibrate reclaim: the limited group reclaimed nothing")
-        per_page = [spent / n for spent, n, _ in reclaim]
+        per_page = [r.ns / r.pages for r in reclaim]
+        first = reclaim[0]
         cal.figures["reclaim_clean"] = Figure(
             "reclaim_clean", per_page,
             f"time inside memory cgroup limit reclaim (mm_vmscan_memcg_reclaim_begin to _end) "
             f"per page it reclaimed, reading a {sizes.reclaim_file >> 20} MiB file 4 KiB a "
             f"pread (readahead off: order-0 folios) in a group limited to "
-            f"{sizes.reclaim_limit >> 20} MiB; {reclaim[0][2]} reclaims of "
-            f"{reclaim[0][1] / max(1, reclaim[0][2]):.0f} pages",
+            f"{sizes.reclaim_limit >> 20} MiB; {first.calls} reclaims of "
+            f"{first.pages / max(1, first.calls):.0f} pages",
         )
         k["shrink_page"] = Figure(
             "shrink_page", [p - others for p in per_page],
             "reclaim_clean less what vmsim charges besides shrink_page for a clean order-0 "
-            f"file page on that path (lru_lock_page + pcp_free + memcg_charge = {others} ns)",
+            f"file page on that path (lru_lock_page + pcp_free + memcg_charge = {others:.0f} "
+            "ns)",
+        )
+        n = sizes.walk_groups
+        visit = []
+        for alone, beside in zip(reclaim, walk, strict=True):
+            if beside.passes <= 0:
+                raise CalibrateError("calibrate reclaim: no pass of the walk beside empty groups "
+                                     "scanned (no mm_vmscan_lru_shrink_inactive events)")
+            visit.append((beside.ns - alone.ns_per_call * beside.calls) / (n * beside.passes))
+        cal.figures["memcg_visit"] = Figure(
+            "memcg_visit", visit,
+            f"the same reclaim with {n} empty groups below the group (its limit raised by "
+            "what they charge to it): the time it adds per call, over the empty groups each "
+            "call visits. 6.18's limit reclaim walks the subtree from where the last walk "
+            "stopped (shrink_node_memcgs' partial walk) and stops at the group once it has "
+            "enough, so a call whose last shrink_inactive_list ran at priority p visits every "
+            "empty group 12 - p times",
+        )
+        iter_share = base["memcg_iter"] / (base["memcg_iter"] + base["memcg_shrink_lruvec"])
+        split = (f"; an empty group's visit costs memcg_iter + memcg_shrink_lruvec in vmsim, "
+                 f"and no microbenchmark here separates the two: split as in profile "
+                 f"{base_name} ({iter_share:.2f} of it the iteration step)")
+        k["memcg_iter"] = Figure("memcg_iter", [v * iter_share for v in visit],
+                                 "memcg_visit's iteration step (mem_cgroup_iter)" + split)
+        k["memcg_shrink_lruvec"] = Figure(
+            "memcg_shrink_lruvec", [v * (1 - iter_share) for v in visit],
+            "memcg_visit's shrink_lruvec and shrink_slab of an empty group" + split)
+    if compact:
+        cal.figures["compact_migrated"] = Figure(
+            "compact_migrated", [c[0] for c in compact],
+            "CPU time of compact_memory per page migrated: a process writes "
+            f"{sizes.compact_layout >> 20} MiB of anonymous memory and frees every other "
+            "page; two passes of compact_memory (the writer's thread CPU time, "
+            "pgmigrate_success, compact_migrate_scanned + compact_free_scanned), one before "
+            f"the layout, finding little to move, one with it, migrating {compact[0][2]} "
+            "pages; solved for a cost per page migrated and one per page scanned",
+        )
+        k["compact_scan_page"] = Figure(
+            "compact_scan_page", [c[1] for c in compact],
+            "the per-page-scanned part of the same two passes (the scanners step over free "
+            "blocks a page at a time in the counters, as vmsim charges them)",
+        )
+        k["migrate_page"] = Figure(
+            "migrate_page", [c[0] - base["buddy_free"] for c in compact],
+            "compact_migrated less what vmsim charges besides migrate_page for an order-0 "
+            f"page it migrates (buddy_free of the old page, {base['buddy_free']} ns)",
+        )
+    if anon:
+        cost_now = {**_cost_now(base, k), "unmap_page": 0}
+        own_run, own = _vmsim_reclaim_anon(cost_now, sizes)
+        touched = sizes.swap_anon // 4096
+        fault = cal.figures["fault_write"].median
+        if any(r.pages <= 0 for r, _ in anon):
+            raise CalibrateError("calibrate swap: the limited group reclaimed nothing")
+        real = [(ns - fault) * touched / r.pages for r, ns in anon]
+        a0 = anon[0][0]
+        cal.figures["reclaim_anon"] = Figure(
+            "reclaim_anon", real,
+            f"CPU time of reclaim per page it reclaimed: a process writes "
+            f"{sizes.swap_anon >> 20} MiB of fresh anonymous memory in a group limited to "
+            f"{sizes.swap_limit >> 20} MiB with a swap file; its thread CPU time per page "
+            "less fault_write's, times the pages written, over the pages its limit reclaims "
+            f"reclaimed (mm_vmscan_memcg_reclaim_end); {a0.calls} reclaims of "
+            f"{a0.pages / max(1, a0.calls):.0f} pages, {a0.scanned / max(1, a0.pages):.1f} "
+            "pages scanned per page reclaimed",
+        )
+        cal.figures["reclaim_anon_vmsim"] = Figure(
+            "reclaim_anon_vmsim", [own],
+            "vmsim's own system time per page reclaimed in the same shape (its run less the "
+            "same run without the limit) with unmap_page = 0 and every other figure as "
+            f"measured; {own_run.calls} reclaims of "
+            f"{own_run.pages / max(1, own_run.calls):.0f} pages, "
+            f"{own_run.scanned / max(1, own_run.pages):.1f} pages scanned per page reclaimed",
+        )
+        k["unmap_page"] = Figure(
+            "unmap_page", [r - own for r in real],
+            "reclaim_anon less vmsim's own time for it (reclaim_anon_vmsim): what the kernel "
+            "spends on an anonymous page beyond what vmsim charges for the rest of that path "
+            "(add_to_swap, try_to_unmap, swap_writepage)",
         )
     # write_call/write_page and read_call/read_page: a call of n pages costs call + n·page.
     # Two lengths (4 KiB and 64 KiB a call) give both parts, for the real kernel and for
     # vmsim with these four at 0 and every other figure as measured; each knob is the
     # real part less vmsim's own.
-    cost = {**base, **{n: f.median for n, f in k.items()}}
+    cost = _cost_now(base, k)
     cost.update(write_call=0, write_page=0, read_call=0, read_page=0)
     say("vmsim's own charge for writes and reads")
     v = {
@@ -508,16 +888,17 @@ def measure(
             + ("allocation, copy, buffer_head, LRU add, charge)" if op == "write"
                else "the copy, the accessed marking)"),
         )
-    for name in ("write_call", "write_page", "read_call", "read_page"):
-        if k[name].median < 0:
-            # vmsim's own charge for that part already exceeds the kernel's: nothing to add.
-            fig = k[name]
-            k[name] = Figure(
-                name, [max(0.0, x) for x in fig.values],
-                fig.method + f"; vmsim's own part exceeds the kernel's by "
-                f"{-fig.median:.0f} ns, so 0",
-            )
-    for name in ("page_fault", "context_switch", "submit_bio", "shrink_page"):
+    for name in ("write_call", "write_page", "read_call", "read_page", "unmap_page"):
+        if name not in k or min(k[name].values) >= 0:
+            continue
+        # Where vmsim's own charge for the rest of the path already exceeds the kernel's,
+        # there is nothing to add: a repetition's figure is 0 then.
+        fig = k[name]
+        note = (f"; vmsim's own part exceeds the kernel's by {-fig.median:.0f} ns, so 0"
+                if fig.median < 0 else "; a repetition below 0 counts as 0")
+        k[name] = Figure(name, [max(0.0, x) for x in fig.values], fig.method + note)
+    for name in ("page_fault", "context_switch", "submit_bio", "shrink_page", "migrate_page",
+                 "compact_scan_page", "memcg_iter"):
         if name in k and k[name].median <= 0:
             raise CalibrateError(
                 f"calibrate: {name} came out at {k[name].median:.0f} ns, not a cost; the "
@@ -547,6 +928,66 @@ def _vmsim_sys_per_page(cost: dict[str, float], program: list[dict[str, Any]], p
 
 
 CHECK_PAGES = 16 * 256
+
+
+def _vmsim_charge_units(cost: dict[str, float]) -> float:
+    """How many memcg_charge vmsim charges a page for a write fault and munmap in a group
+    of its own beyond the same in the root group: from four runs, with memcg_charge at
+    0 and at 1000 ns."""
+
+    def sys_ns(c: int, group: bool) -> float:
+        # Both runs have the group (memcg on); the task joins it or stays in the root one.
+        task: dict[str, Any] = {"name": "t", "program": [
+            {"op": "touch", "size": "16MiB"}, {"op": "unmap", "size": "16MiB"}]}
+        sc: dict[str, Any] = {
+            "name": "calibrate-check", "duration": "60s",
+            "machine": {"memory": "4GiB", "cpus": 2},
+            "cost": {**{n: int(round(v)) for n, v in cost.items()}, "memcg_charge": c},
+            "task": [task],
+            "cgroup": [{"path": "g"}],
+        }
+        if group:
+            task["cgroup"] = "g"
+        return float(api.run(sc).data["tasks"]["t"]["sys_seconds"]) * 1e9
+
+    d0 = sys_ns(0, True) - sys_ns(0, False)
+    d1 = sys_ns(1000, True) - sys_ns(1000, False)
+    units = (d1 - d0) / 1000 / CHECK_PAGES
+    if units <= 0:
+        raise CalibrateError("calibrate: vmsim charges nothing more for a page charged to a "
+                             "group than to the root one")
+    return round(units, 3)
+
+
+def _vmsim_reclaim_anon(cost: dict[str, float], sizes: Sizes) -> tuple[ReclaimTrace, float]:
+    """vmsim's own limit reclaims in the anonymous reclaim measurement's shape, from the
+    same tracepoints of its trace, and the system time they add per page reclaimed [ns]
+    (the run's less the same run without the limit)."""
+
+    def sc(limit: bool) -> dict[str, Any]:
+        group: dict[str, Any] = {"path": "g"}
+        if limit:
+            group["limit_in_bytes"] = f"{sizes.swap_limit >> 20}MiB"
+        return {
+            "name": "calibrate-check", "duration": "120s",
+            "machine": {"memory": "4GiB", "cpus": 2,
+                        "swap": f"{(sizes.swap_anon >> 20) + 16}MiB"},
+            "cost": {n: int(round(v)) for n, v in cost.items()},
+            "cgroup": [group],
+            "task": [{"name": "t", "cgroup": "g",
+                      "program": [{"op": "touch", "size": f"{sizes.swap_anon >> 20}MiB"}]}],
+        }
+
+    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
+        trace = Path(tmp) / "trace.txt"
+        limited = api.run(sc(True), trace=trace, events=RECLAIM_EVENTS)
+        run = memcg_reclaim_calls(trace.read_text())
+    if run.pages <= 0:
+        raise CalibrateError("calibrate swap: vmsim's group reclaimed nothing")
+    free = api.run(sc(False))
+    extra = (float(limited.data["tasks"]["t"]["sys_seconds"])
+             - float(free.data["tasks"]["t"]["sys_seconds"])) * 1e9
+    return run, extra / run.pages
 
 
 def _write(kib: int) -> list[dict[str, Any]]:

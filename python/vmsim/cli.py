@@ -1063,7 +1063,8 @@ def calibrate_cmd(
             click.echo(f"\r\x1b[Kmeasuring {what} ...", err=True, nl=False)
 
     try:
-        cal = calibrate.measure(quick, workdir, base_profile["cost"], progress)
+        cal = calibrate.measure(quick, workdir, base_profile["cost"], progress,
+                                  base_profile["name"])
     except calibrate.CalibrateError as e:
         raise UserError(str(e)) from None
     except OSError as e:
