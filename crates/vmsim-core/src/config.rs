@@ -217,6 +217,8 @@ section! {
         version: KernelVersion = KernelVersion::V6_18, "[version]";
         /// try_charge_memcg() charges a batch of MEMCG_CHARGE_BATCH (64) pages, keeps the rest in a per-CPU stock (consume_stock, refill_stock) and retries a single page when the batch fails. Version default: on for 6.1 and 6.18 (with large page-cache folios, 6.18's folios of more than 64 pages are charged whole: max(MEMCG_CHARGE_BATCH, nr_pages)).
         memcg_charge_batch: Option<bool> = None, "[bool]";
+        /// A read fault on untouched anonymous memory maps the shared zero page (do_anonymous_page without FAULT_FLAG_WRITE): no page is allocated, zeroed or charged and RSS does not grow; the first write then gives the task a zeroed page of its own (do_wp_page → wp_page_copy). false: every first touch allocates a page (as 2.6.24–2.6.31, which had no ZERO_PAGE). Version default: on for 6.18 and 6.1.
+        zero_page: Option<bool> = None, "[bool]";
         /// Large folios in the page cache of files (ext4 since 6.16, ext4_set_inode_mapping_order): buffered writes create folios of the order their length and alignment ask for (write_begin_get_folio, up to EXT4_MAX_PAGECACHE_ORDER 9) and readahead folios of growing order (page_cache_ra_order); each folio is charged, on the LRU, written back, reclaimed and freed as one unit. false: every page-cache folio is one page. Version default: 6.18 on, 6.1 off.
         large_folios: Option<bool> = None, "[bool]";
         /// On-demand readahead (mm/readahead.c): windows that start at get_init_ra_size() of the read's size and ramp with get_next_ra_size() up to the disk's read_ahead_kb, the next one started asynchronously from the PG_readahead folio. false: every miss reads a fixed window of 32 pages synchronously (vmsim's earlier model, kept for the seeds' kernels). Version default: on for 6.18 and 6.1.
@@ -382,6 +384,8 @@ impl<'de> Deserialize<'de> for KernelVersion {
 pub struct VersionRules {
     /// `kernel.memcg_charge_batch`.
     pub memcg_charge_batch: bool,
+    /// `kernel.zero_page`.
+    pub zero_page: bool,
     /// `kernel.memcg_stock_groups`.
     pub memcg_stock_groups: u64,
     /// `kernel.memcg_kmem`.
@@ -406,6 +410,7 @@ impl KernelVersion {
         match self {
             KernelVersion::V6_18 => VersionRules {
                 memcg_charge_batch: true,
+                zero_page: true,
                 memcg_stock_groups: 7,
                 memcg_kmem: true,
                 memsw_failcnt: false,
@@ -417,6 +422,7 @@ impl KernelVersion {
             },
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
+                zero_page: true,
                 memcg_stock_groups: 1,
                 memcg_kmem: true,
                 memsw_failcnt: true,
@@ -435,6 +441,7 @@ impl Kernel {
     pub fn apply_version(&mut self) {
         let r = self.version.rules();
         self.memcg_charge_batch.get_or_insert(r.memcg_charge_batch);
+        self.zero_page.get_or_insert(r.zero_page);
         self.memcg_stock_groups.get_or_insert(r.memcg_stock_groups);
         self.memcg_kmem.get_or_insert(r.memcg_kmem);
         self.memsw_failcnt.get_or_insert(r.memsw_failcnt);
@@ -451,6 +458,7 @@ impl Kernel {
         let r = self.version.rules();
         VersionRules {
             memcg_charge_batch: self.memcg_charge_batch.unwrap_or(r.memcg_charge_batch),
+            zero_page: self.zero_page.unwrap_or(r.zero_page),
             memcg_stock_groups: self.memcg_stock_groups.unwrap_or(r.memcg_stock_groups),
             memcg_kmem: self.memcg_kmem.unwrap_or(r.memcg_kmem),
             memsw_failcnt: self.memsw_failcnt.unwrap_or(r.memsw_failcnt),

@@ -118,9 +118,26 @@ impl Kernel {
                 }
                 Fault::Access
             }
+            Entry::None if !write && self.mm.kcfg.rules().zero_page => {
+                self.do_anonymous_zero_page(tid, slot)
+            }
             Entry::None => self.do_anonymous_fault(tid, index, slot),
+            Entry::Zero if !write => Fault::Access,
+            // do_wp_page on the zero page: wp_page_copy gives the task a zeroed page of its own.
+            Entry::Zero => self.do_anonymous_page_at(tid, slot),
             Entry::Swap(s) => self.do_swap_page(tid, index, slot, s, write),
         }
+    }
+
+    /// A read fault on an empty slot maps the shared zero page (do_anonymous_page's
+    /// `!(vmf->flags & FAULT_FLAG_WRITE)` branch): no allocation, no charge, no RSS.
+    fn do_anonymous_zero_page(&mut self, tid: TaskId, slot: u32) -> Fault {
+        self.mm.cur.acc += self.mm.cost.page_fault;
+        self.mm.count_vm_events(Event::PGFAULT, 1);
+        self.tasks[tid as usize].stats.faults += 1;
+        self.count_memcg_pgfault(tid);
+        self.rmap.set(slot, Entry::Zero);
+        Fault::Minor
     }
 
     /// A write to a mapped swap-cache page: its slot goes (folio_free_swap), or, while the
@@ -283,6 +300,7 @@ impl Kernel {
     pub fn zap_slot(&mut self, tid: TaskId, slot: u32, cpu: usize) {
         match self.rmap.get(slot) {
             Entry::None => {}
+            Entry::Zero => self.rmap.set(slot, Entry::None),
             Entry::Page(p) => {
                 if let Some(f) = self.swap.folio(p) {
                     // free_swap_cache(): the last mapping went, so does the swap copy.

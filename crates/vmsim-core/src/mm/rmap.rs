@@ -18,6 +18,9 @@ pub const CHUNK_SHIFT: u32 = 9;
 pub const SLOT_NONE: u32 = u32::MAX;
 /// Marks a swap entry (!pte_present, is_swap_pte).
 pub const SWP_BIT: u32 = 1 << 31;
+/// A PTE mapping the shared zero page (my_zero_pfn); never a swap slot, as swap devices
+/// hold fewer than [`SWP_BIT`] - 2 slots.
+pub const SLOT_ZERO: u32 = u32::MAX - 1;
 
 /// Who a chunk belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +52,8 @@ pub enum Entry {
     Page(Pfn),
     /// Swapped out to this swap slot.
     Swap(u32),
+    /// The shared zero page, mapped read-only by a read fault (do_anonymous_page).
+    Zero,
 }
 
 impl Entry {
@@ -57,6 +62,8 @@ impl Entry {
     pub fn decode(v: u32) -> Entry {
         if v == SLOT_NONE {
             Entry::None
+        } else if v == SLOT_ZERO {
+            Entry::Zero
         } else if v & SWP_BIT != 0 {
             Entry::Swap(v & !SWP_BIT)
         } else {
@@ -69,6 +76,7 @@ impl Entry {
     pub fn encode(self) -> u32 {
         match self {
             Entry::None => SLOT_NONE,
+            Entry::Zero => SLOT_ZERO,
             Entry::Page(p) => p,
             Entry::Swap(s) => s | SWP_BIT,
         }
