@@ -175,12 +175,18 @@ def memcg(name: str, limit: int | None) -> Iterator[Path]:
             (path / "memory.force_empty").write_text("0")
         except OSError:
             pass
-        for _ in range(50):
-            try:
-                path.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        _rmdir_retrying(path)
+
+
+def _rmdir_retrying(path: Path, tries: int = 50) -> None:
+    """Removes a cgroup or tracefs directory, retrying while the kernel still holds it
+    (a group's last pages being freed, a tracefs instance still open)."""
+    for _ in range(tries):
+        try:
+            path.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def _memcg_stat(path: Path) -> dict[str, int]:
@@ -259,12 +265,7 @@ def trace_instance(name: str, events: list[str]) -> Iterator[Path]:
         finally:
             with suppress(OSError):
                 (inst / "events" / "enable").write_text("0\n")
-            for _ in range(20):
-                try:
-                    inst.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            _rmdir_retrying(inst, 20)
     finally:
         if mounted:
             subprocess.run(["umount", str(TRACEFS)], capture_output=True)
@@ -286,6 +287,11 @@ class ReclaimTrace:
     @property
     def ns_per_call(self) -> float:
         return self.ns / self.calls if self.calls else 0.0
+
+    def shape(self) -> str:
+        """How the reclaim went, for a figure's method: calls, pages a call, scans a page."""
+        return (f"{self.calls} reclaims of {self.pages / max(1, self.calls):.0f} pages, "
+                f"{self.scanned / max(1, self.pages):.1f} pages scanned per page reclaimed")
 
 
 def memcg_reclaim_calls(trace: str) -> ReclaimTrace:
@@ -333,12 +339,7 @@ def child_groups(parent: Path, n: int) -> Iterator[list[Path]]:
         yield kids
     finally:
         for kid in reversed(kids):
-            for _ in range(50):
-                try:
-                    kid.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            _rmdir_retrying(kid)
 
 
 def _reclaim_file(path: Path, size: int) -> Path:
@@ -773,8 +774,7 @@ def measure(
             f"time inside memory cgroup limit reclaim (mm_vmscan_memcg_reclaim_begin to _end) "
             f"per page it reclaimed, reading a {sizes.reclaim_file >> 20} MiB file 4 KiB a "
             f"pread (readahead off: order-0 folios) in a group limited to "
-            f"{sizes.reclaim_limit >> 20} MiB; {first.calls} reclaims of "
-            f"{first.pages / max(1, first.calls):.0f} pages",
+            f"{sizes.reclaim_limit >> 20} MiB; {first.shape()}",
         )
         k["shrink_page"] = Figure(
             "shrink_page", [p - others for p in per_page],
@@ -842,17 +842,13 @@ def measure(
             f"{sizes.swap_anon >> 20} MiB of fresh anonymous memory in a group limited to "
             f"{sizes.swap_limit >> 20} MiB with a swap file; its thread CPU time per page "
             "less fault_write's, times the pages written, over the pages its limit reclaims "
-            f"reclaimed (mm_vmscan_memcg_reclaim_end); {a0.calls} reclaims of "
-            f"{a0.pages / max(1, a0.calls):.0f} pages, {a0.scanned / max(1, a0.pages):.1f} "
-            "pages scanned per page reclaimed",
+            f"reclaimed (mm_vmscan_memcg_reclaim_end); {a0.shape()}",
         )
         cal.figures["reclaim_anon_vmsim"] = Figure(
             "reclaim_anon_vmsim", [own],
             "vmsim's own system time per page reclaimed in the same shape (its run less the "
             "same run without the limit) with unmap_page = 0 and every other figure as "
-            f"measured; {own_run.calls} reclaims of "
-            f"{own_run.pages / max(1, own_run.calls):.0f} pages, "
-            f"{own_run.scanned / max(1, own_run.pages):.1f} pages scanned per page reclaimed",
+            f"measured; {own_run.shape()}",
         )
         k["unmap_page"] = Figure(
             "unmap_page", [r - own for r in real],
