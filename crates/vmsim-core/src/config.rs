@@ -219,6 +219,8 @@ section! {
         memcg_charge_batch: Option<bool> = None, "[bool]";
         /// A read fault on untouched anonymous memory maps the shared zero page (do_anonymous_page without FAULT_FLAG_WRITE): no page is allocated, zeroed or charged and RSS does not grow; the first write then gives the task a zeroed page of its own (do_wp_page → wp_page_copy). false: every first touch allocates a page (as 2.6.24–2.6.31, which had no ZERO_PAGE). Version default: on for 6.18 and 6.1.
         zero_page: Option<bool> = None, "[bool]";
+        /// How reclaim walks the memory cgroups below its target (shrink_node_memcgs): "cookie" (6.11 on: direct and limit reclaim resume where the last walk stopped and stop once they have enough, kswapd walks in full), "full" (5.5–6.10: every walk visits the whole subtree) or "restart" (vmsim's earlier model, kept for the seeds' kernels: each walk starts at the target, limit reclaim stops once it has enough). Version default: 6.18 cookie, 6.1 full.
+        memcg_reclaim_iter: Option<MemcgReclaimIter> = None, "[walk]";
         /// Large folios in the page cache of files (ext4 since 6.16, ext4_set_inode_mapping_order): buffered writes create folios of the order their length and alignment ask for (write_begin_get_folio, up to EXT4_MAX_PAGECACHE_ORDER 9) and readahead folios of growing order (page_cache_ra_order); each folio is charged, on the LRU, written back, reclaimed and freed as one unit. false: every page-cache folio is one page. Version default: 6.18 on, 6.1 off.
         large_folios: Option<bool> = None, "[bool]";
         /// On-demand readahead (mm/readahead.c): windows that start at get_init_ra_size() of the read's size and ramp with get_next_ra_size() up to the disk's read_ahead_kb, the next one started asynchronously from the PG_readahead folio. false: every miss reads a fixed window of 32 pages synchronously (vmsim's earlier model, kept for the seeds' kernels). Version default: on for 6.18 and 6.1.
@@ -386,6 +388,8 @@ pub struct VersionRules {
     pub memcg_charge_batch: bool,
     /// `kernel.zero_page`.
     pub zero_page: bool,
+    /// `kernel.memcg_reclaim_iter`.
+    pub memcg_reclaim_iter: MemcgReclaimIter,
     /// `kernel.memcg_stock_groups`.
     pub memcg_stock_groups: u64,
     /// `kernel.memcg_kmem`.
@@ -411,6 +415,7 @@ impl KernelVersion {
             KernelVersion::V6_18 => VersionRules {
                 memcg_charge_batch: true,
                 zero_page: true,
+                memcg_reclaim_iter: MemcgReclaimIter::Cookie,
                 memcg_stock_groups: 7,
                 memcg_kmem: true,
                 memsw_failcnt: false,
@@ -423,6 +428,7 @@ impl KernelVersion {
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
                 zero_page: true,
+                memcg_reclaim_iter: MemcgReclaimIter::Full,
                 memcg_stock_groups: 1,
                 memcg_kmem: true,
                 memsw_failcnt: true,
@@ -442,6 +448,7 @@ impl Kernel {
         let r = self.version.rules();
         self.memcg_charge_batch.get_or_insert(r.memcg_charge_batch);
         self.zero_page.get_or_insert(r.zero_page);
+        self.memcg_reclaim_iter.get_or_insert(r.memcg_reclaim_iter);
         self.memcg_stock_groups.get_or_insert(r.memcg_stock_groups);
         self.memcg_kmem.get_or_insert(r.memcg_kmem);
         self.memsw_failcnt.get_or_insert(r.memsw_failcnt);
@@ -459,6 +466,7 @@ impl Kernel {
         VersionRules {
             memcg_charge_batch: self.memcg_charge_batch.unwrap_or(r.memcg_charge_batch),
             zero_page: self.zero_page.unwrap_or(r.zero_page),
+            memcg_reclaim_iter: self.memcg_reclaim_iter.unwrap_or(r.memcg_reclaim_iter),
             memcg_stock_groups: self.memcg_stock_groups.unwrap_or(r.memcg_stock_groups),
             memcg_kmem: self.memcg_kmem.unwrap_or(r.memcg_kmem),
             memsw_failcnt: self.memsw_failcnt.unwrap_or(r.memsw_failcnt),
@@ -503,6 +511,24 @@ pub enum ThpDefrag {
     /// Take a free huge page or fall back at once.
     #[serde(rename = "never")]
     Never,
+}
+
+/// How reclaim walks the memory cgroups of its target's subtree (shrink_node_memcgs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemcgReclaimIter {
+    /// 6.11 onward (6.18): direct and limit reclaim resume the walk where the previous one
+    /// stopped (mem_cgroup_iter with a mem_cgroup_reclaim_cookie, one position per target
+    /// and node) and stop once they have reclaimed enough; kswapd walks in full; a
+    /// reclaim that got nothing from partial walks retries with full ones (memcg_full_walk).
+    Cookie,
+    /// 5.5 to 6.10 (6.1): every reclaimer walks the whole subtree from its first group and
+    /// never stops early.
+    Full,
+    /// vmsim's earlier model, kept for the seeds' kernels: every walk starts at the target
+    /// and limit reclaim stops once it has enough (3.x kept a cursor per zone and
+    /// priority, not modelled).
+    Restart,
 }
 
 /// How global reclaim honours memory.soft_limit_in_bytes (seed 002's three kernels).

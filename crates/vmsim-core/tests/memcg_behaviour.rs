@@ -957,3 +957,66 @@ fn a_thp_fault_is_charged_whole_or_falls_back() {
     assert_eq!(r.vmstat["thp_fault_fallback"], 1);
     assert_eq!(r.vmstat["thp_fault_fallback_charge"], 1);
 }
+
+/// A reader in a group limited to 16 MiB reading a 48 MiB file, with 100 empty groups
+/// below it, under the walk `iter`: (groups visited, shrink_node_memcgs calls, limit
+/// reclaims, pages reclaimed).
+fn walk_beside_empty_groups(iter: &str) -> (u64, u64, u64, u64) {
+    let sc = scenario(
+        "1GiB",
+        "0",
+        &format!("memcg_reclaim_iter = \"{iter}\"\n{USER_PAGES_ONLY}"),
+        r#"
+[[file]]
+name = "f"
+size = "48MiB"
+[[cgroup]]
+path = "P"
+limit_in_bytes = "16MiB"
+[[cgroup]]
+path = "P/e"
+generate = { shape = "binary", groups = 99 }
+[[task]]
+name = "r"
+cgroup = "P"
+program = [ { op = "read", file = "f" } ]
+"#,
+    );
+    let r = run_checked(&sc);
+    let m = r.memcg.as_ref().unwrap();
+    assert_eq!(m.nr_groups, 1 + 1 + 100);
+    let w = &m.walk;
+    (
+        w.groups_visited,
+        w.shrink_node_memcgs,
+        w.limit_reclaims,
+        m.groups["P"].stat["total_pgsteal"],
+    )
+}
+
+/// How each walk visits a limited group's 100 empty children (kernel.memcg_reclaim_iter).
+/// 6.1's full walk visits the whole subtree on every pass. 6.18's partial walk resumes
+/// after the group where the last one stopped, so every reclaim pass that does not end
+/// at the reader's group goes over the children again, about as often as the full walk
+/// in this shape, where a pass seldom reclaims enough; vmsim's earlier walk started at
+/// the reader's group each time and stopped there when it had enough.
+#[test]
+fn limit_reclaim_walks_the_children_as_the_walk_switch_says() {
+    let (full, passes, _, steal) = walk_beside_empty_groups("full");
+    assert_eq!(full, 101 * passes, "a full walk visits the whole subtree");
+    let (cookie, passes, reclaims, cookie_steal) = walk_beside_empty_groups("cookie");
+    assert_eq!(cookie_steal, steal, "the same pages go");
+    assert!(
+        cookie >= 100 * reclaims,
+        "every reclaim goes over the children: {cookie} visits, {reclaims} reclaims"
+    );
+    assert!(
+        cookie < 101 * passes,
+        "a partial walk stops at the reader's group: {cookie} visits, {passes} passes"
+    );
+    let (restart, passes, _, _) = walk_beside_empty_groups("restart");
+    assert!(
+        restart * 10 < 101 * passes,
+        "a walk from the reader's group seldom reaches the children: {restart} visits, {passes} passes"
+    );
+}

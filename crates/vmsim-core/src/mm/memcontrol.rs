@@ -39,7 +39,7 @@ use super::gfp::{Gfp, __GFP_DIRECT_RECLAIM, GFP_KERNEL};
 use super::mmzone::{lru, Lruvec, PgData};
 use super::page::{PageKind, Pfn, NIL};
 use super::vmscan::{ScanControl, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
-use crate::config::{CgroupShape, CgroupSpec, SoftLimitReclaim};
+use crate::config::{CgroupShape, CgroupSpec, MemcgReclaimIter, SoftLimitReclaim};
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::page::PAGE_SIZE;
@@ -339,6 +339,9 @@ pub struct MemcgState {
     pub stock: super::memcg_stock::MemcgStock,
     /// The memsw counter counts failcnt (6.1; 6.18 sets track_failcnt on memory only).
     pub memsw_failcnt: bool,
+    /// Where each target's partial reclaim walk stopped, by (target, node): the
+    /// mem_cgroup_reclaim_iter position of `kernel.memcg_reclaim_iter = "cookie"`.
+    pub reclaim_iter: std::collections::HashMap<(u32, usize), u32>,
 }
 
 impl MemcgState {
@@ -359,6 +362,7 @@ impl MemcgState {
             ext: Vec::new(),
             stock: super::memcg_stock::MemcgStock::default(),
             memsw_failcnt: true,
+            reclaim_iter: std::collections::HashMap::new(),
         }
     }
 
@@ -1982,9 +1986,29 @@ impl Kernel {
             }
             sc.priority -= 1;
             if sc.priority < 0 {
+                if self.retry_with_full_walks(sc) {
+                    continue;
+                }
                 return sc.nr_reclaimed;
             }
         }
+    }
+
+    /// do_try_to_free_pages' last resort under `kernel.memcg_reclaim_iter = "cookie"`:
+    /// partial walks that reclaimed nothing at any priority are retried as full walks, from
+    /// DEF_PRIORITY ("high concurrency can result in individual threads not seeing enough
+    /// cgroups to make meaningful forward progress"). Whether it starts the retry.
+    pub(crate) fn retry_with_full_walks(&mut self, sc: &mut ScanControl) -> bool {
+        if self.mm.kcfg.rules().memcg_reclaim_iter != MemcgReclaimIter::Cookie
+            || sc.memcg_full_walk
+            || sc.nr_reclaimed > 0
+            || !self.mm.memcg.enabled()
+        {
+            return false;
+        }
+        sc.memcg_full_walk = true;
+        sc.priority = super::vmscan::DEF_PRIORITY;
+        true
     }
 
     /// Reclaims a node's lruvecs of `sc.target_mem_cgroup`'s subtree, walking the
@@ -2038,9 +2062,24 @@ impl Kernel {
             self.mm.cost.memcg_soft_check,
             self.mm.cost.memcg_shrink_lruvec,
         );
+        let mode = self.mm.kcfg.rules().memcg_reclaim_iter;
+        // mem_cgroup_iter with a reclaim cookie: resume after where the last walk stopped,
+        // from the first group if it had reached the end.
+        let partial = mode == MemcgReclaimIter::Cookie && !sc.kswapd && !sc.memcg_full_walk;
         let mut low_skipped = false;
         let mut pos = root;
+        if partial {
+            if let Some(&last) = self.mm.memcg.reclaim_iter.get(&(root, nid)) {
+                let next = self.mm.memcg.next_pre(last, root, false);
+                if next != NO_MEMCG {
+                    pos = next;
+                }
+            }
+        }
         loop {
+            if partial {
+                self.mm.memcg.reclaim_iter.insert((root, nid), pos);
+            }
             self.mm.cur.acc += c_iter;
             self.mm.memcg.walk.groups_visited += 1;
             let mut skip_children = false;
@@ -2075,14 +2114,22 @@ impl Kernel {
                     if sc.may_shrinkslab && self.mm.kcfg.workingset {
                         self.shrink_shadow_nodes(pos, sc.gfp_mask, sc.priority);
                     }
-                    // Limit reclaim stops once it has enough (mem_cgroup_iter_break).
-                    if shrunk && !global && sc.nr_reclaimed >= sc.nr_to_reclaim {
-                        break;
+                    let enough = sc.nr_reclaimed >= sc.nr_to_reclaim;
+                    match mode {
+                        // A partial walk stops once it has enough (mem_cgroup_iter_break);
+                        // the cookie keeps this group as its position.
+                        MemcgReclaimIter::Cookie if partial && enough => break,
+                        MemcgReclaimIter::Restart if shrunk && !global && enough => break,
+                        _ => {}
                     }
                 }
             }
             pos = self.mm.memcg.next_pre(pos, root, skip_children);
             if pos == NO_MEMCG {
+                // The end of the subtree: the next walk starts at its first group.
+                if partial {
+                    self.mm.memcg.reclaim_iter.remove(&(root, nid));
+                }
                 break;
             }
         }

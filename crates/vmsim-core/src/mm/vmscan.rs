@@ -125,6 +125,8 @@ pub struct ScanControl {
     pub last_isolated: (usize, bool, u64),
     /// The memory controller is on cgroup v2 (cgroup_subsys_on_dfl(memory_cgrp_subsys)).
     pub memcg_on_dfl: bool,
+    /// Walk the whole subtree even where partial walks are allowed (sc->memcg_full_walk).
+    pub memcg_full_walk: bool,
 }
 
 impl ScanControl {
@@ -145,6 +147,7 @@ impl ScanControl {
         ScanControl {
             last_isolated: (0, false, 0),
             memcg_on_dfl: false,
+            memcg_full_walk: false,
             nr_to_reclaim,
             gfp_mask: gfp,
             order,
@@ -1188,6 +1191,9 @@ impl Kernel {
                 }
             }
             if sc.priority < 0 {
+                if self.retry_with_full_walks(&mut sc) {
+                    continue;
+                }
                 break;
             }
         }
