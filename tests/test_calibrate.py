@@ -100,6 +100,9 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     # The checks ran vmsim on the same operations.
     ops = {c["operation"] for c in data["checks"]}
     assert "anonymous write fault" in ops and "cached read, 1 MiB a call" in ops
+    # The limit reclaim of the clean file, run in vmsim too: the same kind of reclaims.
+    (reclaim,) = [c for c in data["checks"] if c["operation"] == "limit reclaim, clean file"]
+    assert reclaim["note"].startswith("vmsim: ") and " reclaims of " in reclaim["note"]
     assert all(c["vmsim_ns"] > 0 and c["measured_ns"] > 0 for c in data["checks"])
     # Nothing it made is left.
     assert list(work.iterdir()) == []
