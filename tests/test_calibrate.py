@@ -86,6 +86,9 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
         # the knob is the median rounded to whole ns
         assert k["spread"][0] - 0.5 <= k["ns"] <= k["spread"][1] + 0.5, (knob, k)
     assert data["skipped"] == {}
+    # Each knob is compared with the default profile's spread where that one measured it.
+    assert set(data["overlaps_default"]) == set(data["knobs"])
+    assert all(v in (True, False, None) for v in data["overlaps_default"].values())
     # Every knob is either measured or named as an estimate.
     assert set(data["knobs"]) | set(data["estimates"]) == set(data["profile"]["cost"])
     assert not set(data["knobs"]) & set(data["estimates"])
@@ -210,3 +213,17 @@ def test_work_dir_must_exist(tmp_path: Path) -> None:
 def test_a_work_dir_that_refuses_files_is_one_line() -> None:
     # /proc is a directory in which nobody, root included, can make one.
     assert_one_line_error(vmsim("calibrate", "--quick", "--dir", "/proc"), "--dir /proc")
+
+
+def test_agreement_compares_spreads_with_the_default_profile() -> None:
+    """A knob agrees with a profile when the two spreads overlap; a knob the profile only
+    estimates is not compared."""
+    cal = calibrate.Calibration(machine={"machine": "m", "kernel": "k", "date": "2026-01-01"})
+    cal.knobs["page_fault"] = calibrate.Figure("page_fault", [700.0, 720.0], "a fault")
+    cal.knobs["fork"] = calibrate.Figure("fork", [1000.0, 1100.0], "clone")
+    cal.knobs["slab_object"] = calibrate.Figure("slab_object", [40.0], "made up")
+    default = {"name": "d", "cost": {}, "spread": {"page_fault": [710.0, 800.0],
+                                                   "fork": [1200.0, 1300.0]}}
+    assert calibrate.agreement(cal, default) == {
+        "page_fault": True, "fork": False, "slab_object": None,
+    }

@@ -1127,24 +1127,49 @@ def as_json(cal: Calibration, prof: dict[str, Any]) -> dict[str, Any]:
             for n, f in cal.figures.items()
         },
         "estimates": sorted(set(prof["cost"]) - set(cal.knobs)),
+        "overlaps_default": agreement(cal, api.cost_profile(api.default_cost_profile())),
         "skipped": cal.skipped,
         "checks": cal.checks,
         "profile": prof,
     }
 
 
+def agreement(cal: Calibration, default: dict[str, Any]) -> dict[str, bool | None]:
+    """Per measured knob, whether this calibration's spread overlaps the one ``default``
+    (a profile as api.cost_profile gives it) was measured with; None where ``default`` has
+    no spread for it (an estimate there)."""
+    out: dict[str, bool | None] = {}
+    for n, f in cal.knobs.items():
+        theirs = default.get("spread", {}).get(n)
+        if theirs is None:
+            out[n] = None
+            continue
+        lo, hi = f.spread
+        out[n] = max(lo, theirs[0]) <= min(hi, theirs[1])
+    return out
+
+
 def report_text(cal: Calibration, prof: dict[str, Any], default: dict[str, Any]) -> str:
-    """The calibration as text: the knobs measured against the default profile's, the
-    figures behind them, the checks and the estimates left."""
+    """The calibration as text: the knobs measured against the default profile's (and
+    whether the spreads overlap), the figures behind them, the checks and the estimates
+    left."""
     m = cal.machine
     out = [f"{m['machine']}; Linux {m['kernel']}; {m['date']}", ""]
-    out.append(f"{'knob':<16s} {'measured':>9s} {'spread':>17s} {default['name']:>14s}")
+    agree = agreement(cal, default)
+    out.append(f"{'knob':<16s} {'measured':>9s} {'spread':>17s} {default['name']:>14s} "
+               f"{'its spread':>17s}  overlap")
     for n, f in cal.knobs.items():
         lo, hi = f.spread
+        theirs = default.get("spread", {}).get(n)
+        their_text = f"{theirs[0]:.0f}..{theirs[1]:.0f}" if theirs else "estimate"
+        mark = {True: "yes", False: "no", None: "-"}[agree[n]]
         out.append(
             f"{n:<16s} {prof['cost'][n]:>9d} {f'{lo:.0f}..{hi:.0f}':>17s} "
-            f"{default['cost'][n]:>14d}"
+            f"{default['cost'][n]:>14d} {their_text:>17s}  {mark}"
         )
+    compared = [v for v in agree.values() if v is not None]
+    out.append(f"{sum(compared)} of {len(compared)} knobs measured in both overlap "
+               f"{default['name']}'s spread")
     out += ["", "figures [ns, median and spread]:"]
     for n, f in cal.figures.items():
         lo, hi = f.spread
