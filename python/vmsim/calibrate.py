@@ -13,6 +13,7 @@ gives the method of each figure.
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -158,6 +159,15 @@ def _bench(name: str, size: int, path: str | None = None, cpu: int = 0) -> dict[
         return dict(_vmsim.calibrate_bench(name, size, path, cpu))
     except OSError as e:
         raise CalibrateError(f"calibrate {name}: {e}") from None
+
+
+_TAGS = itertools.count()
+
+
+def _tag() -> str:
+    """A fresh name for a memory cgroup and a tracefs instance of this calibration: a
+    repetition never waits for the kernel to let go of the previous one's."""
+    return f"vmsim-calibrate-{os.getpid()}-{next(_TAGS)}"
 
 
 @contextmanager
@@ -358,7 +368,7 @@ def reclaim_clean_file(workdir: Path, sizes: Sizes, children: int = 0) -> Reclai
     With ``children``, that many empty groups are made below the group first and its
     limit is raised by what they charge to it (their mem_cgroup structures, the
     group's memory.kmem.usage_in_bytes), so the file gets the same room."""
-    tag = f"vmsim-calibrate-{os.getpid()}"
+    tag = _tag()
     file = _reclaim_file(workdir / "reclaim.dat", sizes.reclaim_file)
     _drop_file(file)
     with trace_instance(tag, RECLAIM_EVENTS) as inst, memcg(tag, None) as group, \
@@ -411,7 +421,7 @@ def reclaim_anon_swap(workdir: Path, sizes: Sizes) -> tuple[ReclaimTrace, float]
     removed after); the limit reclaims, from their tracepoints, and the writer's thread
     CPU time per page written [ns] (its faults and the reclaim they entered, not its
     waits for the disk)."""
-    tag = f"vmsim-calibrate-{os.getpid()}"
+    tag = _tag()
     from vmsim.fidelity import host
     from vmsim.fidelity.experiment import FidelityError
 
@@ -434,7 +444,7 @@ def memcg_charge_pairs(sizes: Sizes) -> float:
     anonymous memory by one process alternately in the root memory cgroup (never charged:
     try_charge returns at once for it) and in a group of its own, ``charge_pairs`` times;
     the median over the pairs of the difference per page [ns]."""
-    tag = f"vmsim-calibrate-{os.getpid()}"
+    tag = _tag()
     size = 16 << 20
     root = str(MEMCG_ROOT / "cgroup.procs")
     with memcg(tag, None) as group:
@@ -541,6 +551,19 @@ def _cost_now(base: dict[str, int], knobs: dict[str, Figure]) -> dict[str, float
     """The costs so far: ``base`` with each knob measured yet at its median (a part that
     came out below 0 counts as 0 until it is clamped)."""
     return {**base, **{n: max(0.0, f.median) for n, f in knobs.items()}}
+
+
+def _compaction_costs_retrying(sizes: Sizes, attempts: int = 3) -> tuple[float, float, int]:
+    """compaction_costs, tried again when the machine's own work (another process's pages
+    moving, kcompactd) left the two passes too alike to solve; the last error if every
+    attempt does."""
+    for attempt in range(attempts):
+        try:
+            return compaction_costs(sizes)
+        except CalibrateError:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _per_rep(
@@ -693,7 +716,7 @@ def measure(
         compact: list[tuple[float, float, int]] = []
         if why_compact is None:
             say("compaction (compact_memory, the whole machine)")
-            compact = [compaction_costs(sizes) for _ in range(sizes.repeat)]
+            compact = [_compaction_costs_retrying(sizes) for _ in range(sizes.repeat)]
         else:
             cal.skipped["migrate_page"] = f"compaction: {why_compact}"
             cal.skipped["compact_scan_page"] = f"compaction: {why_compact}"
