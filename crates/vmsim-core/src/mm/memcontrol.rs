@@ -2077,9 +2077,6 @@ impl Kernel {
             }
         }
         loop {
-            if partial {
-                self.mm.memcg.reclaim_iter.insert((root, nid), pos);
-            }
             self.mm.cur.acc += c_iter;
             self.mm.memcg.walk.groups_visited += 1;
             let mut skip_children = false;
@@ -2117,8 +2114,13 @@ impl Kernel {
                     let enough = sc.nr_reclaimed >= sc.nr_to_reclaim;
                     match mode {
                         // A partial walk stops once it has enough (mem_cgroup_iter_break);
-                        // the cookie keeps this group as its position.
-                        MemcgReclaimIter::Cookie if partial && enough => break,
+                        // the cookie keeps this group as its position (the kernel stores
+                        // every group it returns, for concurrent walkers; vmsim's walks do
+                        // not interleave, so the one it stops at is enough).
+                        MemcgReclaimIter::Cookie if partial && enough => {
+                            self.mm.memcg.reclaim_iter.insert((root, nid), pos);
+                            break;
+                        }
                         MemcgReclaimIter::Restart if shrunk && !global && enough => break,
                         _ => {}
                     }

@@ -18,9 +18,13 @@ pub const CHUNK_SHIFT: u32 = 9;
 pub const SLOT_NONE: u32 = u32::MAX;
 /// Marks a swap entry (!pte_present, is_swap_pte).
 pub const SWP_BIT: u32 = 1 << 31;
-/// A PTE mapping the shared zero page (my_zero_pfn); never a swap slot, as swap devices
-/// hold fewer than [`SWP_BIT`] - 2 slots.
+/// A PTE mapping the shared zero page (my_zero_pfn); never a swap slot, as all swap
+/// together holds at most MAX_SWAP / PAGE_SIZE slots, fewer than [`SWP_BIT`] - 2.
 pub const SLOT_ZERO: u32 = u32::MAX - 1;
+const _: () = assert!(
+    crate::config::MAX_SWAP / super::page::PAGE_SIZE < (SWP_BIT - 2) as u64,
+    "a swap slot could encode as SLOT_ZERO"
+);
 
 /// Who a chunk belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
