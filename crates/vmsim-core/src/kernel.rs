@@ -146,6 +146,9 @@ pub struct Kernel {
     /// The part of the running action's `Current::sleep` that is a throttle [ns]
     /// ([`Os::take_throttle`]).
     pub throttle_ns: u64,
+    /// The running kernel path goes on after its sleeps and has no point to resume
+    /// from (limit reclaim): they are waited out inside the step (`Current::slept`).
+    pub sleep_in_step: bool,
     /// OOM kills that found no victim (the kernel would panic).
     pub oom_no_victim: u64,
     /// The reverse map: task page tables and file page caches.
@@ -358,6 +361,7 @@ impl Kernel {
             slab: Slab::default(),
             tasks: Vec::new(),
             throttle_ns: 0,
+            sleep_in_step: false,
             oom_no_victim: 0,
             rmap: Rmap::default(),
             swap: SwapInfo::from_config(

@@ -301,6 +301,7 @@ impl<K: Os> Engine<K> {
         cur.cpu = cpu;
         cur.now = now;
         cur.acc = acc;
+        cur.slept = 0;
         cur.quantum = quantum;
     }
 
@@ -579,8 +580,9 @@ impl<K: Os> Engine<K> {
         }
         let cur = self.kernel.current();
         let sys = std::mem::take(&mut cur.acc);
-        // Time the task must wait for I/O it started (io_schedule) turns into a sleep.
-        let io_wait = std::mem::take(&mut cur.sleep);
+        // Time the task must wait for I/O it started (io_schedule) turns into a sleep, and
+        // so does the time it waited inside the step and went on after.
+        let io_wait = std::mem::take(&mut cur.sleep) + std::mem::take(&mut cur.slept);
         // Kernel code that waits on a queue (the reclaimer limit) turns the step's end into a block.
         let block_on = cur.block_on.take();
         let kernel_block = block_on.is_some() && out.next == Step::Run;

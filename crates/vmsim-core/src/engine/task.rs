@@ -81,6 +81,10 @@ pub struct Current {
     pub quantum: u64,
     /// Time the task sleeps after its step, for I/O or a throttle [ns].
     pub sleep: u64,
+    /// Time the task already waited inside the step and went on after, as kernel code
+    /// does after a synchronous wait (folio_wait_writeback in limit reclaim) [ns]; it
+    /// moves the step's clock on and is slept after the step.
+    pub slept: u64,
     /// A wait queue the task sleeps on after its step.
     pub block_on: Option<usize>,
     /// Wait queues to wake (wake_up_all) when the step ends.
@@ -97,7 +101,7 @@ impl Current {
     /// Simulated time inside the current step [ns].
     #[inline(always)]
     pub fn clock(&self) -> u64 {
-        self.now + self.acc
+        self.now + self.acc + self.slept
     }
 }
 

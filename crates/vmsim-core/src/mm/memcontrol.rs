@@ -1344,10 +1344,10 @@ impl Kernel {
     /// then gives up under __GFP_NORETRY (every large page-cache folio asks with it).
     /// Without __GFP_NORETRY it retries up to MAX_RECLAIM_RETRIES and never calls the OOM
     /// killer (mem_cgroup_oom refuses orders above PAGE_ALLOC_COSTLY_ORDER, and a folio
-    /// of at most 8 pages is not asked for here). A reclaim that sleeps (a throttle, a wait
-    /// on writeback) returns `Retry`: the task sleeps where the kernel's reclaim would,
-    /// and the allocation starts over when it wakes. `Page(NIL)` when charged, `Failed`
-    /// when not.
+    /// of at most 8 pages is not asked for here). A reclaim throttled for the flushers
+    /// (reclaim_throttle) returns `Retry`: the task sleeps where the kernel's reclaim would,
+    /// and the allocation starts over when it wakes; its waits for the disk are taken in
+    /// the step (`Kernel::sleep_in_step`). `Page(NIL)` when charged, `Failed` when not.
     pub fn try_charge_memcg_folio(
         &mut self,
         id: u32,
@@ -1431,10 +1431,11 @@ impl Kernel {
     /// Charges one new page to group `id` before it is mapped or inserted
     /// (try_charge_memcg): over a limit, reclaims from the limited subtree; a reclaim
     /// that freed pages is retried at once, one that freed none uses up one of
-    /// MAX_RECLAIM_RETRIES, and then the memcg OOM killer runs. Reclaim that sleeps
-    /// (reclaim_throttle, a wait on writeback) ends the attempt with `Retry`: the task
-    /// sleeps while the flusher and the disk run, and the loop resumes where it was
-    /// when the allocation is retried. Under `kernel.memcg_charge_batch` the charge is
+    /// MAX_RECLAIM_RETRIES, and then the memcg OOM killer runs. Reclaim throttled for the
+    /// flushers (reclaim_throttle) ends the attempt with `Retry`: the task sleeps while
+    /// the flusher and the disk run, and the loop resumes where it was when the
+    /// allocation is retried; its waits for the disk alone (a full request queue, a
+    /// folio under writeback) are taken in the step and the reclaim goes on. Under `kernel.memcg_charge_batch` the charge is
     /// taken from the CPU's stock, else charged as a batch of MEMCG_CHARGE_BATCH whose
     /// rest is stocked, else (the batch failed, counted in failcnt) as the page alone;
     /// limit reclaim that leaves no margin drains the stocks once. `Page(NIL)` when
@@ -1524,8 +1525,8 @@ impl Kernel {
     /// merely because something was reclaimed (huge pages "are rather unlikely to succeed so
     /// close to the limit") and never calls the memcg OOM killer (mem_cgroup_oom refuses
     /// orders above PAGE_ALLOC_COSTLY_ORDER): the fault falls back to base pages. A reclaim
-    /// that would sleep (a throttle, a wait on writeback) ends the attempt too, where the
-    /// kernel would sleep and retry (a simplification). True when charged.
+    /// throttled for the flushers ends the attempt too, where the kernel would sleep and
+    /// retry (a simplification). True when charged.
     pub fn mem_cgroup_charge_huge(
         &mut self,
         id: u32,
@@ -1877,7 +1878,12 @@ impl Kernel {
         });
         let now = self.mm.clock();
         self.process_io(now);
+        // The kernel's limit reclaim sleeps (a full request queue, a wait on writeback) and
+        // goes on; vmsim has no point to resume it from, so it waits for the disk in the
+        // step. A throttle for the flushers stays a sleep after it (reclaim_throttle).
+        let outer = std::mem::replace(&mut self.sleep_in_step, !self.mm.cur.atomic);
         let nr_reclaimed = self.do_try_to_free_mem_cgroup_pages(&mut sc);
+        self.sleep_in_step = outer;
         self.trace(TraceEvent::MmVmscanMemcgReclaimEnd { nr_reclaimed });
         nr_reclaimed
     }

@@ -543,8 +543,13 @@ impl Kernel {
                 Submitted::Queued { completes_at } => return completes_at,
                 Submitted::Full { retry_at } => {
                     self.pending_reqs.push_back(req);
-                    self.mm.cur.sleep = self.mm.cur.sleep.max(retry_at.saturating_sub(now));
-                    return retry_at + self.disk.config().service_time(req.op, req.pages, false);
+                    let done = retry_at + self.disk.config().service_time(req.op, req.pages, false);
+                    if self.sleep_in_step {
+                        self.wait_in_step(retry_at);
+                    } else {
+                        self.mm.cur.sleep = self.mm.cur.sleep.max(retry_at.saturating_sub(now));
+                    }
+                    return done;
                 }
             }
         }
@@ -555,8 +560,24 @@ impl Kernel {
         let service = self.disk.config().service_time(req.op, req.pages, false);
         let queued = (self.pending_reqs.len() as u64).saturating_sub(1);
         let slot_at = retry_at + service * queued;
-        self.mm.cur.sleep = self.mm.cur.sleep.max(slot_at.saturating_sub(now));
+        if self.sleep_in_step {
+            self.wait_in_step(slot_at);
+        } else {
+            self.mm.cur.sleep = self.mm.cur.sleep.max(slot_at.saturating_sub(now));
+        }
         slot_at + service
+    }
+
+    /// Waits until `wake` inside the step (io_schedule where the kernel path goes on after
+    /// the sleep and vmsim has no point to resume it from: `sleep_in_step`, limit
+    /// reclaim): the task's clock moves to `wake` and the disk's completions up to then
+    /// are taken at once.
+    pub fn wait_in_step(&mut self, wake: u64) {
+        let now = self.mm.clock() + self.mm.cur.sleep;
+        if wake > now {
+            self.mm.cur.slept += wake - now;
+            self.process_io(wake);
+        }
     }
 
     /// Makes the current task sleep until `t` after its step (io_schedule).

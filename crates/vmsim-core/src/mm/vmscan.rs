@@ -531,8 +531,8 @@ impl Kernel {
         let mut nr_reclaimed = 0;
         let may_enter_fs = sc.gfp_mask.has(__GFP_FS);
         let may_io = sc.gfp_mask.has(__GFP_IO);
-        let mut todo = std::mem::take(pages).into_iter();
-        while let Some(pfn) = todo.next() {
+        let mut todo: std::collections::VecDeque<Pfn> = std::mem::take(pages).into();
+        while let Some(pfn) = todo.pop_front() {
             self.mm.cur.acc += self.mm.cost.shrink_page;
             let nr_pages = self.mm.folio_nr_pages(pfn);
             sc.nr_scanned += nr_pages;
@@ -564,12 +564,15 @@ impl Kernel {
                     && self.mm.kcfg.reclaim_writeback == crate::config::ReclaimWriteback::Modern
                 {
                     // Case 3, cgroup v1 limit reclaim: folio_wait_writeback() on a page it
-                    // met before. The reclaimer sleeps until the disk's next completion and
-                    // puts the rest back; once written, the page is rotated to the inactive
-                    // tail and the charge's next reclaim frees it.
-                    self.folio_wait_writeback();
+                    // met before, then "go back and try same folio again": it goes to the
+                    // end of the batch, and the reclaim goes on.
+                    if self.folio_wait_writeback(pfn) {
+                        todo.push_back(pfn);
+                        continue;
+                    }
+                    // Its write is not with the disk: keep it and the rest of the batch.
                     ret.push(pfn);
-                    ret.extend(todo.by_ref());
+                    ret.extend(todo.drain(..));
                     break;
                 } else {
                     self.mm.map[pfn as usize].flags |= pg::RECLAIM;
@@ -728,6 +731,10 @@ impl Kernel {
             self.reclaim_throttle(nid, VMSCAN_THROTTLE_ISOLATED);
             return 0;
         }
+        // Completion interrupts come in between batches: a long pass meets the pages it
+        // wrote early in it rotated to the inactive tail (folio_rotate_reclaimable).
+        let now = self.mm.clock();
+        self.process_io(now);
         let (mut list, nr_scanned, nr_taken) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
         sc.last_isolated = (nid, file, nr_taken);
         let iso = if file {
@@ -1075,6 +1082,8 @@ impl Kernel {
                 delayed = timeout.min(t.saturating_sub(now).max(1));
             }
         }
+        // A real sleep after the step even in limit reclaim (`sleep_in_step`): what it
+        // waits for (the flushers' writeback) needs other tasks to run.
         self.mm.cur.sleep += delayed;
         self.throttle_ns += delayed;
         self.trace(TraceEvent::MmVmscanThrottled {
@@ -1086,17 +1095,23 @@ impl Kernel {
         });
     }
 
-    /// Sleeps until the disk completes its next request (folio_wait_writeback, the
-    /// waited-for page being among the oldest writes in flight); a jiffy when none is.
-    fn folio_wait_writeback(&mut self) {
-        let now = self.mm.clock() + self.mm.cur.sleep;
-        let jiffy = 1_000_000_000 / self.mm.kcfg.hz;
-        let wake = self
-            .disk
-            .next_completion_at()
-            .unwrap_or(now + jiffy)
-            .max(now + 1);
-        self.mm.cur.sleep += wake - now;
+    /// Waits until a folio's writeback has ended (folio_wait_writeback) and goes on: the
+    /// task's clock moves past the disk's completions up to the folio's, which are taken
+    /// in the step, and the wait is slept after it (`Current::slept`). False, without
+    /// waiting, when no write in flight or queued can end it.
+    fn folio_wait_writeback(&mut self, pfn: Pfn) -> bool {
+        while self.mm.map[pfn as usize].test(pg::WRITEBACK) {
+            let now = self.mm.clock() + self.mm.cur.sleep;
+            if self.disk.next_completion_at().is_none() {
+                // Requests waiting for a request slot go in first.
+                self.process_io(now);
+            }
+            let Some(done) = self.disk.next_completion_at() else {
+                return false;
+            };
+            self.wait_in_step(done.max(now + 1));
+        }
+        true
     }
 
     /// Direct reclaim from the allocator's slow path (try_to_free_pages →

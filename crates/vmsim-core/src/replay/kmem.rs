@@ -398,6 +398,7 @@ impl KmemReplay {
                 }
                 self.k.mm.cur.now = t;
                 self.k.mm.cur.acc = 0;
+                self.k.mm.cur.slept = 0;
                 self.event(ev);
             }
         }
