@@ -558,6 +558,12 @@ impl BlockDevice {
         std::mem::take(&mut self.done)
     }
 
+    /// Whether pieces completed that [`BlockDevice::complete_until`] has not handed out yet (a
+    /// submission retires what ended before it).
+    pub fn has_completed(&self) -> bool {
+        !self.done.is_empty()
+    }
+
     /// Time of the next completion if nothing else arrives: the engine's next device event [ns].
     pub fn next_completion_at(&self) -> Option<u64> {
         self.sched.front().map(|s| s.end)

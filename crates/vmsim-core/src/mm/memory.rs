@@ -591,7 +591,10 @@ impl Kernel {
     pub fn process_io(&mut self, now: u64) {
         let now = now.max(self.io_clock);
         self.io_clock = now;
-        if self.pending_reqs.is_empty() && self.disk.next_completion_at().is_none_or(|t| t > now) {
+        if self.pending_reqs.is_empty()
+            && !self.disk.has_completed()
+            && self.disk.next_completion_at().is_none_or(|t| t > now)
+        {
             return;
         }
         // Requests waiting for a slot go in as slots free (get_request_wait wake-ups).
