@@ -625,62 +625,62 @@ section! {
         buddy_free: u64 = 80, "[ns]", max MAX_OP_COST;
         /// Entering the allocator slow path (__alloc_pages_slowpath), per pass. Source: an estimate; docs/cost-model.md.
         slowpath: u64 = 500, "[ns]", max MAX_OP_COST;
-        /// A page fault's fixed overhead (exception entry, handle_mm_fault, return). Measured by vmsim calibrate on this machine kind (6.18): 681.4-730.1 ns over 7 repetitions; docs/cost-model.md.
-        page_fault: u64 = 685, "[ns]", max MAX_OP_COST;
-        /// Zeroing one 4 KiB page (clear_page). Measured by vmsim calibrate on this machine kind (6.18): 165.8-192.3 ns over 7 repetitions; docs/cost-model.md.
-        clear_page: u64 = 177, "[ns]", max MAX_OP_COST;
-        /// User access to an already-mapped page (cache miss and TLB). Measured by vmsim calibrate on this machine kind (6.18): 14.2-24 ns over 7 repetitions; docs/cost-model.md.
-        touch_page: u64 = 21, "[ns]", max MAX_OP_COST;
+        /// A page fault's fixed overhead (exception entry, handle_mm_fault, return). Measured by vmsim calibrate on this machine kind (6.18): 668.5-744.2 ns over 7 repetitions; docs/cost-model.md.
+        page_fault: u64 = 706, "[ns]", max MAX_OP_COST;
+        /// Zeroing one 4 KiB page (clear_page). Measured by vmsim calibrate on this machine kind (6.18): 170.9-218 ns over 7 repetitions; docs/cost-model.md.
+        clear_page: u64 = 190, "[ns]", max MAX_OP_COST;
+        /// User access to an already-mapped page (cache miss and TLB). Measured by vmsim calibrate on this machine kind (6.18): 17.4-26.3 ns over 7 repetitions; docs/cost-model.md.
+        touch_page: u64 = 20, "[ns]", max MAX_OP_COST;
         /// One slab object allocation or free (kmem_cache_alloc fast path). Source: an estimate (kmem_cache_alloc fast path); docs/cost-model.md.
         slab_object: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One object scanned by a shrinker (do_shrink_slab). Source: an estimate (freeing one dentry or inode); docs/cost-model.md.
         shrink_object: u64 = 100, "[ns]", max MAX_OP_COST;
-        /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured by vmsim calibrate on this machine kind (6.18): 167.1-226.1 ns over 7 repetitions; docs/cost-model.md.
-        syscall: u64 = 177, "[ns]", max MAX_OP_COST;
-        /// A context switch (schedule, switch_mm). Measured by vmsim calibrate on this machine kind (6.18): 1804-2011.3 ns over 7 repetitions; docs/cost-model.md.
-        context_switch: u64 = 1916, "[ns]", max MAX_OP_COST;
-        /// Creating a task (fork: copy_process without memory copy). Measured by vmsim calibrate on this machine kind (6.18): 16285-21361 ns over 7 repetitions; docs/cost-model.md.
-        fork: u64 = 18898, "[ns]", max MAX_OP_COST;
+        /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured by vmsim calibrate on this machine kind (6.18): 166.8-185.8 ns over 7 repetitions; docs/cost-model.md.
+        syscall: u64 = 174, "[ns]", max MAX_OP_COST;
+        /// A context switch (schedule, switch_mm). Measured by vmsim calibrate on this machine kind (6.18): 1824.3-1913.4 ns over 7 repetitions; docs/cost-model.md.
+        context_switch: u64 = 1864, "[ns]", max MAX_OP_COST;
+        /// Creating a task (fork: copy_process without memory copy). Measured by vmsim calibrate on this machine kind (6.18): 17366-24016 ns over 7 repetitions; docs/cost-model.md.
+        fork: u64 = 19239, "[ns]", max MAX_OP_COST;
         /// Selecting and killing a victim in the OOM killer (out_of_memory). Source: an estimate (scanning the tasks and killing one); docs/cost-model.md.
         oom_kill: u64 = 200000, "[ns]", max MAX_OP_COST;
         /// Adding a page to a per-CPU LRU batch (folio_add_lru). Source: an estimate, no measurement; docs/cost-model.md.
         lru_add: u64 = 30, "[ns]", max MAX_OP_COST;
         /// Holding lru_lock per page moved on or off an LRU list. Source: an estimate, no measurement; docs/cost-model.md.
         lru_lock_page: u64 = 40, "[ns]", max MAX_OP_COST;
-        /// One page through shrink_folio_list (references, rmap walk, freeing). Measured by vmsim calibrate on this machine kind (6.18): 601.5-813.8 ns over 7 repetitions; docs/cost-model.md.
-        shrink_page: u64 = 690, "[ns]", max MAX_OP_COST;
-        /// Unmapping one page (try_to_unmap with the TLB flush share). Measured by vmsim calibrate on this machine kind (6.18): 0-2913.6 ns over 7 repetitions; docs/cost-model.md.
-        unmap_page: u64 = 0, "[ns]", max MAX_OP_COST;
-        /// Building and submitting one block request (submit_bio). Measured by vmsim calibrate on this machine kind (6.18): 15791.1-23514.6 ns over 7 repetitions; docs/cost-model.md.
-        submit_bio: u64 = 20282, "[ns]", max MAX_OP_COST;
-        /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter). Measured by vmsim calibrate on this machine kind (6.18): 390.6-944.3 ns over 7 repetitions; docs/cost-model.md.
-        copy_page: u64 = 458, "[ns]", max MAX_OP_COST;
-        /// The fixed part of a buffered write(2), once per call whatever its length (entry and return, fdget, generic_write_checks, file_update_time, the call's share of ext4's write_begin/write_end). Measured by vmsim calibrate on this machine kind (6.18): 997.5-3427.3 ns over 7 repetitions; docs/cost-model.md.
-        write_call: u64 = 3106, "[ns]", max MAX_OP_COST;
-        /// A buffered write(2)'s per-page path beyond the allocation and the copy (the delayed-allocation reservation, the buffer heads' state, folio_mark_dirty). Measured by vmsim calibrate on this machine kind (6.18): 128.2-2185.4 ns over 7 repetitions; docs/cost-model.md.
-        write_page: u64 = 171, "[ns]", max MAX_OP_COST;
-        /// The fixed part of a read(2) of cached pages, once per call (entry and return, fdget, filemap_read's set-up, touch_atime). Measured by vmsim calibrate on this machine kind (6.18): 618-895.6 ns over 7 repetitions; docs/cost-model.md.
-        read_call: u64 = 791, "[ns]", max MAX_OP_COST;
-        /// A read(2)'s per-page path beyond the copy (filemap_get_pages' lookup, the folio's reference). Measured by vmsim calibrate on this machine kind (6.18): 0-0 ns over 7 repetitions; docs/cost-model.md.
+        /// One page through shrink_folio_list (references, rmap walk, freeing). Measured by vmsim calibrate on this machine kind (6.18): 765.6-1005 ns over 7 repetitions; docs/cost-model.md.
+        shrink_page: u64 = 914, "[ns]", max MAX_OP_COST;
+        /// Unmapping one page (try_to_unmap with the TLB flush share). Measured by vmsim calibrate on this machine kind (6.18): 2130-4756.5 ns over 7 repetitions; docs/cost-model.md.
+        unmap_page: u64 = 3047, "[ns]", max MAX_OP_COST;
+        /// Building and submitting one block request (submit_bio). Measured by vmsim calibrate on this machine kind (6.18): 16863.2-22527.9 ns over 7 repetitions; docs/cost-model.md.
+        submit_bio: u64 = 18638, "[ns]", max MAX_OP_COST;
+        /// Copying one 4 KiB page between user and page cache (copy_page_to/from_iter). Measured by vmsim calibrate on this machine kind (6.18): 384.4-428.5 ns over 7 repetitions; docs/cost-model.md.
+        copy_page: u64 = 397, "[ns]", max MAX_OP_COST;
+        /// The fixed part of a buffered write(2), once per call whatever its length (entry and return, fdget, generic_write_checks, file_update_time, the call's share of ext4's write_begin/write_end). Measured by vmsim calibrate on this machine kind (6.18): 1669.1-2254.2 ns over 7 repetitions; docs/cost-model.md.
+        write_call: u64 = 2123, "[ns]", max MAX_OP_COST;
+        /// A buffered write(2)'s per-page path beyond the allocation and the copy (the delayed-allocation reservation, the buffer heads' state, folio_mark_dirty). Measured by vmsim calibrate on this machine kind (6.18): 294.4-645.1 ns over 7 repetitions; docs/cost-model.md.
+        write_page: u64 = 457, "[ns]", max MAX_OP_COST;
+        /// The fixed part of a read(2) of cached pages, once per call (entry and return, fdget, filemap_read's set-up, touch_atime). Measured by vmsim calibrate on this machine kind (6.18): 335.5-590.2 ns over 7 repetitions; docs/cost-model.md.
+        read_call: u64 = 497, "[ns]", max MAX_OP_COST;
+        /// A read(2)'s per-page path beyond the copy (filemap_get_pages' lookup, the folio's reference). Measured by vmsim calibrate on this machine kind (6.18): 0-148 ns over 7 repetitions; docs/cost-model.md.
         read_page: u64 = 0, "[ns]", max MAX_OP_COST;
-        /// Migrating one page in compaction: unmap, copy, remap, TLB flush (migrate_folio). Measured by vmsim calibrate on this machine kind (6.18): 1667.4-2373 ns over 7 repetitions; docs/cost-model.md.
-        migrate_page: u64 = 2310, "[ns]", max MAX_OP_COST;
-        /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block). Measured by vmsim calibrate on this machine kind (6.18): 2.2-3.7 ns over 7 repetitions; docs/cost-model.md.
-        compact_scan_page: u64 = 2, "[ns]", max MAX_OP_COST;
-        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader). Measured by vmsim calibrate on this machine kind (6.18): 877.6-901.5 ns over 7 repetitions; docs/cost-model.md.
-        unix_sendmsg: u64 = 893, "[ns]", max MAX_OP_COST;
-        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free). Measured by vmsim calibrate on this machine kind (6.18): 936.8-959.2 ns over 7 repetitions; docs/cost-model.md.
-        unix_recvmsg: u64 = 950, "[ns]", max MAX_OP_COST;
-        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper). Measured by vmsim calibrate on this machine kind (6.18): 30.1-62 ns over 7 repetitions; docs/cost-model.md.
-        msg_user: u64 = 44, "[ns]", max MAX_OP_COST;
-        /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup). Measured by vmsim calibrate on this machine kind (6.18): 26.5-38.4 ns over 7 repetitions; docs/cost-model.md.
-        memcg_iter: u64 = 31, "[ns]", max MAX_OP_COST;
-        /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty). Measured by vmsim calibrate on this machine kind (6.18): 52.9-76.9 ns over 7 repetitions; docs/cost-model.md.
-        memcg_shrink_lruvec: u64 = 63, "[ns]", max MAX_OP_COST;
+        /// Migrating one page in compaction: unmap, copy, remap, TLB flush (migrate_folio). Measured by vmsim calibrate on this machine kind (6.18): 1693.1-3759.7 ns over 7 repetitions; docs/cost-model.md.
+        migrate_page: u64 = 2138, "[ns]", max MAX_OP_COST;
+        /// Looking at one frame in a compaction scanner (isolate_migratepages_block, isolate_freepages_block). Measured by vmsim calibrate on this machine kind (6.18): 2.2-4.1 ns over 7 repetitions; docs/cost-model.md.
+        compact_scan_page: u64 = 3, "[ns]", max MAX_OP_COST;
+        /// Kernel side of writing one small message to an AF_UNIX stream socket (unix_stream_sendmsg: skb allocation, copy, queueing, waking the reader). Measured by vmsim calibrate on this machine kind (6.18): 878-1001.6 ns over 7 repetitions; docs/cost-model.md.
+        unix_sendmsg: u64 = 911, "[ns]", max MAX_OP_COST;
+        /// Kernel side of reading one small message from an AF_UNIX stream socket (unix_stream_recvmsg: dequeue, copy, skb free). Measured by vmsim calibrate on this machine kind (6.18): 945.2-1073.2 ns over 7 repetitions; docs/cost-model.md.
+        unix_recvmsg: u64 = 980, "[ns]", max MAX_OP_COST;
+        /// User time around one write(2) or read(2) of a message (the loop, the libc wrapper). Measured by vmsim calibrate on this machine kind (6.18): 34.8-58.3 ns over 7 repetitions; docs/cost-model.md.
+        msg_user: u64 = 40, "[ns]", max MAX_OP_COST;
+        /// One step of the memcg hierarchy walk (mem_cgroup_iter: css_next_descendant_pre, css_tryget/put, the reclaim cookie; a few cache misses on a cold mem_cgroup). Measured by vmsim calibrate on this machine kind (6.18): 28.4-52.4 ns over 7 repetitions; docs/cost-model.md.
+        memcg_iter: u64 = 49, "[ns]", max MAX_OP_COST;
+        /// Visiting one group's lruvec in shrink_node, before any page is scanned (get_scan_count, inactive_is_low and the per-lruvec bookkeeping, even when empty). Measured by vmsim calibrate on this machine kind (6.18): 56.7-104.7 ns over 7 repetitions; docs/cost-model.md.
+        memcg_shrink_lruvec: u64 = 98, "[ns]", max MAX_OP_COST;
         /// One level of the soft-limit eligibility climb (res_counter_soft_limit_excess under the counter's spinlock). Source: an estimate (an uncontended lock round trip); docs/cost-model.md.
         memcg_soft_check: u64 = 40, "[ns]", max MAX_OP_COST;
-        /// Charging or uncharging one page at one level of the hierarchy (page_counter_try_charge). Measured by vmsim calibrate on this machine kind (6.18): 35.9-97.4 ns over 7 repetitions; docs/cost-model.md.
-        memcg_charge: u64 = 53, "[ns]", max MAX_OP_COST;
+        /// Charging or uncharging one page at one level of the hierarchy (page_counter_try_charge). Measured by vmsim calibrate on this machine kind (6.18): 39.5-115.5 ns over 7 repetitions; docs/cost-model.md.
+        memcg_charge: u64 = 66, "[ns]", max MAX_OP_COST;
     }
 }
 
