@@ -117,8 +117,6 @@ pub struct TaskStruct {
     pub reclaim_start: u64,
     /// Pages it holds isolated while asleep inside reclaim: (node, file, pages).
     pub isolated_held: (usize, bool, u64),
-    /// A reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) it sleeps in: (node, since, timeout [ns]).
-    pub writeback_throttle: Option<(usize, u64, u64)>,
     /// Statistics.
     pub stats: TaskStats,
 }
@@ -148,9 +146,6 @@ pub struct Kernel {
     /// The part of the running action's `Current::sleep` that is a throttle [ns]
     /// ([`Os::take_throttle`]).
     pub throttle_ns: u64,
-    /// Wait queues that I/O completions woke (`__acct_reclaim_writeback`'s wake_up), for
-    /// the engine to wake after it has them processed ([`Os::take_io_wakes`]).
-    pub io_wakes: Vec<usize>,
     /// The running kernel path goes on after its sleeps and has no point to resume
     /// from (limit reclaim): they are waited out inside the step (`Current::slept`).
     pub sleep_in_step: bool,
@@ -247,7 +242,6 @@ impl Os for Kernel {
     }
 
     fn resume_kernel_work(&mut self, tid: TaskId) -> bool {
-        self.reclaim_throttle_end(tid);
         self.resume_direct_reclaim(tid)
     }
 
@@ -279,20 +273,6 @@ impl Os for Kernel {
     fn take_throttle(&mut self) -> u64 {
         std::mem::take(&mut self.throttle_ns)
     }
-
-    fn take_io_wakes(&mut self) -> Vec<usize> {
-        std::mem::take(&mut self.io_wakes)
-    }
-
-    fn io_wake_at(&self) -> Option<u64> {
-        if self.mm.nodes.iter().all(|n| n.nr_writeback_throttled == 0) {
-            return None;
-        }
-        if self.disk.has_completed() {
-            return Some(0);
-        }
-        self.disk.next_completion_at()
-    }
 }
 
 /// Starts the kernel's threads (kthreadd's children): the disk's flusher, and per node
@@ -312,9 +292,6 @@ pub fn start_kthreads(eng: &mut Engine) {
         );
     }
     eng.kernel.reclaim_wq = eng.new_waitqueue();
-    for nid in 0..eng.kernel.mm.nodes.len() {
-        eng.kernel.mm.nodes[nid].reclaim_wait_writeback = eng.new_waitqueue();
-    }
     if kcfg.kswapd {
         for nid in 0..eng.kernel.mm.nodes.len() {
             let wq = eng.new_waitqueue();
@@ -385,7 +362,6 @@ impl Kernel {
             tasks: Vec::new(),
             throttle_ns: 0,
             sleep_in_step: false,
-            io_wakes: Vec::new(),
             oom_no_victim: 0,
             rmap: Rmap::default(),
             swap: SwapInfo::from_config(
@@ -462,7 +438,6 @@ impl Kernel {
             memcg_nr_pages_over_high: 0,
             reclaim_start: 0,
             isolated_held: (0, false, 0),
-            writeback_throttle: None,
             stats: TaskStats::default(),
         });
         tid
@@ -575,10 +550,6 @@ impl Kernel {
         if self.tasks[t].reclaim.is_some() {
             // Killed while asleep inside direct reclaim.
             self.reclaim_done(tid);
-        }
-        if let Some((nid, ..)) = self.tasks[t].writeback_throttle.take() {
-            // Killed while asleep in reclaim_throttle.
-            self.mm.nodes[nid].nr_writeback_throttled -= 1;
         }
         self.exit_mmap(tid);
         let held = std::mem::take(&mut self.tasks[t].held);

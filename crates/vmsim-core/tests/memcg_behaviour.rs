@@ -458,11 +458,8 @@ fn a_file_read_back_through_a_smaller_group_refaults_every_page() {
 #[test]
 fn a_refault_within_the_working_set_comes_back_active() {
     // A 24 MiB file made active (written, then read) in a 32 MiB group; a second file
-    // of 16 MiB deactivates and evicts part of it; read again, those pages refault
-    // after fewer evictions than the group's active list holds. (With 24 MiB, since
-    // the throttled writer wakes after 32 pages are written, the second file's pages
-    // met under writeback are activated and push the first file out of the active
-    // list: no refault is that close.)
+    // of 24 MiB deactivates and evicts part of it; read again, those pages refault
+    // after fewer evictions than the group's active list holds.
     let sc = scenario(
         "512MiB",
         "0",
@@ -477,7 +474,7 @@ cgroup = "L"
 program = [
   { op = "write", file = "hot", size = "24MiB" },
   { op = "read", file = "hot" },
-  { op = "write", file = "cold", size = "16MiB" },
+  { op = "write", file = "cold", size = "24MiB" },
   { op = "read", file = "hot" },
 ]
 "#,
@@ -512,7 +509,7 @@ fn dd_watching_dirty(files: &str, size: &str) -> (RunResult, u64) {
     let id = eng.kernel.mm.memcg.paths["L"];
     let (mut t, mut most) = (0, 0);
     while eng.live_user_tasks > 0 && t < sc.duration.0 {
-        t += 1_000_000;
+        t += 10_000_000;
         eng.run_until(t);
         let e = eng.kernel.mm.memcg.ext(id);
         most = most.max(e.stat[vmsim_core::mm::memcontrol::stat::DIRTY]);
@@ -536,9 +533,10 @@ fn a_v2_writer_is_paced_by_its_groups_dirty_limit_where_v1_fills_the_group() {
         assert_eq!(r.summary.oom_kills, 0);
         assert_eq!(r.vmstat_delta["nr_written"], 16384);
     }
-    // Sampled every millisecond: v1's writer, woken from each WRITEBACK throttle as soon
-    // as 32 pages are written, keeps most of the group dirty (2,950 of 4,096 at most).
-    assert!(v1_most > 2048, "v1 group mostly dirty pages: {v1_most}");
+    assert!(
+        v1_most > 3000,
+        "v1 group filled with dirty pages: {v1_most}"
+    );
     assert!(
         v2_most < 1200,
         "v2 group's dirty pages held near 20 %: {v2_most}"

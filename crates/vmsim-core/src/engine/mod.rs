@@ -44,8 +44,6 @@ enum Ev {
     Start(TaskId),
     /// A task another task forked becomes runnable.
     WakeNew(TaskId),
-    /// I/O completions a waiting task needs taken at their time (an interrupt).
-    Io,
 }
 
 /// A task's scheduling state.
@@ -135,8 +133,6 @@ pub struct Engine<K: Os> {
     pub events: u64,
     /// Every task's changes of state, when the run records its timeline.
     pub timeline: Option<StateLog>,
-    /// When the earliest [`Ev::Io`] queued is due, if one is.
-    io_armed: Option<u64>,
 }
 
 impl<K: Os> Engine<K> {
@@ -165,7 +161,6 @@ impl<K: Os> Engine<K> {
             live_user_tasks: 0,
             fork_failures: 0,
             events: 0,
-            io_armed: None,
             timeline: None,
         }
     }
@@ -278,7 +273,6 @@ impl<K: Os> Engine<K> {
                 Ev::Wake(tid, token) => self.timer_wake(tid, token),
                 Ev::Start(tid) => self.start_task(tid),
                 Ev::WakeNew(tid) => self.try_to_wake_up(tid),
-                Ev::Io => self.io_event(),
             }
         }
         self.now = self.now.max(t);
@@ -347,29 +341,6 @@ impl<K: Os> Engine<K> {
             _ => return,
         }
         self.try_to_wake_up(tid);
-    }
-
-    /// Takes the I/O completions due now and wakes whom they woke (the completion
-    /// interrupt), then arms the next such event.
-    fn io_event(&mut self) {
-        self.io_armed = None;
-        self.kernel.process_io(self.now);
-        self.io_wakes();
-    }
-
-    /// Wakes the wait queues I/O completions woke, and arms an [`Ev::Io`] at the next
-    /// completion while the kernel needs one ([`Os::io_wake_at`]).
-    fn io_wakes(&mut self) {
-        for wq in self.kernel.take_io_wakes() {
-            self.wake_up_all(wq);
-        }
-        if let Some(t) = self.kernel.io_wake_at() {
-            let t = t.max(self.now);
-            if self.io_armed.is_none_or(|a| a > t) {
-                self.io_armed = Some(t);
-                self.schedule_at(t, Ev::Io);
-            }
-        }
     }
 
     /// Wakes every task on a wait queue (wake_up_all).
@@ -572,7 +543,6 @@ impl<K: Os> Engine<K> {
         // Completions come in before the task runs (interrupts), in the context of the
         // previous action; their cost is not the task's.
         self.kernel.process_io(now);
-        self.io_wakes();
         // Work done on the task's behalf before it first ran (fork) opens its first step.
         let pending = std::mem::take(&mut self.sched[tid as usize].pending_sys);
         self.set_current(tid, cpu, now, pending);
@@ -615,13 +585,11 @@ impl<K: Os> Engine<K> {
         let io_wait = std::mem::take(&mut cur.sleep) + std::mem::take(&mut cur.slept);
         // Kernel code that waits on a queue (the reclaimer limit) turns the step's end into a block.
         let block_on = cur.block_on.take();
-        // A timed wait (reclaim_throttle): at most the step's sleep, unless woken sooner.
-        let timeout = std::mem::take(&mut cur.block_timed).then_some(io_wait);
         let kernel_block = block_on.is_some() && out.next == Step::Run;
         let next = match out.next {
             Step::Run if block_on.is_some() => Step::Block {
                 wq: block_on.unwrap_or_default(),
-                timeout,
+                timeout: None,
             },
             Step::Run if io_wait > 0 => Step::Sleep(io_wait),
             Step::Sleep(d) => Step::Sleep(d + io_wait),
@@ -680,7 +648,6 @@ impl<K: Os> Engine<K> {
         for wq in wakes {
             self.wake_up_all(wq);
         }
-        self.io_wakes();
         // Children forked during the step become runnable when it ends (wake_up_new_task).
         let forks = std::mem::take(&mut self.kernel.current().start);
         for child in forks {

@@ -57,9 +57,7 @@ pub struct StepOut {
 /// - add system time to `acc` (never lower it);
 /// - add to `sleep` when the task must sleep when its step ends (I/O waits,
 ///   `schedule_timeout`; a throttle also counts in [`Os::take_throttle`]), or set
-///   `block_on` to sleep on a wait queue instead (a throttle: the reclaimer limit),
-///   with `block_timed` also set for a wait that its `sleep` bounds and a wake-up
-///   cuts short (reclaim_throttle's `schedule_timeout` on `reclaim_wait`);
+///   `block_on` to sleep on a wait queue instead (a throttle: the reclaimer limit);
 /// - push wait queues to `wake` (`wake_up_all` when the step ends), children
 ///   it forked to `start` (`wake_up_new_task`) and tasks the OOM killer chose
 ///   to `kill`;
@@ -89,8 +87,6 @@ pub struct Current {
     pub slept: u64,
     /// A wait queue the task sleeps on after its step.
     pub block_on: Option<usize>,
-    /// The wait on `block_on` ends after the step's `sleep` at the latest.
-    pub block_timed: bool,
     /// Wait queues to wake (wake_up_all) when the step ends.
     pub wake: Vec<usize>,
     /// Tasks forked during the step, started when it ends.
@@ -168,10 +164,4 @@ pub trait Os {
     /// (reclaim_throttle, balance_dirty_pages, congestion_wait, the memory.high
     /// penalty), the rest being I/O waits [ns]; zero for the next action.
     fn take_throttle(&mut self) -> u64;
-    /// Wait queues that I/O completions processed so far woke (wake_up from an
-    /// end_io path); empty afterwards.
-    fn take_io_wakes(&mut self) -> Vec<usize>;
-    /// When the engine must take I/O completions even if no task runs: the next
-    /// completion, while a task waits for completions to wake it.
-    fn io_wake_at(&self) -> Option<u64>;
 }

@@ -635,7 +635,6 @@ impl Kernel {
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_WRITEBACK, -nr);
         self.mm.mod_node_page_state(nid, NodeStat::NR_WRITTEN, nr);
-        self.acct_reclaim_writeback(nid, nr);
         let flags = self.mm.map[p as usize].flags;
         self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, -nr);
         self.mm.map[p as usize].flags &= !pg::WRITEBACK;

@@ -93,9 +93,6 @@ impl Mm {
                 pgdat_dirty: false,
                 pgdat_writeback: false,
                 lruvec_congested: false,
-                nr_writeback_throttled: 0,
-                nr_reclaim_start: 0,
-                reclaim_wait_writeback: usize::MAX,
             });
         }
 

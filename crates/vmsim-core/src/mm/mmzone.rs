@@ -303,10 +303,4 @@ pub struct PgData {
     pub pgdat_writeback: bool,
     /// LRUVEC_NODE_CONGESTED: kswapd found every dirty page it met queued for writeback.
     pub lruvec_congested: bool,
-    /// Tasks asleep in reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) (nr_writeback_throttled).
-    pub nr_writeback_throttled: u32,
-    /// NR_THROTTLED_WRITTEN when the first of them went to sleep (nr_reclaim_start).
-    pub nr_reclaim_start: i64,
-    /// Wait queue id of reclaim_wait[VMSCAN_THROTTLE_WRITEBACK]; usize::MAX without an engine.
-    pub reclaim_wait_writeback: usize,
 }

@@ -1061,13 +1061,8 @@ impl Kernel {
         true
     }
 
-    /// Puts the reclaimer to sleep for the reason's timeout (reclaim_throttle). A
-    /// VMSCAN_THROTTLE_WRITEBACK sleep is a wait on the node's `reclaim_wait` that ends
-    /// early once more than SWAP_CLUSTER_MAX pages per throttled task have finished
-    /// writeback since the first of them went to sleep (`__acct_reclaim_writeback`,
-    /// [`Kernel::acct_reclaim_writeback`]); it is traced when it ends
-    /// ([`Kernel::reclaim_throttle_end`]). The other early wake-ups of the kernel
-    /// (isolation, efficiency) are not modelled.
+    /// Puts the reclaimer to sleep for the reason's timeout (reclaim_throttle); the
+    /// early wake-ups of the kernel (writeback progress, isolation, efficiency) are not modelled yet.
     pub fn reclaim_throttle(&mut self, nid: usize, reason: i32) {
         if self.mm.cur.atomic || !self.reclaim_throttles() {
             return;
@@ -1078,29 +1073,10 @@ impl Kernel {
             VMSCAN_THROTTLE_ISOLATED => jiffy * self.mm.kcfg.hz / 50,
             _ => jiffy,
         };
-        let wq = self.mm.nodes[nid].reclaim_wait_writeback;
-        let tid = self.mm.cur.tid;
-        if reason == VMSCAN_THROTTLE_WRITEBACK
-            && wq != usize::MAX
-            && self.mm.cur.block_on.is_none()
-            && self.tasks[tid as usize].writeback_throttle.is_none()
-        {
-            let node = &mut self.mm.nodes[nid];
-            node.nr_writeback_throttled += 1;
-            if node.nr_writeback_throttled == 1 {
-                node.nr_reclaim_start = node.vm_stat[NodeStat::NR_THROTTLED_WRITTEN as usize];
-            }
-            let since = self.mm.clock() + self.mm.cur.sleep;
-            self.tasks[tid as usize].writeback_throttle = Some((nid, since, timeout));
-            self.mm.cur.sleep += timeout;
-            self.mm.cur.block_on = Some(wq);
-            self.mm.cur.block_timed = true;
-            self.throttle_ns += timeout;
-            return;
-        }
         let mut delayed = timeout;
         if reason == VMSCAN_THROTTLE_WRITEBACK {
-            // No engine to wake the sleeper (unit tests): the writes already queued.
+            // __acct_reclaim_writeback() (5.16+): woken once more than SWAP_CLUSTER_MAX pages per
+            // throttled task (this one) have finished writeback since it went to sleep.
             let now = self.mm.clock() + self.mm.cur.sleep;
             if let Some(t) = self.disk.writes_done_at(SWAP_CLUSTER_MAX) {
                 delayed = timeout.min(t.saturating_sub(now).max(1));
@@ -1110,43 +1086,6 @@ impl Kernel {
         // waits for (the flushers' writeback) needs other tasks to run.
         self.mm.cur.sleep += delayed;
         self.throttle_ns += delayed;
-        self.trace_reclaim_throttled(nid, timeout, delayed, reason);
-    }
-
-    /// Ends a task's VMSCAN_THROTTLE_WRITEBACK sleep when it runs again, woken or timed
-    /// out (reclaim_throttle after schedule_timeout: nr_writeback_throttled, the tracepoint).
-    pub fn reclaim_throttle_end(&mut self, tid: TaskId) {
-        let Some((nid, since, timeout)) = self.tasks[tid as usize].writeback_throttle.take() else {
-            return;
-        };
-        self.mm.nodes[nid].nr_writeback_throttled -= 1;
-        let delayed = self.mm.clock().saturating_sub(since).min(timeout);
-        self.trace_reclaim_throttled(nid, timeout, delayed, VMSCAN_THROTTLE_WRITEBACK);
-    }
-
-    /// Counts a page whose writeback ended while reclaimers are throttled on its node and
-    /// wakes them once more than SWAP_CLUSTER_MAX pages each have been written since the
-    /// first went to sleep (acct_reclaim_writeback → __acct_reclaim_writeback).
-    pub fn acct_reclaim_writeback(&mut self, nid: usize, nr: i64) {
-        let node = &self.mm.nodes[nid];
-        let nr_throttled = node.nr_writeback_throttled;
-        if nr_throttled == 0 {
-            return;
-        }
-        self.mm
-            .mod_node_page_state(nid, NodeStat::NR_THROTTLED_WRITTEN, nr);
-        let node = &self.mm.nodes[nid];
-        let written = node.vm_stat[NodeStat::NR_THROTTLED_WRITTEN as usize] - node.nr_reclaim_start;
-        if written > (SWAP_CLUSTER_MAX * nr_throttled as u64) as i64 {
-            let wq = node.reclaim_wait_writeback;
-            if !self.io_wakes.contains(&wq) {
-                self.io_wakes.push(wq);
-            }
-        }
-    }
-
-    /// trace_mm_vmscan_throttled, as reclaim_throttle records a sleep when it ends.
-    fn trace_reclaim_throttled(&mut self, nid: usize, timeout: u64, delayed: u64, reason: i32) {
         self.trace(TraceEvent::MmVmscanThrottled {
             nid: nid as i32,
             usec_timeout: (timeout / 1000) as i32,
