@@ -1435,9 +1435,10 @@ impl Kernel {
     /// flushers (reclaim_throttle) ends the attempt with `Retry`: the task sleeps while
     /// the flusher and the disk run, and the loop resumes where it was when the
     /// allocation is retried; its waits for the disk alone (a full request queue, a
-    /// folio under writeback) are taken in the step and the reclaim goes on. Under `kernel.memcg_charge_batch` the charge is
-    /// taken from the CPU's stock, else charged as a batch of MEMCG_CHARGE_BATCH whose
-    /// rest is stocked, else (the batch failed, counted in failcnt) as the page alone;
+    /// folio under writeback) are taken in the step and the reclaim goes on. Under
+    /// `kernel.memcg_charge_batch` the charge is taken from the CPU's stock, else charged
+    /// as a batch of MEMCG_CHARGE_BATCH whose rest is stocked, else (the batch failed,
+    /// counted in failcnt) as the page alone;
     /// limit reclaim that leaves no margin drains the stocks once. `Page(NIL)` when
     /// charged; `Killed` if `tid` was chosen; `Failed` if no victim is left.
     pub fn mem_cgroup_try_charge(&mut self, id: u32, tid: TaskId) -> AllocResult {

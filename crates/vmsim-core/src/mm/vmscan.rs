@@ -1076,7 +1076,9 @@ impl Kernel {
         let mut delayed = timeout;
         if reason == VMSCAN_THROTTLE_WRITEBACK {
             // __acct_reclaim_writeback() (5.16+): woken once more than SWAP_CLUSTER_MAX pages per
-            // throttled task (this one) have finished writeback since it went to sleep.
+            // throttled task (this one) have finished writeback since it went to sleep. Only
+            // the writes queued now are counted: those the flusher woken just before submits
+            // later cannot end the sleep (tiny-memcg's write sleeps its whole 100 ms twice).
             let now = self.mm.clock() + self.mm.cur.sleep;
             if let Some(t) = self.disk.writes_done_at(SWAP_CLUSTER_MAX) {
                 delayed = timeout.min(t.saturating_sub(now).max(1));
