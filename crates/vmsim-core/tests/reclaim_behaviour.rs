@@ -795,19 +795,22 @@ fn swapped_out_pages_leave_shadows_that_judge_their_swap_in() {
 
 #[test]
 fn a_swap_in_within_the_working_set_comes_back_active() {
-    // 100 MiB of page cache read twice beside 200 MiB of anonymous memory touched
-    // twice on 256 MiB: many anonymous pages evicted during the first pass refault
-    // after fewer evictions than the file lists hold, so their swap-ins are activated
-    // (workingset_test_recent counts both file lists for an anonymous refault). With
-    // 220 MiB, since swap writes complete between reclaim batches, the file lists are
-    // emptied before the second pass and no refault is that close.
+    // 120 MiB of page cache read three times beside 200 MiB of anonymous memory touched
+    // twice on 256 MiB: some anonymous pages evicted during the first pass refault
+    // while the file lists still hold more pages than were evicted since, so their
+    // swap-ins are activated (workingset_test_recent counts both file lists for an
+    // anonymous refault). The premise rests on reclaim's timing: with 100 MiB read twice
+    // beside 220 MiB, and then 200 MiB, once swap writes completed between reclaim
+    // batches and anonymous reclaim cost what was measured, the file lists were emptied
+    // before any anonymous page came back, or nothing was swapped at all.
     let sc = scenario(
         &(machine("256MiB", "512MiB", "")
             + r#"
 [[task]]
 name = "hog"
 program = [
-  { op = "write", file = "cache", size = "100MiB" },
+  { op = "write", file = "cache", size = "120MiB" },
+  { op = "read", file = "cache" },
   { op = "read", file = "cache" },
   { op = "read", file = "cache" },
   { op = "touch", size = "200MiB" },
