@@ -1021,12 +1021,12 @@ fn limit_reclaim_walks_the_children_as_the_walk_switch_says() {
     );
 }
 
-/// Anonymous memory twice a v1 group's limit, with swap: limit reclaims on `kernel`.
-fn swap_through_limit(kernel: &str) -> RunResult {
+/// Anonymous memory twice a v1 group's limit, with swap: limit reclaims.
+fn swap_through_limit() -> RunResult {
     let sc = scenario(
         "1GiB",
         "512MiB",
-        kernel,
+        "",
         r#"
 [[cgroup]]
 path = "L"
@@ -1049,7 +1049,7 @@ fn limit_reclaim_waits_for_its_swap_writes_and_goes_on() {
     // pages written to swap are about the pages stolen. Ending the call at the wait
     // (and handing out completions late) made 577 calls of 29 pages here and wrote
     // 21,491 pages for 16,490 stolen; now 370 of 44, and 16,734 for 16,465.
-    let r = swap_through_limit("");
+    let r = swap_through_limit();
     let calls = r.memcg.as_ref().unwrap().walk.limit_reclaims as i64;
     let (out, stolen) = (r.vmstat["pswpout"], r.vmstat["pgsteal_anon"]);
     assert!(stolen > 0 && calls > 0);
