@@ -1363,6 +1363,13 @@ def _echo_result(result: dict, as_json: bool, render: Callable[[dict], str]) -> 
 )
 @click.option("--list", "list_only", is_flag=True, help="List experiments and recordings.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of vmsim's runs.")
+@click.option(
+    "--costs",
+    "costs",
+    metavar="PROFILE",
+    help="The cost profile of vmsim's runs: a built-in one's name (vmsim costs --list) or a "
+    "profile file (.toml); default: the default profile.",
+)
 def fidelity_cmd(
     names: tuple[str, ...],
     as_json: bool,
@@ -1380,6 +1387,7 @@ def fidelity_cmd(
     install_only: bool,
     list_only: bool,
     seed: int,
+    costs: str | None,
 ) -> None:
     """vmsim beside the real kernel: recorded experiments, metric by metric (docs/fidelity.md).
 
@@ -1412,6 +1420,8 @@ def fidelity_cmd(
                 click.echo(f"{n:<22} {', '.join(where) or 'not recorded'}{missing}")
             return
         if record_name is not None:
+            if costs is not None:
+                raise UserError("--costs sets vmsim's runs; a recording has none (drop --record)")
             if names:
                 raise UserError("--record takes one experiment; give no other names")
             if record_name not in exps:
@@ -1444,13 +1454,16 @@ def fidelity_cmd(
             return
         if not (0 <= seed < 2**64):
             raise UserError(f"--seed {seed}: out of range (0..2^64-1)")
+        _check_costs(costs)
         tty = sys.stderr.isatty()
 
         def progress(name: str, i: int, n: int) -> None:
             if tty:
                 click.echo(f"vmsim fidelity: {name} ({i + 1} of {n})", err=True)
 
-        result = fd.fidelity(exps, list(names), root, seed=seed, progress=progress)
+        result = fd.fidelity(
+            exps, list(names), root, seed=seed, costs=costs, progress=progress
+        )
     except fd.FidelityError as e:
         raise UserError(str(e)) from None
     _echo_result(result, as_json, fd.render_text)

@@ -85,10 +85,13 @@ def recordings_dir() -> Path:
 # ---------------------------------------------------------------------------
 
 
-def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def vmsim_scenario(
+    exp: Experiment, machine: dict[str, Any], costs: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """The vmsim scenario of an experiment on a recorded machine, and what it leaves out.
 
-    Machine, sysctls, THP settings and the disk come from the recording; each
+    Machine, sysctls, THP settings and the disk come from the recording, the
+    cost profile from ``costs`` (the default profile when None); each
     phase ends with a barrier (``signal``/``wait``) after which the first task
     takes a ``snapshot`` named after the phase, so that /proc is read at the
     same points as on the real kernel.
@@ -148,6 +151,8 @@ def vmsim_scenario(exp: Experiment, machine: dict[str, Any]) -> tuple[dict[str, 
         "disk": disk,
         "sampling": {"interval": "1s"},
     }
+    if costs is not None:
+        sc["costs"] = costs
     if exp.files:
         sc["file"] = [{"name": n, "size": size} for n, size in exp.files]
     if exp.cgroup_limit is not None or any(t.cgroup for t in exp.tasks):
@@ -250,9 +255,11 @@ def count_trace(path: Path, keys: list[str], bounds: list[float]) -> list[dict[s
     return [c.snapshot() for c in counters]
 
 
-def run_vmsim(exp: Experiment, machine: dict[str, Any], seed: int = 1) -> dict[str, Any]:
+def run_vmsim(
+    exp: Experiment, machine: dict[str, Any], seed: int = 1, costs: str | None = None
+) -> dict[str, Any]:
     """Runs vmsim on the experiment and returns its snapshots as the real side has them."""
-    sc, missing = vmsim_scenario(exp, machine)
+    sc, missing = vmsim_scenario(exp, machine, costs)
     trace_keys = sorted({m.filter_key for m in exp.metrics if m.source == "trace"})
     with tempfile.TemporaryDirectory(prefix="vmsim-fidelity-") as tmp:
         tpath = Path(tmp) / "trace" if trace_keys else None
@@ -452,7 +459,9 @@ def _check_phases(exp: Experiment, rec: dict[str, Any]) -> None:
             )
 
 
-def compare_experiment(exp: Experiment, rec: dict[str, Any], seed: int = 1) -> dict[str, Any]:
+def compare_experiment(
+    exp: Experiment, rec: dict[str, Any], seed: int = 1, costs: str | None = None
+) -> dict[str, Any]:
     """One experiment against one recording: every metric judged, and the counts."""
     phases = exp.phase_names()
     _check_phases(exp, rec)
@@ -460,7 +469,7 @@ def compare_experiment(exp: Experiment, rec: dict[str, Any], seed: int = 1) -> d
     if why:
         return _real_only(exp, rec, why)
     slow_cpu = emulated(rec["machine"])
-    sim = run_vmsim(exp, rec["machine"], seed)
+    sim = run_vmsim(exp, rec["machine"], seed, costs)
     unfinished = {s["name"] for s in sim["snapshots"] if s.get("incomplete")}
     real_killed = {p["name"] for r in rec["runs"] for p in r["phases"] if p["killed"]}
     metrics = {}
@@ -588,9 +597,12 @@ def fidelity(
     root: Path,
     *,
     seed: int = 1,
+    costs: str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Compares vmsim with every recording of the named experiments (all when empty).
+
+    ``costs`` names the cost profile vmsim runs with (its default when None).
 
     The result has one entry per experiment with one entry per recorded
     kernel (``experiments[NAME]["kernels"][MACHINE]``), and a score per kernel
@@ -614,7 +626,7 @@ def fidelity(
         rec = load_recording(path)
         if rec["experiment"] != n:
             raise FidelityError(f"{path}: holds experiment '{rec['experiment']}', not '{n}'")
-        entry = compare_experiment(experiments[n], rec, seed)
+        entry = compare_experiment(experiments[n], rec, seed, costs)
         entry["recording"] = f"{mk}/{path.name}"
         entries.setdefault(n, {})[mk] = entry
         machines.setdefault(mk, rec["machine"])
@@ -636,7 +648,12 @@ def fidelity(
             "total": total,
             "score": round(ok / total, 4) if total else None,
         }
-    result: dict[str, Any] = {"kernels": kernels, "experiments": {}, "unrecorded": []}
+    result: dict[str, Any] = {
+        "costs": costs,
+        "kernels": kernels,
+        "experiments": {},
+        "unrecorded": [],
+    }
     for n in wanted:
         if n not in entries:
             result["unrecorded"].append(n)
@@ -684,6 +701,9 @@ def render_text(result: dict[str, Any]) -> str:
     lines = []
     kernels = result["kernels"]
     kw = max(len(kv["label"]) for kv in kernels.values())
+    if result.get("costs"):
+        lines.append(f"vmsim runs with the cost profile {result['costs']}")
+        lines.append("")
     for name, ex in result["experiments"].items():
         lines.append(f"{name}: {ex['description']}")
         missing: dict[str, list[str]] = {}
