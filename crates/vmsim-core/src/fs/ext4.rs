@@ -50,6 +50,14 @@ const INODE_BITMAP_OFF: u64 = 1_026;
 const INODE_TABLE_OFF: u64 = 1_027;
 /// Offset of its first block for directories.
 const DATA_OFF: u64 = INODE_TABLE_OFF + (INODES_PER_GROUP / INODES_PER_BLOCK) as u64;
+/// Largest file [blocks] whose data goes to the locality group's preallocation
+/// (s_mb_stream_request, MB_DEFAULT_STREAM_THRESHOLD in fs/ext4/mballoc.h).
+pub const MB_STREAM_REQUEST: u64 = 16;
+/// First sector of the locality groups' preallocated space: past every file extent
+/// of `filemap::FILE_EXTENT_SECTORS` a run can create.
+const LG_BASE_SECTOR: u64 = 1 << 56;
+/// Sectors set aside for each CPU's locality group.
+const LG_SPAN_SECTORS: u64 = 1 << 48;
 /// Usable bytes of a directory leaf block (the 12-byte ext4_dir_entry_tail).
 const LEAF_BYTES: u32 = 4096 - 12;
 
@@ -121,6 +129,11 @@ pub struct Ext4 {
     pub splits: u64,
     /// The directory looked up last.
     pub last_dir: u32,
+    /// Per CPU: blocks its locality group has handed out (struct ext4_locality_group's
+    /// preallocations, used in order).
+    pub lg_used: Vec<u64>,
+    /// Files placed in a locality group (group allocation of a small file).
+    pub group_allocs: u64,
 }
 
 /// What the filesystem did in a run (the result's `ext4` object).
@@ -136,6 +149,9 @@ pub struct Ext4Report {
     pub leaf_splits: u64,
     /// Files whose delayed blocks writeback mapped (ext4_map_blocks).
     pub delalloc_maps: u64,
+    /// Small files whose blocks came from a locality group's preallocation
+    /// (EXT4_MB_HINT_GROUP_ALLOC).
+    pub group_allocs: u64,
     /// Metadata blocks grown into the block device's page cache with `__GFP_MOVABLE`
     /// (sb_getblk) and without (getblk_unmovable, ext4_sb_bread_unmovable).
     pub blocks_movable: u64,
@@ -245,6 +261,7 @@ impl Kernel {
             directories: self.ext4.dirs.len() as u64,
             leaf_splits: self.ext4.splits,
             delalloc_maps: self.ext4.da_maps,
+            group_allocs: self.ext4.group_allocs,
             blocks_movable: self.buffers.grown[0],
             blocks_unmovable: self.buffers.grown[1],
             blocks_read: self.buffers.reads,
@@ -475,9 +492,33 @@ impl Kernel {
             .and_then(|_| self.ext4_dirty_inode(tid, e.i_ino))
             .is_ok()
         {
+            if e.mapped == 0 && size <= MB_STREAM_REQUEST {
+                self.ext4_mb_use_group_pa(ino, size);
+            }
             self.ext4.inode(ino).mapped = size;
             self.ext4.da_maps += 1;
         }
+    }
+
+    /// Places a small file's first blocks in the current CPU's locality group
+    /// (ext4_mb_new_blocks → ext4_mb_group_or_file: a file of at most
+    /// s_mb_stream_request blocks takes EXT4_MB_HINT_GROUP_ALLOC; then
+    /// ext4_mb_use_preallocated → ext4_mb_use_group_pa). The group's preallocations
+    /// hand out blocks in order, so small files written back one after another lie
+    /// next to each other on the disk. Simplified: a new preallocation
+    /// (ext4_mb_new_group_pa, s_mb_group_prealloc blocks) always starts where the
+    /// last one ended.
+    fn ext4_mb_use_group_pa(&mut self, ino: u32, blocks: u64) {
+        let cpu = self.mm.cur.cpu;
+        if self.ext4.lg_used.len() <= cpu {
+            self.ext4.lg_used.resize(cpu + 1, 0);
+        }
+        let start = LG_BASE_SECTOR
+            + cpu as u64 * LG_SPAN_SECTORS
+            + self.ext4.lg_used[cpu] * (crate::block::PAGE_SIZE / crate::block::SECTOR_SIZE);
+        self.ext4.lg_used[cpu] += blocks.max(1);
+        self.inodes[ino as usize].start_sector = start;
+        self.ext4.group_allocs += 1;
     }
 
     /// Removes a file's name and frees its inode (ext4_unlink, ext4_evict_inode →
@@ -686,6 +727,40 @@ mod tests {
         assert_eq!(k.buffers.grown[0], before[0] + 1);
         k.ext4_da_writepages(ino);
         assert_eq!(k.ext4.da_maps, 1, "nothing new to map");
+    }
+
+    #[test]
+    fn small_files_written_back_in_turn_lie_side_by_side_and_a_large_one_keeps_its_extent() {
+        let (mut k, tid) = boot();
+        let write = |k: &mut Kernel, name: &str, pages: u64| {
+            let ino = create(k, tid, name);
+            for i in 0..pages {
+                let _ = k.file_write_page(tid, ino, i);
+            }
+            ino
+        };
+        let a = write(&mut k, "d/a", 1);
+        let b = write(&mut k, "d/b", 3);
+        let c = write(&mut k, "d/c", MB_STREAM_REQUEST);
+        let big = write(&mut k, "d/big", MB_STREAM_REQUEST + 1);
+        let extent = k.inodes[big as usize].start_sector;
+        for ino in [b, a, c, big] {
+            k.ext4_da_writepages(ino);
+        }
+        let at = |k: &Kernel, ino: u32| k.inodes[ino as usize].start_sector;
+        // In writeback order: b's 3 blocks, then a's one, then c's 16.
+        assert_eq!(at(&k, a), at(&k, b) + 3 * 8);
+        assert_eq!(at(&k, c), at(&k, a) + 8);
+        assert_eq!(k.ext4.lg_used[k.mm.cur.cpu], 3 + 1 + MB_STREAM_REQUEST);
+        assert_eq!(
+            at(&k, big),
+            extent,
+            "a file over s_mb_stream_request streams"
+        );
+        assert_eq!(k.ext4.group_allocs, 3);
+        // A second writeback maps nothing and moves nothing.
+        k.ext4_da_writepages(a);
+        assert_eq!(at(&k, a), at(&k, b) + 3 * 8);
     }
 
     #[test]
