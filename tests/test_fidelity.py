@@ -532,6 +532,35 @@ def test_tiny_real_experiment_records_and_compares(tmp_path):
     assert out["total"] == len(e.metrics)
 
 
+def test_median_disk_keeps_each_figures_median_over_the_probes():
+    probes = [
+        {"write_bandwidth": 1e9, "read_bandwidth": 2e9, "latency_ns": 169_000, "latency_p50_ns": 60},
+        {"write_bandwidth": 3e9, "read_bandwidth": 1e9, "latency_ns": 49_000, "latency_p50_ns": 50},
+        {"write_bandwidth": 2e9, "read_bandwidth": 3e9, "latency_ns": 65_000, "latency_p50_ns": 40},
+    ]
+    d = host.median_disk(probes)
+    assert d == {
+        "write_bandwidth": 2e9,
+        "read_bandwidth": 2e9,
+        "latency_ns": 65_000,
+        "latency_p50_ns": 50,
+        "probes": 3,
+    }
+
+
+def test_a_recording_probes_the_disk_before_each_run(tmp_path):
+    needs_real_memcg(tmp_path)
+    e = exp_of(SMALL)
+    rec = load_recording(record(e, 2, tmp_path / "rec", tmp_path, trace=False))
+    probes = [r["disk_probe"] for r in rec["runs"]]
+    assert len(probes) == 2 and all(p["latency_ns"] > 0 for p in probes)
+    disk = rec["machine"]["disk"]
+    assert disk["probes"] == 2
+    # The recording's figure is the probes' median (of two: their mean, rounded).
+    assert abs(disk["latency_ns"] - sum(p["latency_ns"] for p in probes) / 2) <= 1
+    assert leftovers(tmp_path) == []
+
+
 def test_a_file_on_the_disk_is_read_from_it_after_drop_caches(tmp_path):
     needs_real_memcg(tmp_path)
     e = exp_of(ON_DISK, "on-disk")

@@ -20,6 +20,7 @@ import random
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import threading
 import time
@@ -158,12 +159,13 @@ def memcg_available() -> str | None:
 # ---------------------------------------------------------------------------
 
 
-def measure_disk(work: Path, size: int = 256 << 20) -> dict[str, float]:
+def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[str, float]:
     """Sequential O_DIRECT write and read bandwidth [bytes/s] and random 4 KiB read latency [ns].
 
     Measured on a file of ``size`` in the work directory (deleted after), with
-    1 MiB requests for bandwidth and 256 random 4 KiB reads for latency,
-    bypassing the page cache so that the figures are the device's.
+    1 MiB requests for bandwidth and ``reads`` random 4 KiB reads for latency
+    (their mean, and their median beside it), bypassing the page cache so that
+    the figures are the device's.
     """
     path = work / "disk-probe"
     buf = mmap.mmap(-1, IO_CHUNK)  # page-aligned, as O_DIRECT needs
@@ -186,11 +188,12 @@ def measure_disk(work: Path, size: int = 256 << 20) -> dict[str, float]:
             read_s = time.perf_counter() - t0
             small = mmap.mmap(-1, 4096)
             rng = random.Random(1)
-            n = 256
-            t0 = time.perf_counter()
-            for _ in range(n):
-                os.preadv(fd, [small], rng.randrange(size // 4096) * 4096)
-            lat = (time.perf_counter() - t0) / n
+            lats = []
+            for _ in range(reads):
+                off = rng.randrange(size // 4096) * 4096
+                t0 = time.perf_counter()
+                os.preadv(fd, [small], off)
+                lats.append(time.perf_counter() - t0)
             small.close()
         finally:
             os.close(fd)
@@ -201,9 +204,30 @@ def measure_disk(work: Path, size: int = 256 << 20) -> dict[str, float]:
     return {
         "write_bandwidth": round(size / write_s),
         "read_bandwidth": round(size / read_s),
-        "latency_ns": round(lat * 1e9),
+        "latency_ns": round(statistics.fmean(lats) * 1e9),
+        "latency_p50_ns": round(statistics.median(lats) * 1e9),
         "probe_bytes": size,
     }
+
+
+#: The disk figures a probe measures, whose median over a recording's probes it keeps.
+PROBED = ("write_bandwidth", "read_bandwidth", "latency_ns", "latency_p50_ns")
+
+
+def median_disk(probes: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each probed figure over several disk probes, and how many there were.
+
+    A virtual machine's disk has moments of stalls: one probe's mean can be
+    several times another's (49 to 169 µs here), so a recording keeps the
+    median of a probe taken before each of its runs.
+    """
+    out: dict[str, float] = {}
+    for k in PROBED:
+        vals = [p[k] for p in probes if k in p]
+        if vals:
+            out[k] = round(statistics.median(vals))
+    out["probes"] = len(probes)
+    return out
 
 
 def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:

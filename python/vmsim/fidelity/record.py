@@ -173,11 +173,21 @@ def record(
         raise FidelityError(f"--runs {runs}: must be an integer from 1 to {MAX_RUNS}")
     check_can_record(exp, work_root)
     with tempfile.TemporaryDirectory(dir=work_root, prefix="vmsim-fidelity-probe-") as probe:
-        machine = host.machine_info(Path(probe), disk=disk_probe)
+        machine = host.machine_info(Path(probe), disk=False)
     out = []
+    probes = []
     for i in range(runs):
+        if disk_probe:
+            # The disk as this run meets it: a probe just before the run.
+            with tempfile.TemporaryDirectory(dir=work_root, prefix="vmsim-fidelity-probe-") as d:
+                probes.append(host.measure_disk(Path(d)))
         log(f"{exp.name}: run {i + 1} of {runs}")
-        out.append(run_once(exp, work_root, trace=trace, log=log))
+        run = run_once(exp, work_root, trace=trace, log=log)
+        if disk_probe:
+            run["disk_probe"] = probes[-1]
+        out.append(run)
+    if probes:
+        machine["disk"].update(host.median_disk(probes))
     rec = {
         "format": FORMAT,
         "experiment": exp.name,
