@@ -534,18 +534,23 @@ def test_tiny_real_experiment_records_and_compares(tmp_path):
 
 def test_median_disk_keeps_each_figures_median_over_the_probes():
     probes = [
-        {"write_bandwidth": 1e9, "read_bandwidth": 2e9, "latency_ns": 169_000, "latency_p50_ns": 60},
-        {"write_bandwidth": 3e9, "read_bandwidth": 1e9, "latency_ns": 49_000, "latency_p50_ns": 50},
-        {"write_bandwidth": 2e9, "read_bandwidth": 3e9, "latency_ns": 65_000, "latency_p50_ns": 40},
+        {"write_bandwidth": 1e9, "read_bandwidth": 2e9, "latency_ns": 169_000},
+        {"write_bandwidth": 3e9, "read_bandwidth": 1e9, "latency_ns": 49_000},
+        {"write_bandwidth": 2e9, "read_bandwidth": 3e9, "latency_ns": 65_000},
     ]
+    for p in probes:
+        p["latency_from"] = "diskstats"
     d = host.median_disk(probes)
     assert d == {
         "write_bandwidth": 2e9,
         "read_bandwidth": 2e9,
         "latency_ns": 65_000,
-        "latency_p50_ns": 50,
         "probes": 3,
+        "latency_from": "diskstats",
     }
+    # A probe whose latency is the user-side time makes the median say nothing of its source.
+    del probes[0]["latency_from"]
+    assert "latency_from" not in host.median_disk(probes)
 
 
 def test_a_recording_probes_the_disk_before_each_run(tmp_path):
@@ -554,6 +559,10 @@ def test_a_recording_probes_the_disk_before_each_run(tmp_path):
     rec = load_recording(record(e, 2, tmp_path / "rec", tmp_path, trace=False))
     probes = [r["disk_probe"] for r in rec["runs"]]
     assert len(probes) == 2 and all(p["latency_ns"] > 0 for p in probes)
+    for p in probes:
+        # The device's time of a read is part of the time the process waited for it.
+        assert p["latency_from"] == "diskstats"
+        assert p["latency_ns"] <= p["latency_user_ns"] * 1.05
     disk = rec["machine"]["disk"]
     assert disk["probes"] == 2
     # The recording's figure is the probes' median (of two: their mean, rounded).
@@ -569,6 +578,10 @@ def test_a_file_on_the_disk_is_read_from_it_after_drop_caches(tmp_path):
     value = {m.spec: fc.real_value(m, run, e.phase_names()) for m in e.metrics}
     # The recorder's copy was dropped from the cache: the read comes from the disk [KiB].
     assert value["vmstat.pgpgin@read"] >= 8 << 10
+    # The disk's own counters saw it too: at least the 8 MiB in 512-byte sectors.
+    disk = {s["name"]: s["diskstats"] for s in run["snapshots"]}
+    assert disk["read"]["sectors_read"] - disk["drop"]["sectors_read"] >= 8 << 11
+    assert disk["read"]["reads"] > disk["drop"]["reads"]
     assert value["vmstat.drop_pagecache@drop"] == 1
     assert value["vmstat.compact_migrate_scanned@compact"] >= 0
     assert leftovers(tmp_path) == []

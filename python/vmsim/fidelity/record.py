@@ -8,7 +8,8 @@ A recording is one JSON file, ``<recordings>/<kernel>-<memory>GiB-<cpus>cpu/NAME
  "runs": [{"wall_seconds": …,
            "snapshots": [{"name": "start" | PHASE, "vmstat": {…}, "meminfo": {…},
                           "buddyinfo": TEXT, "memcg_stat": {…} | null,
-                          "memcg": {"failcnt": …, …} | null, "trace": {…} | null}, …],
+                          "memcg": {"failcnt": …, …} | null, "trace": {…} | null,
+                          "diskstats": {"reads": …, "read_ms": …, …} | null}, …],
            "phases": [{"name": PHASE, "seconds": …, "killed": [TASK…],
                        "nr_hugepages": [asked, got]…, "trace_lost": N}, …]}, …]}
 ```
@@ -73,7 +74,9 @@ def check_can_record(exp: Experiment, work_root: Path) -> None:
     host.check_fits(exp.footprint(), work_root)
 
 
-def _snapshot(name: str, cg: Path | None, tracer: host.TraceInstance | None) -> dict[str, Any]:
+def _snapshot(
+    name: str, cg: Path | None, tracer: host.TraceInstance | None, dev: str = ""
+) -> dict[str, Any]:
     stat = files = None
     if cg is not None:
         stat, files = host.cgroup_state(cg)
@@ -85,6 +88,7 @@ def _snapshot(name: str, cg: Path | None, tracer: host.TraceInstance | None) -> 
         "memcg_stat": stat,
         "memcg": files,
         "trace": tracer.snapshot() if tracer else None,
+        "diskstats": host.read_diskstats(dev) if dev else None,
     }
 
 
@@ -120,7 +124,8 @@ def run_once(
             tracer = host.TraceInstance(stack, tag, exp.trace, sorted(set(keys)))
         for fname, size in exp.files:
             host.make_uncached_file(work / fname, size)
-        snapshots = [_snapshot("start", cg, tracer)]
+        dev = host.mount_of(work)[0]
+        snapshots = [_snapshot("start", cg, tracer, dev)]
         phases = []
         for ph in exp.phases:
             t0 = time.monotonic()
@@ -146,7 +151,7 @@ def run_once(
                 w.wait(deadline)
             record["seconds"] = round(time.monotonic() - t0, 6)
             record["killed"] = [n for n, w in workers.items() if w.killed]
-            snapshots.append(_snapshot(ph.name, cg, tracer))
+            snapshots.append(_snapshot(ph.name, cg, tracer, dev))
             if tracer:
                 record["trace_lost"] = tracer.lost()
             phases.append(record)
