@@ -463,18 +463,45 @@ def memcg_charge_pairs(sizes: Sizes) -> float:
 
 
 # The layout compaction works on: a child that writes every page of an anonymous mapping
-# (no THP), frees every other page (MADV_DONTNEED), says "ready" and holds the rest until
-# its stdin closes.
+# (no THP) and keeps every other page of those that landed in the low quarter of their
+# zone, freeing the rest (MADV_DONTNEED); says "ready" with the pages kept and holds them
+# until its stdin closes. compact_memory (compact_zone with order -1) moves pages from a
+# zone's start up to where its migration scanner meets the free scanner, which with much
+# memory free lies anywhere: the low quarter is what it surely crosses. Where a page
+# landed is read from /proc/self/pagemap (root); without PFNs every other page is kept.
 _LAYOUT = r"""
-import mmap, sys
+import ctypes, mmap, re, sys
+from array import array
 size = int(sys.argv[1])
 m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 m.madvise(mmap.MADV_NOHUGEPAGE)
 for off in range(0, size, 4096):
     m[off] = 1
-for off in range(4096, size, 8192):
-    m.madvise(mmap.MADV_DONTNEED, off, 4096)
-print("ready", flush=True)
+low = []
+for block in open("/proc/zoneinfo").read().split("Node ")[1:]:
+    f = re.search(r"spanned\s+(\d+)", block), re.search(r"start_pfn:\s+(\d+)", block)
+    if f[0] and f[1] and int(f[0].group(1)) > 0:
+        start, spanned = int(f[1].group(1)), int(f[0].group(1))
+        low.append((start, start + spanned // 4))
+base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+entries = array("Q")
+with open("/proc/self/pagemap", "rb") as pm:
+    pm.seek(base // 4096 * 8)
+    entries.frombytes(pm.read(size // 4096 * 8))
+pfns = [e & ((1 << 55) - 1) if e >> 63 else 0 for e in entries]
+known = any(pfns)
+kept = seen = 0
+for i, pfn in enumerate(pfns):
+    if known:
+        in_low = pfn > 0 and any(a <= pfn < b for a, b in low)
+        keep = in_low and seen % 2 == 0
+        seen += in_low
+    else:
+        keep = i % 2 == 0
+    kept += keep
+    if not keep:
+        m.madvise(mmap.MADV_DONTNEED, i * 4096, 4096)
+print("ready", kept, flush=True)
 sys.stdin.read()
 """
 COMPACT_MEMORY = Path("/proc/sys/vm/compact_memory")
@@ -526,7 +553,8 @@ def compaction_costs(sizes: Sizes) -> tuple[float, float, int]:
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout is not None
-        if p.stdout.readline().strip() != "ready":
+        said = p.stdout.readline().split()
+        if len(said) != 2 or said[0] != "ready":
             raise CalibrateError("calibrate compaction: the layout's process did not start")
         ca, ma, sa = compact_memory_pass()
     finally:
@@ -835,8 +863,9 @@ def measure(
         cal.figures["compact_migrated"] = Figure(
             "compact_migrated", [c[0] for c in compact],
             "CPU time of compact_memory per page migrated: a process writes "
-            f"{sizes.compact_layout >> 20} MiB of anonymous memory and frees every other "
-            "page; two passes of compact_memory (the writer's thread CPU time, "
+            f"{sizes.compact_layout >> 20} MiB of anonymous memory and keeps every other "
+            "page of those in the low quarter of their zone (/proc/self/pagemap); two passes "
+            "of compact_memory (the writer's thread CPU time, "
             "pgmigrate_success, compact_migrate_scanned + compact_free_scanned), one before "
             f"the layout, finding little to move, one with it, migrating {compact[0][2]} "
             "pages; solved for a cost per page migrated and one per page scanned",
