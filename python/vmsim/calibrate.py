@@ -58,7 +58,7 @@ class Sizes:
     charge_pairs: int  # root/child alternations for the charge figure
     swap_anon: int  # anonymous memory pushed through a limited group to swap
     swap_limit: int
-    compact_layout: int  # anonymous memory of the compaction layout, half of it freed
+    compact_layout: int  # the least anonymous memory the compaction layout may write
 
 
 QUICK = Sizes(
@@ -462,49 +462,63 @@ def memcg_charge_pairs(sizes: Sizes) -> float:
     return statistics.median(diffs)
 
 
-# The layout compaction works on: a child that writes every page of an anonymous mapping
-# (no THP) and keeps every other page of those that landed in the low quarter of their
-# zone, freeing the rest (MADV_DONTNEED); says "ready" with the pages kept and holds them
-# until its stdin closes. compact_memory (compact_zone with order -1) moves pages from a
-# zone's start up to where its migration scanner meets the free scanner, which with much
-# memory free lies anywhere: the low quarter is what it surely crosses. Where a page
-# landed is read from /proc/self/pagemap (root); without PFNs every other page is kept.
+# The layout compaction works on: a child that writes anonymous memory (no THP) in chunks
+# of 256 MiB until the pages that landed in the low quarter of their zone are twice
+# TARGET, or until it holds CAP bytes, then keeps every other one of those and frees the
+# rest (MADV_DONTNEED); says "ready" with the pages kept and holds them until its stdin
+# closes. compact_memory (compact_zone with order -1) moves pages from a zone's start up
+# to where its migration scanner meets the free scanner, which with much memory free lies
+# anywhere: the low quarter is what it surely crosses. Where a page landed is read from
+# /proc/self/pagemap (root); without PFNs every other page of one chunk is kept.
 _LAYOUT = r"""
 import ctypes, mmap, re, sys
 from array import array
-size = int(sys.argv[1])
-m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-m.madvise(mmap.MADV_NOHUGEPAGE)
-for off in range(0, size, 4096):
-    m[off] = 1
+target, cap = int(sys.argv[1]), int(sys.argv[2])
+chunk = 256 << 20
 low = []
 for block in open("/proc/zoneinfo").read().split("Node ")[1:]:
     f = re.search(r"spanned\s+(\d+)", block), re.search(r"start_pfn:\s+(\d+)", block)
     if f[0] and f[1] and int(f[0].group(1)) > 0:
         start, spanned = int(f[1].group(1)), int(f[0].group(1))
         low.append((start, start + spanned // 4))
-base = ctypes.addressof(ctypes.c_char.from_buffer(m))
-entries = array("Q")
-with open("/proc/self/pagemap", "rb") as pm:
-    pm.seek(base // 4096 * 8)
-    entries.frombytes(pm.read(size // 4096 * 8))
-pfns = [e & ((1 << 55) - 1) if e >> 63 else 0 for e in entries]
-known = any(pfns)
+maps, found = [], 0
+pm = open("/proc/self/pagemap", "rb")
+while len(maps) * chunk < cap:
+    m = mmap.mmap(-1, chunk, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m.madvise(mmap.MADV_NOHUGEPAGE)
+    for off in range(0, chunk, 4096):
+        m[off] = 1
+    pm.seek(ctypes.addressof(ctypes.c_char.from_buffer(m)) // 4096 * 8)
+    entries = array("Q")
+    entries.frombytes(pm.read(chunk // 4096 * 8))
+    pfns = [e & ((1 << 55) - 1) if e >> 63 else 0 for e in entries]
+    in_low = [p > 0 and any(a <= p < b for a, b in low) for p in pfns]
+    maps.append((m, in_low, any(pfns)))
+    found += sum(in_low)
+    if not any(pfns) or found >= 2 * target:
+        break
 kept = seen = 0
-for i, pfn in enumerate(pfns):
-    if known:
-        in_low = pfn > 0 and any(a <= pfn < b for a, b in low)
-        keep = in_low and seen % 2 == 0
-        seen += in_low
-    else:
-        keep = i % 2 == 0
-    kept += keep
-    if not keep:
-        m.madvise(mmap.MADV_DONTNEED, i * 4096, 4096)
+for m, in_low, known in maps:
+    for i, is_low in enumerate(in_low):
+        keep = (is_low and seen % 2 == 0) if known else i % 2 == 0
+        seen += is_low
+        kept += keep
+        if not keep:
+            m.madvise(mmap.MADV_DONTNEED, i * 4096, 4096)
 print("ready", kept, flush=True)
 sys.stdin.read()
 """
 COMPACT_MEMORY = Path("/proc/sys/vm/compact_memory")
+#: Pages the compaction layout aims to hold in the low quarter of the zones (64 MiB).
+COMPACT_KEEP = 16384
+
+
+def _mem_available() -> int:
+    """MemAvailable [bytes]."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def compaction_available() -> str | None:
@@ -549,7 +563,8 @@ def compaction_costs(sizes: Sizes) -> tuple[float, float, int]:
         cb, mb, sb = compact_memory_pass()
         if mb < 1000:
             break
-    p = subprocess.Popen([sys.executable, "-c", _LAYOUT, str(sizes.compact_layout)],
+    cap = max(sizes.compact_layout, min(4 << 30, _mem_available() // 4))
+    p = subprocess.Popen([sys.executable, "-c", _LAYOUT, str(COMPACT_KEEP), str(cap)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout is not None
@@ -862,9 +877,10 @@ def measure(
     if compact:
         cal.figures["compact_migrated"] = Figure(
             "compact_migrated", [c[0] for c in compact],
-            "CPU time of compact_memory per page migrated: a process writes "
-            f"{sizes.compact_layout >> 20} MiB of anonymous memory and keeps every other "
-            "page of those in the low quarter of their zone (/proc/self/pagemap); two passes "
+            "CPU time of compact_memory per page migrated: a process writes anonymous "
+            "memory 256 MiB at a time until twice 16,384 of its pages lie in the low quarter "
+            "of their zone (/proc/self/pagemap; at most a quarter of MemAvailable) and keeps "
+            "every other one of those; two passes "
             "of compact_memory (the writer's thread CPU time, "
             "pgmigrate_success, compact_migrate_scanned + compact_free_scanned), one before "
             f"the layout, finding little to move, one with it, migrating {compact[0][2]} "
