@@ -185,7 +185,7 @@ def memcg_available() -> str | None:
 # ---------------------------------------------------------------------------
 
 
-def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[str, float]:
+def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[str, Any]:
     """Sequential O_DIRECT write and read bandwidth [bytes/s] and random 4 KiB read latency [ns].
 
     Measured on a file of ``size`` in the work directory (deleted after), with
@@ -235,7 +235,7 @@ def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[s
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     user = statistics.fmean(lats) * 1e9
-    out = {
+    out: dict[str, Any] = {
         "write_bandwidth": round(size / write_s),
         "read_bandwidth": round(size / read_s),
         "latency_ns": round(user),
@@ -260,14 +260,14 @@ PROBED = (
 )
 
 
-def median_disk(probes: list[dict[str, float]]) -> dict[str, float]:
+def median_disk(probes: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each probed figure over several disk probes, and how many there were.
 
     A virtual machine's disk has moments of stalls: one probe's mean can be
     several times another's (49 to 169 µs here), so a recording keeps the
     median of a probe taken before each of its runs.
     """
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for k in PROBED:
         vals = [p[k] for p in probes if k in p]
         if vals:
