@@ -571,6 +571,7 @@ def compaction_costs(sizes: Sizes) -> tuple[float, float, int]:
         said = p.stdout.readline().split()
         if len(said) != 2 or said[0] != "ready":
             raise CalibrateError("calibrate compaction: the layout's process did not start")
+        kept = int(said[1])
         ca, ma, sa = compact_memory_pass()
     finally:
         if p.stdin is not None:
@@ -584,8 +585,9 @@ def compaction_costs(sizes: Sizes) -> tuple[float, float, int]:
     det = ma * sb - mb * sa
     if ma < 1000 or ma < 4 * mb or det <= 0:
         raise CalibrateError(
-            f"calibrate compaction: the passes migrated {mb} pages and, with the layout, {ma}; "
-            "too little to tell migration from scanning (is something else compacting?)"
+            f"calibrate compaction: the passes migrated {mb} pages and, with the layout of "
+            f"{kept} pages held, {ma} (scanning {sb} and {sa} pages); too little to tell "
+            "migration from scanning (is something else compacting?)"
         )
     return (ca * sb - cb * sa) / det, (ma * cb - mb * ca) / det, ma
 
@@ -596,7 +598,7 @@ def _cost_now(base: dict[str, int], knobs: dict[str, Figure]) -> dict[str, float
     return {**base, **{n: max(0.0, f.median) for n, f in knobs.items()}}
 
 
-def _compaction_costs_retrying(sizes: Sizes, attempts: int = 3) -> tuple[float, float, int]:
+def _compaction_costs_retrying(sizes: Sizes, attempts: int = 5) -> tuple[float, float, int]:
     """compaction_costs, tried again when the machine's own work (another process's pages
     moving, kcompactd) left the two passes too alike to solve; the last error if every
     attempt does."""
