@@ -78,14 +78,21 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     prof = tmp_path / "p.toml"
     out = assert_ok(vmsim("calibrate", "--quick", "--json", "-o", str(prof), "--dir", str(work)))
     data = json.loads(out)
-    assert set(data["knobs"]) == set(SANE), sorted(data["knobs"])
+    # Compaction alone may be left unmeasured, with its reason, when the machine's memory
+    # gives compact_memory too little to move; every other knob is measured.
+    compaction = {"migrate_page", "compact_scan_page"}
+    unmeasured = set(data["skipped"])
+    assert unmeasured in (set(), compaction), data["skipped"]
+    assert all("too little to tell" in data["skipped"][k] for k in unmeasured)
+    assert set(data["knobs"]) == set(SANE) - unmeasured, sorted(data["knobs"])
     for knob, (lo, hi) in SANE.items():
+        if knob in unmeasured:
+            continue
         k = data["knobs"][knob]
         assert len(k["values"]) >= 5, knob
         assert lo <= k["ns"] <= hi, (knob, k)
         # the knob is the median rounded to whole ns
         assert k["spread"][0] - 0.5 <= k["ns"] <= k["spread"][1] + 0.5, (knob, k)
-    assert data["skipped"] == {}
     # Each knob is compared with the default profile's spread where that one measured it.
     assert set(data["overlaps_default"]) == set(data["knobs"])
     assert all(v in (True, False, None) for v in data["overlaps_default"].values())
@@ -227,3 +234,24 @@ def test_agreement_compares_spreads_with_the_default_profile() -> None:
     assert calibrate.agreement(cal, default) == {
         "page_fault": True, "fork": False, "slab_object": None,
     }
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="calibrate's reclaim figure needs root")
+@pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
+    reason="no cgroup-v1 memory controller on this machine",
+)
+def test_compaction_that_cannot_be_measured_leaves_its_two_knobs_named_not_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def too_little(sizes: calibrate.Sizes) -> tuple[float, float, int]:
+        raise calibrate.CalibrateError(
+            "calibrate compaction: the passes migrated 0 pages and, with the layout, 162; "
+            "too little to tell migration from scanning"
+        )
+
+    monkeypatch.setattr(calibrate, "compaction_costs", too_little)
+    cal = calibrate.measure(True, None, None, lambda *a: None, "measured-6.18")
+    assert set(cal.skipped) == {"migrate_page", "compact_scan_page"}
+    assert cal.skipped["migrate_page"].startswith("compaction: the passes migrated 0 pages")
+    assert "migrate_page" not in cal.knobs and "fault_write" in cal.figures
