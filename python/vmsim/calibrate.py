@@ -513,13 +513,6 @@ COMPACT_MEMORY = Path("/proc/sys/vm/compact_memory")
 COMPACT_KEEP = 16384
 
 
-def _mem_available() -> int:
-    """MemAvailable [bytes]."""
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
 
 def compaction_available() -> str | None:
     """Why the compaction measurement cannot run here, or None when it can."""
@@ -563,7 +556,10 @@ def compaction_costs(sizes: Sizes) -> tuple[float, float, int]:
         cb, mb, sb = compact_memory_pass()
         if mb < 1000:
             break
-    cap = max(sizes.compact_layout, min(4 << 30, _mem_available() // 4))
+    from vmsim.fidelity import host
+
+    available = host.read_meminfo().get("MemAvailable", 0) * 1024
+    cap = max(sizes.compact_layout, min(4 << 30, available // 4))
     p = subprocess.Popen([sys.executable, "-c", _LAYOUT, str(COMPACT_KEEP), str(cap)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
