@@ -5,8 +5,10 @@
 //! end, `isolate_migratepages_block()` taking movable LRU folios — a large
 //! folio whole, unless its order is at least the target order or pageblock
 //! order (`skip_isolation_on_order()`) — in batches of COMPACT_CLUSTER_MAX
-//! pages, `isolate_freepages_block()` taking free buddy blocks whole from
-//! MIGRATE_MOVABLE pageblocks onto per-order lists, `compaction_alloc()`
+//! pages, `isolate_freepages()` / `isolate_freepages_block()` taking free
+//! buddy blocks whole from MIGRATE_MOVABLE pageblocks onto per-order lists
+//! (a stride that doubles over empty blocks, a stop part-way once enough is
+//! held, no scan while any isolated page is left), `compaction_alloc()`
 //! giving each folio a block of its order from those lists (splitting a
 //! larger one), `migrate_pages()` ([`super::migrate`]) moving each folio as
 //! one, `__compact_finished()`, `compaction_suitable()` with
@@ -34,8 +36,7 @@
 //! to the new block, and the old block goes straight back to the buddy lists;
 //! each page costs `cost.migrate_page`. A free block isolated by the free
 //! scanner is kept at its order, as 6.x's `cc->freepages[order]` lists keep
-//! it; the free scanner takes every free block of a pageblock it scans. No
-//! proactive compaction.
+//! it. No proactive compaction.
 
 use super::gfp::{alloc_flags::*, Gfp};
 use super::mmzone::{
@@ -666,6 +667,8 @@ impl Kernel {
                 scanned += 1;
                 steps += 1;
                 if p.test(pg::BUDDY) {
+                    // A free block counts all its pages and is stepped over whole.
+                    scanned += (1u64 << p.order()) - 1;
                     pfn += 1 << p.order();
                     continue;
                 }
@@ -784,62 +787,120 @@ impl Kernel {
         self.mm.count_vm_events(Event::COMPACT_ISOLATED, taken);
     }
 
-    /// Moves the free scanner down pageblock by pageblock, isolating free blocks at
-    /// their order until it holds as many pages as are left to migrate
-    /// (isolate_freepages / isolate_freepages_block), after a fast search of the free
-    /// lists.
+    /// Moves the free scanner down pageblock by pageblock from where it stopped last,
+    /// isolating free blocks at their order until it holds as many pages as are left to
+    /// migrate (isolate_freepages): nothing if the fast search (or an earlier call) left
+    /// free pages isolated; a block scanned with no free page doubles the stride of the
+    /// next (up to COMPACT_CLUSTER_MAX; sync compaction starts at 1, async at
+    /// COMPACT_CLUSTER_MAX); a block left part-way is resumed at the same pfn next time.
     fn isolate_freepages(&mut self, cc: &mut CompactControl) {
         self.fast_isolate_freepages(cc);
-        let low = pageblock_start(cc.migrate_pfn) + PAGEBLOCK_NR_PAGES as Pfn;
-        let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
-        while cc.nr_freepages < cc.nr_migratepages && cc.free_pfn >= low {
-            let block = cc.free_pfn;
-            let start = block.max(zone_start);
-            let end = (block + PAGEBLOCK_NR_PAGES as Pfn).min(self.mm.zones[cc.zid].zone_end_pfn());
-            let mut scanned = 0u64;
-            let mut taken = 0u64;
-            let mut failed = false;
-            if self.suitable_migration_target(start)
-                && (cc.ignore_skip_hint || self.isolation_suitable(cc.zid, start))
-            {
-                let mut pfn = start;
-                while pfn < end {
-                    let p = self.mm.map[pfn as usize];
-                    scanned += 1;
-                    if p.test(pg::BUDDY) {
-                        let order = p.order();
-                        if !self.mm.__isolate_free_page(pfn, order) {
-                            failed = true;
-                            break;
-                        }
-                        cc.freepages[order].push_back(pfn);
-                        cc.nr_freepages += 1 << order;
-                        taken += 1 << order;
-                        pfn += 1 << order;
-                    } else {
-                        pfn += if p.test(pg::HEAD) { 1 << p.order() } else { 1 };
-                    }
-                }
-                if !failed {
-                    // The whole pageblock was scanned (update_pageblock_skip).
-                    self.set_pageblock_skip(cc.zid, start);
-                }
-            }
-            self.count_free_scanned(cc, scanned, taken);
-            self.trace(TraceEvent::MmCompactionIsolateFreepages {
-                start_pfn: start as u64,
-                end_pfn: end as u64,
-                nr_scanned: scanned,
-                nr_taken: taken,
-            });
-            if failed {
-                break;
-            }
-            if block < PAGEBLOCK_NR_PAGES as Pfn {
-                break;
-            }
-            cc.free_pfn = block - PAGEBLOCK_NR_PAGES as Pfn;
+        if cc.nr_freepages > 0 {
+            return;
         }
+        let pb = PAGEBLOCK_NR_PAGES as Pfn;
+        let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
+        let zone_end = self.mm.zones[cc.zid].zone_end_pfn();
+        let mut isolate_start = cc.free_pfn;
+        let mut block_start = pageblock_start(cc.free_pfn);
+        let mut block_end = (block_start + pb).min(zone_end);
+        let low = pageblock_start(cc.migrate_pfn) + pb;
+        let sampled = self.mm.kcfg.rules().compaction_free_stride;
+        let mut stride: Pfn = if cc.sync || !sampled {
+            1
+        } else {
+            COMPACT_CLUSTER_MAX as Pfn
+        };
+        while block_start >= low {
+            let first = block_start.max(zone_start);
+            if self.suitable_migration_target(first)
+                && (cc.ignore_skip_hint || self.isolation_suitable(cc.zid, first))
+            {
+                let from = isolate_start.max(first);
+                let (nr_isolated, stopped) =
+                    self.isolate_freepages_block(cc, from, block_end, stride);
+                if stopped == block_end {
+                    // The whole pageblock was scanned (update_pageblock_skip).
+                    self.set_pageblock_skip(cc.zid, first);
+                }
+                if cc.nr_freepages >= cc.nr_migratepages {
+                    // Enough: start at this block again if it has more, else below it.
+                    isolate_start = if stopped >= block_end {
+                        block_start.saturating_sub(pb)
+                    } else {
+                        stopped
+                    };
+                    break;
+                } else if stopped < block_end {
+                    // Isolation failed part-way (the watermark): do not go on needlessly.
+                    isolate_start = stopped;
+                    break;
+                }
+                stride = if nr_isolated > 0 || !sampled {
+                    1
+                } else {
+                    (stride << 1).min(COMPACT_CLUSTER_MAX as Pfn)
+                };
+            }
+            // low is at least one pageblock up, so this does not wrap.
+            block_end = block_start;
+            block_start -= pb;
+            isolate_start = block_start;
+        }
+        cc.free_pfn = isolate_start;
+    }
+
+    /// Isolates the free blocks of one pageblock from `from` towards `end`, looking at
+    /// every `stride`-th frame and stepping over compound pages whole, each free block at
+    /// its order onto cc.freepages, stopping as soon as the pages isolated cover those
+    /// left to migrate or the watermark refuses one (isolate_freepages_block, not
+    /// strict); returns the pages isolated and the pfn it stopped at.
+    fn isolate_freepages_block(
+        &mut self,
+        cc: &mut CompactControl,
+        from: Pfn,
+        end: Pfn,
+        stride: Pfn,
+    ) -> (u64, Pfn) {
+        let mut pfn = from;
+        let mut scanned = 0u64;
+        let mut taken = 0u64;
+        while pfn < end {
+            let p = self.mm.map[pfn as usize];
+            scanned += 1;
+            if p.test(pg::BUDDY) {
+                let order = p.order();
+                if !self.mm.__isolate_free_page(pfn, order) {
+                    break;
+                }
+                cc.freepages[order].push_back(pfn);
+                let isolated = 1u64 << order;
+                cc.nr_freepages += isolated;
+                taken += isolated;
+                scanned += isolated - 1;
+                if cc.nr_migratepages <= cc.nr_freepages {
+                    pfn += isolated as Pfn;
+                    break;
+                }
+                pfn += isolated as Pfn - 1;
+            } else if p.test(pg::HEAD) && p.order() > 0 {
+                let nr = 1 << p.order();
+                if pfn + nr <= end {
+                    pfn += nr - 1;
+                    scanned += nr as u64 - 1;
+                }
+            }
+            pfn += stride;
+        }
+        let stopped = pfn.min(end);
+        self.count_free_scanned(cc, scanned, taken);
+        self.trace(TraceEvent::MmCompactionIsolateFreepages {
+            start_pfn: from as u64,
+            end_pfn: stopped as u64,
+            nr_scanned: scanned,
+            nr_taken: taken,
+        });
+        (taken, stopped)
     }
 
     /// Gives a folio of `order` a free block of its order from the isolated lists,
@@ -1602,5 +1663,83 @@ mod isolate_order_tests {
         assert!(nr >= 256);
         let (folios, p, _) = taken(None);
         assert!(folios.contains(&p));
+    }
+}
+
+#[cfg(test)]
+mod free_scanner_tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::kernel::Kernel;
+
+    /// A 256 MiB kernel whose highest max-order block gave one page to an order-0
+    /// allocation: its first pageblock holds free pieces of orders 0 to 8 after that
+    /// page (expand), the second is a free order-9 block. Returns the kernel, the
+    /// zone and the first pageblock's pfn.
+    fn split_top_block() -> (Kernel, usize, Pfn) {
+        let sc = Scenario::from_toml(
+            "[machine]\nmemory = \"256MiB\"\ncpus = 1\n[kernel]\nboot_free_to_tail = false\n",
+        )
+        .unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        let zid = (0..k.mm.zones.len())
+            .max_by_key(|&z| k.mm.zones[z].managed_pages)
+            .unwrap();
+        let page =
+            k.mm.__rmqueue_smallest(zid, 0, MigrateType::Movable)
+                .unwrap();
+        k.mm.map[page as usize].flags = pg::HEAD;
+        (k, zid, page)
+    }
+
+    fn cc_at(zid: usize, block: Pfn, zone_start: Pfn) -> CompactControl {
+        let mut cc = CompactControl::new(zid, 0, true, 0);
+        cc.via_compact_memory = true;
+        cc.ignore_skip_hint = true;
+        cc.free_pfn = block;
+        cc.migrate_pfn = zone_start;
+        cc
+    }
+
+    #[test]
+    fn the_free_scanner_stops_once_it_holds_enough_and_resumes_there() {
+        let (mut k, zid, block) = split_top_block();
+        let mut cc = cc_at(zid, block, k.mm.zones[zid].zone_start_pfn);
+        cc.nr_migratepages = 3;
+        k.isolate_freepages(&mut cc);
+        // The order-0 piece after the allocated page, then the order-1 one: 3 pages.
+        assert_eq!(cc.nr_freepages, 3);
+        assert_eq!(Vec::from(cc.freepages[0].clone()), vec![block + 1]);
+        assert_eq!(Vec::from(cc.freepages[1].clone()), vec![block + 2]);
+        assert_eq!(cc.free_pfn, block + 4);
+        // The block was left part-way: not marked to be skipped.
+        assert!(k.isolation_suitable(zid, block));
+        // Resumed where it stopped once nothing is isolated any more.
+        cc.freepages = std::array::from_fn(|_| VecDeque::new());
+        cc.nr_freepages = 0;
+        cc.nr_migratepages = 4;
+        k.isolate_freepages(&mut cc);
+        assert_eq!(Vec::from(cc.freepages[2].clone()), vec![block + 4]);
+        assert_eq!(cc.free_pfn, block + 8);
+    }
+
+    #[test]
+    fn the_free_scanner_scans_nothing_while_an_isolated_page_is_left() {
+        let (mut k, zid, block) = split_top_block();
+        let mut cc = cc_at(zid, block, k.mm.zones[zid].zone_start_pfn);
+        cc.nr_migratepages = 1;
+        k.isolate_freepages(&mut cc);
+        assert_eq!((cc.nr_freepages, cc.free_pfn), (1, block + 2));
+        // An order-8 folio wants 256 pages: with one page still isolated the scanner
+        // does not move, and compaction_alloc has no block of order 8 to give.
+        cc.nr_migratepages = 256;
+        let scanned = cc.total_free_scanned;
+        assert_eq!(k.compaction_alloc(&mut cc, 8), None);
+        assert_eq!((cc.free_pfn, cc.total_free_scanned), (block + 2, scanned));
+        // With nothing isolated it goes on down the block and finds the order-8 piece.
+        let one = cc.freepages[0].pop_front().unwrap();
+        k.mm.__free_one_page(zid, one, 0, MigrateType::Movable, false);
+        cc.nr_freepages = 0;
+        assert_eq!(k.compaction_alloc(&mut cc, 8), Some(block + 256));
     }
 }
