@@ -203,6 +203,8 @@ section! {
         nodes: u32 = 1, "[count]", max 64;
         /// Memory reserved at boot and never given to the buddy allocator, besides the memmap (kernel image, firmware).
         reserved: Bytes = Bytes(32 << 20), "[bytes]", max MAX_MEMORY / 2;
+        /// The free lists start mixed, as on a machine that has been up a while rather than one just booted: the free max-order blocks of every zone swap places on their lists at random once before the run (mm/shuffle.c's __shuffle_zone), so the first allocations land anywhere in the zone and not in pfn order; later frees are not shuffled (unless kernel.shuffle_page_alloc). vmsim fidelity sets it from the allocation probe of each recording (docs/fidelity.md).
+        mixed_free_lists: bool = false, "[bool]";
         /// A swap file "/swapfile" of this size on the disk, the first swap device (automatic priority -2); 0 for none. `[[swap]]` tables add files and partitions with priorities.
         swap: Bytes = Bytes(0), "[bytes]", max MAX_SWAP;
     }
@@ -223,6 +225,12 @@ section! {
         memcg_reclaim_iter: Option<MemcgReclaimIter> = None, "[walk]";
         /// Large folios in the page cache of files (ext4 since 6.16, ext4_set_inode_mapping_order): buffered writes create folios of the order their length and alignment ask for (write_begin_get_folio, up to EXT4_MAX_PAGECACHE_ORDER 9) and readahead folios of growing order (page_cache_ra_order); each folio is charged, on the LRU, written back, reclaimed and freed as one unit. false: every page-cache folio is one page. Version default: 6.18 on, 6.1 off.
         large_folios: Option<bool> = None, "[bool]";
+        /// Memory freed to the buddy allocator at boot goes to the tail of the free lists (__free_pages_core with FPI_TO_TAIL, since 5.10), in ascending pfn order, so allocations take the lowest pfns first. false: to the head (__free_pages_bootmem → __free_pages of the seed-era kernels), so they take the highest first. Version default: on for 6.18 and 6.1.
+        boot_free_to_tail: Option<bool> = None, "[bool]";
+        /// Compaction's free scanner samples pageblocks (5.1's "sample pageblocks for free pages"): it looks at every stride-th frame of a block, the stride starting at 1 in synchronous compaction and COMPACT_CLUSTER_MAX (32) in asynchronous, doubling after each block that gave nothing (up to 32) and back to 1 after one that gave something (isolate_freepages). false: every frame of every block, as the seed-era kernels (5.0 and before). Version default: on for 6.18 and 6.1.
+        compaction_free_stride: Option<bool> = None, "[bool]";
+        /// Page allocator randomization (page_alloc.shuffle=1, CONFIG_SHUFFLE_PAGE_ALLOCATOR, mm/shuffle.c): at boot the free max-order blocks of every zone swap places on their lists at random (__shuffle_zone), and a freed max-order block goes to the head or the tail at random (shuffle_pick_tail), so allocations land anywhere in the zone, as on a machine whose free lists years of frees have mixed. Off by default, as in the kernel.
+        shuffle_page_alloc: bool = false, "[bool]";
         /// On-demand readahead (mm/readahead.c): windows that start at get_init_ra_size() of the read's size and ramp with get_next_ra_size() up to the disk's read_ahead_kb, the next one started asynchronously from the PG_readahead folio. false: every miss reads a fixed window of 32 pages synchronously (vmsim's earlier model, kept for the seeds' kernels). Version default: on for 6.18 and 6.1.
         ondemand_readahead: Option<bool> = None, "[bool]";
         /// Groups a CPU's charge stock holds at once (6.18: NR_MEMCG_STOCK = 7, a full stock evicts a random one; 6.1: 1, refill_stock drains it when another group refills). Needs memcg_charge_batch.
@@ -406,6 +414,10 @@ pub struct VersionRules {
     pub large_folios: bool,
     /// `kernel.ondemand_readahead`.
     pub ondemand_readahead: bool,
+    /// `kernel.boot_free_to_tail`.
+    pub boot_free_to_tail: bool,
+    /// `kernel.compaction_free_stride`.
+    pub compaction_free_stride: bool,
 }
 
 impl KernelVersion {
@@ -424,6 +436,8 @@ impl KernelVersion {
                 swap_slot_cache: false,
                 large_folios: true,
                 ondemand_readahead: true,
+                boot_free_to_tail: true,
+                compaction_free_stride: true,
             },
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
@@ -437,6 +451,8 @@ impl KernelVersion {
                 swap_slot_cache: true,
                 large_folios: false,
                 ondemand_readahead: true,
+                boot_free_to_tail: true,
+                compaction_free_stride: true,
             },
         }
     }
@@ -458,6 +474,9 @@ impl Kernel {
         self.swap_slot_cache.get_or_insert(r.swap_slot_cache);
         self.large_folios.get_or_insert(r.large_folios);
         self.ondemand_readahead.get_or_insert(r.ondemand_readahead);
+        self.boot_free_to_tail.get_or_insert(r.boot_free_to_tail);
+        self.compaction_free_stride
+            .get_or_insert(r.compaction_free_stride);
     }
 
     /// The switches in force: explicit values, else the version's.
@@ -477,6 +496,10 @@ impl Kernel {
             swap_slot_cache: self.swap_slot_cache.unwrap_or(r.swap_slot_cache),
             large_folios: self.large_folios.unwrap_or(r.large_folios),
             ondemand_readahead: self.ondemand_readahead.unwrap_or(r.ondemand_readahead),
+            boot_free_to_tail: self.boot_free_to_tail.unwrap_or(r.boot_free_to_tail),
+            compaction_free_stride: self
+                .compaction_free_stride
+                .unwrap_or(r.compaction_free_stride),
         }
     }
 }

@@ -440,6 +440,11 @@ impl Mm {
 pub fn build(sc: &Scenario) -> Engine {
     let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
     let mut eng = kernel.into_engine(sc.sched.clone(), &sc.cost);
+    if sc.kernel.shuffle_page_alloc || sc.machine.mixed_free_lists {
+        eng.kernel
+            .mm
+            .shuffle_free_memory(sc.seed, sc.kernel.shuffle_page_alloc);
+    }
     if !sc.swap.is_empty() {
         eng.kernel.swap = crate::mm::swapfile::SwapInfo::from_config(
             sc.machine.swap.0,

@@ -235,6 +235,10 @@ def build_scenario(
             # 5.0 had no large page-cache folios; readahead keeps the fixed 32-page
             # window these runs were made with.
             "large_folios": False,
+            # 5.0 freed boot memory to the lists' head (FPI_TO_TAIL came in 5.10).
+            "boot_free_to_tail": False,
+            # nor did its compaction sample pageblocks for free pages (5.1).
+            "compaction_free_stride": False,
             "ondemand_readahead": False,
         },
         "sampling": {"interval": sampling},

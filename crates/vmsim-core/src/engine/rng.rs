@@ -51,6 +51,8 @@ pub mod streams {
     pub const BENCH: u64 = 2;
     /// The memcg charge stock's choice of a slot to evict (refill_stock).
     pub const MEMCG_STOCK: u64 = 3;
+    /// Page allocator randomization (mm/shuffle.c).
+    pub const SHUFFLE: u64 = 4;
     /// Per-task streams are TASK_STREAM_BASE + task id.
     pub const TASK_STREAM_BASE: u64 = 1 << 20;
 }

@@ -154,6 +154,7 @@ impl Mm {
             kmem_trace: false,
             lru_batch: vec![0; nr_cpus],
             memcg: super::memcontrol::MemcgState::new(nr_nodes),
+            shuffle: None,
         };
 
         // memblock: firmware pages at the bottom of DMA, the kernel image at
@@ -208,8 +209,11 @@ impl Mm {
         mm
     }
 
-    /// Frees [start, end) of one zone (frames already [`FREE_FRAME`]) to the buddy lists in the largest aligned chunks (__free_pages_memory).
+    /// Frees [start, end) of one zone (frames already [`FREE_FRAME`]) to the buddy lists in
+    /// the largest aligned chunks (__free_pages_memory), each to the lists' tail under
+    /// `kernel.boot_free_to_tail` (__free_pages_core's FPI_TO_TAIL), else to their head.
     fn memblock_free_range(&mut self, zid: usize, start: u64, end: u64) {
+        let to_tail = self.kcfg.rules().boot_free_to_tail;
         let mut s = start;
         while s < end {
             let mut order = (MAX_PAGE_ORDER as u32).min(s.trailing_zeros());
@@ -218,7 +222,7 @@ impl Mm {
             }
             self.zones[zid].managed_pages += 1 << order;
             let mt = self.get_pageblock_migratetype(s as Pfn);
-            self.__free_one_page(zid, s as Pfn, order as usize, mt, false);
+            self.__free_one_page(zid, s as Pfn, order as usize, mt, to_tail);
             s += 1 << order;
         }
     }

@@ -21,6 +21,7 @@ pub mod pageblock_stat;
 pub mod readahead;
 pub mod rmap;
 pub mod shrinker;
+pub mod shuffle;
 pub mod slab;
 pub mod swap;
 pub mod swap_state;
@@ -108,6 +109,9 @@ pub struct Mm {
     pub lru_batch: Vec<u64>,
     /// Memory cgroups: the hierarchy, charges and per-group lruvecs.
     pub memcg: memcontrol::MemcgState,
+    /// The random stream of page allocator randomization (`kernel.shuffle_page_alloc`,
+    /// mm/shuffle.c); None when it is off.
+    pub shuffle: Option<crate::engine::rng::Stream>,
 }
 
 impl Mm {

@@ -1136,7 +1136,13 @@ impl Mm {
             pfn &= buddy_pfn;
             order += 1;
         }
-        let to_tail = to_tail_forced || self.buddy_merge_likely(zid, pfn, buddy_pfn, order);
+        let to_tail = if to_tail_forced {
+            true
+        } else if order >= super::shuffle::SHUFFLE_ORDER && self.shuffle.is_some() {
+            self.shuffle_pick_tail()
+        } else {
+            self.buddy_merge_likely(zid, pfn, buddy_pfn, order)
+        };
         self.add_to_free_list(zid, pfn, order, mt, to_tail);
     }
 
