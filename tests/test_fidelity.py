@@ -21,7 +21,7 @@ from vmsim.fidelity.experiment import (
     parse_experiment,
     parse_metric,
 )
-from vmsim.fidelity.record import FORMAT, load_recording, record, write_recording
+from vmsim.fidelity.record import FORMAT, load_recording, record, unbuddied_pages, write_recording
 
 MACHINE = {
     "kernel": "6.18.44-test",
@@ -553,6 +553,42 @@ def test_median_disk_keeps_each_figures_median_over_the_probes():
     assert "latency_from" not in host.median_disk(probes)
 
 
+def test_free_list_order_tells_boot_order_from_mixed_lists():
+    blk = host.MAX_ORDER_PAGES
+    # Boot order: pages fill one max-order block after another, upward (or downward).
+    up = [0x100000 + i for i in range(8 * blk)]
+    assert host.free_list_order(up)["adjacent_fraction"] == 1.0
+    assert host.free_list_order(up[::-1])["order"] == "boot"
+    # Mixed: each 1 MiB (256 pages) lands in a block far from the last one.
+    far = [0x100000 + ((i // 256) * 37 % 101) * blk + i % 256 for i in range(32 * 256)]
+    got = host.free_list_order(far)
+    assert got["order"] == "mixed" and got["block_steps"] == 31
+    assert got["adjacent_steps"] == 0 and got["pages"] == len(far)
+    # Pages not present (pfn 0) are left out; one block alone is boot order.
+    assert host.free_list_order([0, 5, 6])["order"] == "boot"
+    assert host.free_lists_of([{"adjacent_fraction": f} for f in (0.0, 0.9, 0.01)]) == {
+        "adjacent_fraction": 0.01,
+        "order": "mixed",
+        "probes": 3,
+    }
+
+
+def test_mixed_free_lists_reach_the_vmsim_scenario():
+    e = exp_of(SMALL)
+    m = json.loads(json.dumps(MACHINE))
+    assert fc.vmsim_scenario(e, m)[0]["machine"]["mixed_free_lists"] is False
+    m["free_lists"] = {"adjacent_fraction": 0.01, "order": "mixed", "probes": 2}
+    assert fc.vmsim_scenario(e, m)[0]["machine"]["mixed_free_lists"] is True
+
+
+def test_unbuddied_pages_are_memfree_less_the_free_lists():
+    snap = {"meminfo": {"MemFree": 4 << 20}, "vmstat": {"nr_free_pages": 1 << 18}}
+    assert unbuddied_pages(snap) == (1 << 20) - (1 << 18)
+    snap["vmstat"]["nr_free_pages"] = (1 << 20) + 13
+    assert unbuddied_pages(snap) == 0
+    assert unbuddied_pages({"meminfo": None, "vmstat": {}}) == 0
+
+
 def test_a_recording_probes_the_disk_before_each_run(tmp_path):
     needs_real_memcg(tmp_path)
     e = exp_of(SMALL)
@@ -567,6 +603,11 @@ def test_a_recording_probes_the_disk_before_each_run(tmp_path):
     assert disk["probes"] == 2
     # The recording's figure is the probes' median (of two: their mean, rounded).
     assert abs(disk["latency_ns"] - sum(p["latency_ns"] for p in probes) / 2) <= 1
+    # And where fresh allocations land, before each run too.
+    lists = [r["free_list_probe"] for r in rec["runs"]]
+    assert all(p["block_steps"] > 0 and 0 <= p["adjacent_fraction"] <= 1 for p in lists)
+    assert rec["machine"]["free_lists"]["probes"] == 2
+    assert rec["machine"]["free_lists"]["order"] in ("boot", "mixed")
     assert leftovers(tmp_path) == []
 
 

@@ -146,6 +146,8 @@ def vmsim_scenario(
             "cpus": int(machine["cpus"]),
             "nodes": int(machine.get("nodes", 1)),
             "swap": fmt_bytes(exp.swap_size or int(machine.get("swap_bytes", 0))),
+            # The recording's allocation probe found the free lists mixed, not in boot order.
+            "mixed_free_lists": machine.get("free_lists", {}).get("order") == "mixed",
         },
         "kernel": kernel,
         "disk": disk,

@@ -250,6 +250,94 @@ def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[s
     return out
 
 
+#: Pages of a max-order block (MAX_PAGE_ORDER 10 on x86-64: 4 MiB).
+MAX_ORDER_PAGES = 1 << 10
+
+
+def free_list_order(pfns: list[int]) -> dict[str, Any]:
+    """How a run of fresh allocations walked physical memory, from their pfns in order.
+
+    Among the steps from one page to the next that leave a max-order block, the
+    fraction that go to a neighbouring block (``adjacent_fraction``): close to 1
+    when the free lists hand out blocks in pfn order, as a kernel does after boot
+    (``__free_pages_core`` freed them in ascending order to the tail), close to 0
+    when their order has been mixed, as on a machine whose lists years of frees
+    have stirred. ``order`` is "boot" for a fraction of at least one half, else
+    "mixed".
+    """
+    blocks = [p // MAX_ORDER_PAGES for p in pfns if p]
+    steps = [(a, b) for a, b in zip(blocks, blocks[1:], strict=False) if a != b]
+    adjacent = sum(1 for a, b in steps if abs(a - b) == 1)
+    frac = adjacent / len(steps) if steps else 1.0
+    return {
+        "pages": len(blocks),
+        "block_steps": len(steps),
+        "adjacent_steps": adjacent,
+        "adjacent_fraction": round(frac, 4),
+        "order": "boot" if frac >= 0.5 else "mixed",
+    }
+
+
+def probe_free_lists(work: Path, size: int = 128 << 20) -> dict[str, Any]:
+    """Where fresh page-cache pages land: :func:`free_list_order` of a new file's pfns.
+
+    Writes a file of ``size`` in 1 MiB writes to the work directory's
+    filesystem, maps it and reads each page's pfn from /proc/self/pagemap
+    (root), in file order; the file is deleted after.
+    """
+    path = work / "free-list-probe"
+    chunk = b"\x5a" * IO_CHUNK
+    try:
+        with open(path, "wb") as f:
+            for _ in range(size // IO_CHUNK):
+                f.write(chunk)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        try:
+            for off in range(0, size, 4096):
+                m[off]
+            base = _mapping_start(path)
+            pm = os.open("/proc/self/pagemap", os.O_RDONLY)
+            try:
+                raw = os.pread(pm, size // 4096 * 8, base // 4096 * 8)
+            finally:
+                os.close(pm)
+        finally:
+            m.close()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    entries = np.frombuffer(raw, dtype="<u8")
+    pfns = (entries & np.uint64((1 << 55) - 1)).astype(np.int64).tolist()
+    if not any(pfns):
+        raise FidelityError("/proc/self/pagemap shows no pfns (root is needed)")
+    out = free_list_order(pfns)
+    out["probe_bytes"] = size
+    return out
+
+
+def _mapping_start(path: Path) -> int:
+    """The start address of this process's mapping of ``path`` (/proc/self/maps)."""
+    name = str(path.resolve())
+    for line in read_text(PROC / "self" / "maps").splitlines():
+        if line.endswith(name):
+            return int(line.split("-", 1)[0], 16)
+    raise FidelityError(f"{name} is not mapped")
+
+
+def free_lists_of(probes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The free lists' order over a recording's probes: the median fraction and its verdict."""
+    frac = round(statistics.median(p["adjacent_fraction"] for p in probes), 4)
+    return {
+        "adjacent_fraction": frac,
+        "order": "boot" if frac >= 0.5 else "mixed",
+        "probes": len(probes),
+    }
+
+
 #: The disk figures a probe measures, whose median over a recording's probes it keeps.
 PROBED = (
     "write_bandwidth",

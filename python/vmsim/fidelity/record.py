@@ -181,18 +181,24 @@ def record(
         machine = host.machine_info(Path(probe), disk=False)
     out = []
     probes = []
+    lists = []
     for i in range(runs):
-        if disk_probe:
-            # The disk as this run meets it: a probe just before the run.
-            with tempfile.TemporaryDirectory(dir=work_root, prefix="vmsim-fidelity-probe-") as d:
+        with tempfile.TemporaryDirectory(dir=work_root, prefix="vmsim-fidelity-probe-") as d:
+            if disk_probe:
+                # The disk as this run meets it: a probe just before the run.
                 probes.append(host.measure_disk(Path(d)))
+            # Where this run's first allocations will land (boot-ordered or mixed lists).
+            lists.append(host.probe_free_lists(Path(d)))
         log(f"{exp.name}: run {i + 1} of {runs}")
         run = run_once(exp, work_root, trace=trace, log=log)
         if disk_probe:
             run["disk_probe"] = probes[-1]
+        run["free_list_probe"] = lists[-1]
+        _warn_unbuddied(run, log)
         out.append(run)
     if probes:
         machine["disk"].update(host.median_disk(probes))
+    machine["free_lists"] = host.free_lists_of(lists)
     rec = {
         "format": FORMAT,
         "experiment": exp.name,
@@ -204,6 +210,32 @@ def record(
     path = recordings / host.machine_key(machine) / f"{exp.name}.json"
     write_recording(path, rec)
     return path
+
+
+def unbuddied_pages(snapshot: dict[str, Any]) -> int:
+    """Pages /proc/meminfo counts free that the buddy allocator's lists do not hold.
+
+    MemFree less vmstat's nr_free_pages: 0 on a kernel whose free memory is all on
+    the free lists; millions of pages on this machine's kernel for a while after
+    it starts (its struct pages are initialised lazily, ``deferred_init=lazy`` on
+    its command line), until memory pressure has brought them in.
+    """
+    mi = snapshot.get("meminfo") or {}
+    vm = snapshot.get("vmstat") or {}
+    if "MemFree" not in mi or "nr_free_pages" not in vm:
+        return 0
+    return max(0, int(mi["MemFree"]) // 4 - int(vm["nr_free_pages"]))
+
+
+def _warn_unbuddied(run: dict[str, Any], log: Log) -> None:
+    """Says so when a run's machine held free memory outside the buddy allocator."""
+    worst = max((unbuddied_pages(s) for s in run["snapshots"]), default=0)
+    if worst > 1024:
+        log(
+            f"warning: {worst:,} pages counted free were not on the buddy allocator's lists "
+            "during this run (memory the kernel had not initialised yet); the machine it "
+            "ran on was smaller than vmsim's"
+        )
 
 
 def write_recording(path: Path, rec: dict[str, Any]) -> None:
