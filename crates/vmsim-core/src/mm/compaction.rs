@@ -1737,7 +1737,10 @@ mod free_scanner_tests {
         assert_eq!(k.compaction_alloc(&mut cc, 8), None);
         assert_eq!((cc.free_pfn, cc.total_free_scanned), (block + 2, scanned));
         // With nothing isolated it goes on down the block and finds the order-8 piece.
+        // Give the isolated page back as compact_zone_end does (release_free_list).
         let one = cc.freepages[0].pop_front().unwrap();
+        k.mm.pb_unaccount(one);
+        k.mm.map[one as usize].flags = 0;
         k.mm.__free_one_page(zid, one, 0, MigrateType::Movable, false);
         cc.nr_freepages = 0;
         assert_eq!(k.compaction_alloc(&mut cc, 8), Some(block + 256));
