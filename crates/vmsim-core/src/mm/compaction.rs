@@ -764,7 +764,7 @@ impl Kernel {
                 }
             }
         }
-        self.count_free_scanned(cc, scanned, taken);
+        self.count_free_scanned(cc, scanned, scanned, taken);
         self.trace(TraceEvent::MmCompactionFastIsolateFreepages {
             start_pfn: min_pfn as u64,
             end_pfn: cc.free_pfn as u64,
@@ -773,11 +773,18 @@ impl Kernel {
         });
     }
 
-    /// Charges and counts a free-scanner pass: compact_free_scanned (and the kcompactd
-    /// copy), compact_isolated (the accounting at the end of isolate_freepages_block).
-    fn count_free_scanned(&mut self, cc: &mut CompactControl, scanned: u64, taken: u64) {
+    /// Charges and counts a free-scanner pass: `steps` frames looked at, `scanned` pages
+    /// in compact_free_scanned (and the kcompactd copy, a block stepped over counting
+    /// its pages), compact_isolated (the accounting at the end of isolate_freepages_block).
+    fn count_free_scanned(
+        &mut self,
+        cc: &mut CompactControl,
+        scanned: u64,
+        steps: u64,
+        taken: u64,
+    ) {
         cc.total_free_scanned += scanned;
-        self.mm.cur.acc += scanned * self.mm.cost.compact_scan_page;
+        self.mm.cur.acc += steps * self.mm.cost.compact_scan_page;
         self.mm
             .count_vm_events(Event::COMPACT_FREE_SCANNED, scanned);
         if cc.kcompactd {
@@ -864,10 +871,12 @@ impl Kernel {
     ) -> (u64, Pfn) {
         let mut pfn = from;
         let mut scanned = 0u64;
+        let mut steps = 0u64;
         let mut taken = 0u64;
         while pfn < end {
             let p = self.mm.map[pfn as usize];
             scanned += 1;
+            steps += 1;
             if p.test(pg::BUDDY) {
                 let order = p.order();
                 if !self.mm.__isolate_free_page(pfn, order) {
@@ -893,7 +902,7 @@ impl Kernel {
             pfn += stride;
         }
         let stopped = pfn.min(end);
-        self.count_free_scanned(cc, scanned, taken);
+        self.count_free_scanned(cc, scanned, steps, taken);
         self.trace(TraceEvent::MmCompactionIsolateFreepages {
             start_pfn: from as u64,
             end_pfn: stopped as u64,
