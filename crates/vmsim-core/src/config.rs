@@ -914,6 +914,11 @@ pub enum Op {
         files: u64,
         /// Size of each file [bytes].
         file_size: Bytes,
+        /// Bytes per write(2), a multiple of 4 KiB; a write's length sets the order of the
+        /// page-cache folios it creates (kernel.large_folios) [bytes]. Default 4 KiB (fio's
+        /// blocksize=4096, as thpfioscale runs it).
+        #[serde(default)]
+        bs: Option<Bytes>,
     },
     /// fio's random reader over the files this task wrote (4 KiB reads, another file every
     /// 16 reads) until the counter `until` reaches `count`.
@@ -1382,6 +1387,7 @@ pub const TABLE_KNOBS: &[Knob] = &[
     table_knob("[[task]]", "write.size", "[bytes]", "Bytes of one `write` operation.", MAX_IO_SIZE),
     table_knob("[[task]]", "read.size", "[bytes]", "Bytes of one `read` operation.", MAX_IO_SIZE),
     table_knob("[[task]]", "write.bs", "[bytes]", "Bytes per write(2) of a `write` operation, a multiple of 4 KiB (default 4 KiB): the order of the page-cache folios it creates (kernel.large_folios).", MAX_IO_SIZE),
+    table_knob("[[task]]", "fio_write.bs", "[bytes]", "Bytes per write(2) of a `fio_write` operation, a multiple of 4 KiB (default 4 KiB, fio's blocksize=4096): the order of the page-cache folios it creates (kernel.large_folios).", MAX_IO_SIZE),
     table_knob("[[task]]", "read.bs", "[bytes]", "Bytes per read(2) of a `read` operation, a multiple of 4 KiB (default 4 KiB): the size of the first readahead window (kernel.ondemand_readahead).", MAX_IO_SIZE),
     table_knob("[disk]", "read_ahead_kb", "[KiB]", "Readahead window of files on the disk, /sys/block/*/queue/read_ahead_kb (bdi->ra_pages; default 128).", crate::block::blk_core::MAX_READ_AHEAD_KB as u64),
     table_knob("[[task]]", "fio_write.files", "[count]", "Files of one `fio_write` operation.", 100_000_000),
@@ -1742,9 +1748,16 @@ impl Scenario {
                 Op::SlabFree {
                     objects: Some(o), ..
                 } => max_op("slab_free.objects", *o, o)?,
-                Op::FioWrite { files, file_size } => {
+                Op::FioWrite {
+                    files,
+                    file_size,
+                    bs,
+                } => {
                     if *files == 0 || file_size.0 == 0 {
                         return at_op("fio_write needs files >= 1 and a file_size > 0".into());
+                    }
+                    if let Some(msg) = bad_bs("fio_write", bs) {
+                        return at_op(msg);
                     }
                     max_op("fio_write.files", *files, files)?;
                     if files

@@ -97,3 +97,51 @@ fn xfs_keeps_the_older_model_and_ext4_runs_are_deterministic() {
     assert!(a == b, "two runs of the same ext4 scenario differ");
     assert_ne!(a, serde_json::to_string(&xfs).unwrap());
 }
+
+/// The folio orders of the files a `fio_write` of four 256 KiB files left cached.
+fn fio_folio_orders(bs: &str, kernel: &str) -> Vec<usize> {
+    let text = format!(
+        r#"duration = "30s"
+[machine]
+memory = "1GiB"
+cpus = 2
+[kernel]
+{kernel}
+[[task]]
+name = "fio"
+program = [{{ op = "fio_write", files = 4, file_size = "256KiB"{bs} }}]
+"#
+    );
+    let sc = scenario(&text);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(sc.duration.0);
+    let k = &eng.kernel;
+    let mut orders = Vec::new();
+    for (name, &ino) in k.files.iter() {
+        if !name.contains("workfile") {
+            continue;
+        }
+        let mut i = 0;
+        while i < k.inodes[ino as usize].size_pages {
+            let p = k
+                .filemap_get_folio(ino, i)
+                .expect("a written page is cached");
+            orders.push(k.mm.map[p as usize].order());
+            i += k.mm.folio_nr_pages(p);
+        }
+    }
+    orders
+}
+
+#[test]
+fn fio_write_creates_folios_of_its_write_size() {
+    // fio's blocksize=4096 (thpfioscale's job): a write(2) per page, order-0 folios.
+    assert_eq!(fio_folio_orders("", ""), vec![0; 256]);
+    // One write(2) of the whole 256 KiB file: one order-6 folio per file on 6.18...
+    assert_eq!(fio_folio_orders(r#", bs = "256KiB""#, ""), vec![6; 4]);
+    // ... and pages on a kernel without large page-cache folios.
+    assert_eq!(
+        fio_folio_orders(r#", bs = "256KiB""#, "version = \"6.1\""),
+        vec![0; 256]
+    );
+}

@@ -230,7 +230,10 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
         size, anon[who] = anon[who], 0
         return [{"op": "unmap", "size": size}] if size else []
     if step.op == "files":
-        return [{"op": "fio_write", "files": a["count"], "file_size": max(a["size"], 4096)}]
+        # The recorder writes each file with one write(2) of its whole content.
+        size = max(a["size"], 4096)
+        bs = -(-min(size, host.IO_CHUNK) // 4096) * 4096
+        return [{"op": "fio_write", "files": a["count"], "file_size": size, "bs": bs}]
     if step.op == "sleep":
         return [{"op": "sleep", "time": f"{round(a['time'] * 1000)}ms"}]
     if step.op == "nr_hugepages":

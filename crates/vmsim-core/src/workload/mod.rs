@@ -455,7 +455,9 @@ impl OpProgram {
                         self.thp.base = cx.k.tasks[tid as usize].vsize;
                         size.0.div_ceil(PAGE_SIZE)
                     }
-                    Op::FioWrite { files, file_size } => files * file_size.0.div_ceil(PAGE_SIZE),
+                    Op::FioWrite {
+                        files, file_size, ..
+                    } => files * file_size.0.div_ceil(PAGE_SIZE),
                     Op::Write { file, size, .. } => {
                         let pid = cx.k.tasks[tid as usize].pid;
                         self.file = expand_file_name(file, self.rep, pid);

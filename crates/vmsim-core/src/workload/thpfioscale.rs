@@ -113,7 +113,11 @@ impl ThpOpState {
                     }),
                 }
             }
-            Op::FioWrite { files, file_size } => {
+            Op::FioWrite {
+                files,
+                file_size,
+                bs,
+            } => {
                 let ppf = file_size.0.div_ceil(PAGE_SIZE);
                 let total = files * ppf;
                 let i = total - *left;
@@ -142,9 +146,19 @@ impl ThpOpState {
                 if let Some(out) = step_unless_allocated(r, *user, true) {
                     return Some(out);
                 }
-                let r = cx.k.file_write_page(tid, ino, page);
+                // Bytes of the current write(2) left from this page (fio's bs).
+                let bs = bs.map_or(PAGE_SIZE, |b| b.0);
+                let done = page * PAGE_SIZE;
+                let len = (bs - done % bs)
+                    .min(file_size.0 - done.min(file_size.0))
+                    .max(1);
+                let r = cx.k.file_write_folio(tid, ino, page, len);
                 if let Some(out) = step_unless_allocated(r, *user, true) {
                     return Some(out);
+                }
+                if done.is_multiple_of(bs) {
+                    // A write(2) started at this page: its fixed part (ksys_write, vfs_write).
+                    cx.k.mm.cur.acc += cx.k.mm.cost.write_call;
                 }
                 *user += cx.k.mm.cost.touch_page;
                 *left -= 1;
