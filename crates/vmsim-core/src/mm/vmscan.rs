@@ -1624,6 +1624,9 @@ pub struct Kswapd {
     state: KswapdState,
     boost: super::watermark_boost::BoostReclaim,
     sc: ScanControl,
+    /// The order kswapd was last asked to balance for (kswapd()'s alloc_order).
+    alloc_order: usize,
+    /// The order balance_pgdat() ended at (kswapd()'s reclaim_order).
     reclaim_order: usize,
     highest_zoneidx: usize,
 }
@@ -1639,6 +1642,7 @@ impl Kswapd {
             state: KswapdState::TryToSleep,
             boost: Default::default(),
             sc: ScanControl::new(KSWAPD_GFP, 0, 0, 0, 0),
+            alloc_order: 0,
             reclaim_order: 0,
             highest_zoneidx: MAX_NR_ZONES - 1,
         }
@@ -1694,8 +1698,11 @@ impl Program<Kernel> for Kswapd {
             match self.state.clone() {
                 KswapdState::TryToSleep => {
                     if self.prepare_kswapd_sleep(k) {
-                        // kswapd_try_to_sleep(): compaction may succeed again now.
+                        // kswapd_try_to_sleep(): compaction may succeed again now, and
+                        // kcompactd is asked to compact for the order kswapd reclaimed for,
+                        // before the short nap.
                         k.reset_isolation_suitable(self.nid);
+                        k.wakeup_kcompactd(self.nid, self.alloc_order, self.highest_zoneidx);
                         // clear_pgdat_congested(): the node is balanced.
                         let node = &mut k.mm.nodes[self.nid];
                         node.lruvec_congested = false;
@@ -1716,9 +1723,12 @@ impl Program<Kernel> for Kswapd {
                 KswapdState::ShortSleep(started) => {
                     let woken_early = !k.mm.nodes[self.nid].kswapd_sleeping
                         || cx.now < started + KSWAPD_SHORT_SLEEP;
+                    if woken_early {
+                        // Woken from the nap: the order reclaimed for is asked again.
+                        let node = &mut k.mm.nodes[self.nid];
+                        node.kswapd_order = node.kswapd_order.max(self.reclaim_order);
+                    }
                     if !woken_early && self.prepare_kswapd_sleep(k) {
-                        // kswapd_try_to_sleep(): compact for the order reclaimed for.
-                        k.wakeup_kcompactd(self.nid, self.reclaim_order, self.highest_zoneidx);
                         k.trace(TraceEvent::MmVmscanKswapdSleep {
                             nid: self.nid as i32,
                         });
@@ -1760,7 +1770,16 @@ impl Program<Kernel> for Kswapd {
                             k.mm.nodes[self.nid].pgfree_at_failure =
                                 k.mm.events[Event::PGFREE as usize];
                         }
+                        // kswapd(): a high order given up on goes to sleep with the
+                        // order asked for; else the loop starts over with the order
+                        // asked for meanwhile (pgdat->kswapd_order).
                         self.reclaim_order = self.sc.order.min(alloc_order);
+                        if self.reclaim_order < alloc_order {
+                            self.alloc_order = alloc_order;
+                        } else {
+                            self.alloc_order = k.mm.nodes[self.nid].kswapd_order;
+                            self.reclaim_order = self.alloc_order;
+                        }
                         self.highest_zoneidx = highest_zoneidx;
                         self.state = KswapdState::TryToSleep;
                     }
@@ -1831,5 +1850,89 @@ mod version_tests {
         assert!(!pgdat_dirty_after_empty_kswapd_pass(
             "version = \"6.1\"\npgdat_dirty_needs_unqueued = true"
         ));
+    }
+}
+
+#[cfg(test)]
+mod kswapd_sleep_tests {
+    use super::{Kswapd, KswapdState};
+    use crate::config::Scenario;
+    use crate::engine::{Program, Step, StepCtx};
+    use crate::kernel::Kernel;
+    use crate::mm::memory::Fault;
+    use crate::mm::mmzone::{Wmark, PAGEBLOCK_ORDER};
+
+    /// A 256 MiB kernel whose free memory is plentiful but in pieces of 8 pages: every
+    /// other run of 8 anonymous pages unmapped, the whole free blocks left taken away.
+    fn fragmented() -> Kernel {
+        let sc = Scenario::from_toml(
+            "[machine]\nmemory = \"256MiB\"\ncpus = 2\n[kernel]\nwatermark_boost_factor = 0\n",
+        )
+        .unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        let tid = k.alloc_task_struct("t", 0, false);
+        assert!(k.copy_process(tid, 0));
+        let zid = k.mm.nodes[0].zones[crate::mm::mmzone::ZoneType::Dma32 as usize];
+        let mut index = 0u64;
+        while k.mm.zones[zid].free_pages() >= (k.mm.zones[zid].wmark_pages(Wmark::High) * 4) as i64
+        {
+            assert_eq!(k.handle_mm_fault(tid, index), Fault::Minor);
+            index += 1;
+        }
+        for i in (0..index).filter(|i| (i / 8) % 2 == 1) {
+            let slot = k.tasks[tid as usize].pt.slot(i).unwrap();
+            k.zap_slot(tid, slot, 0);
+        }
+        k.mm.drain_all_pages();
+        for z in 0..k.mm.zones.len() {
+            for order in PAGEBLOCK_ORDER..k.mm.zones[z].free_area.len() {
+                while k.mm.zones[z].free_area[order].nr_free > 0 {
+                    let mt = (0..5)
+                        .find(|&m| k.mm.zones[z].free_area[order].nr_free_mt[m] > 0)
+                        .unwrap();
+                    let head = k.mm.zones[z].free_area[order].free_list[mt].head;
+                    assert!(k.mm.__isolate_free_page(head, order));
+                }
+            }
+        }
+        k
+    }
+
+    /// kswapd about to sleep after balancing for `alloc_order` (it gave the order up
+    /// once it had reclaimed enough for compaction: reclaim_order 0); returns whether
+    /// the sleeping kcompactd (on wait queue 7) was woken before kswapd's nap.
+    fn kcompactd_woken_by_kswapd_going_to_sleep(alloc_order: usize) -> bool {
+        let mut k = fragmented();
+        let node = k.compact.node(0);
+        node.wait = 7;
+        node.sleeping = true;
+        let mut kswapd = Kswapd::new(0);
+        kswapd.state = KswapdState::TryToSleep;
+        kswapd.alloc_order = alloc_order;
+        let mut cx = StepCtx {
+            k: &mut k,
+            tid: 0,
+            now: 0,
+            quantum: 1_000_000,
+        };
+        let out = kswapd.step(&mut cx);
+        // The short nap (HZ/10), not the full sleep.
+        assert!(matches!(
+            out.next,
+            Step::Block {
+                timeout: Some(_),
+                ..
+            }
+        ));
+        !k.compact.node(0).sleeping && k.mm.cur.wake.contains(&7)
+    }
+
+    #[test]
+    fn kswapd_wakes_kcompactd_for_the_order_it_was_woken_for_before_its_nap() {
+        // kswapd_try_to_sleep(): wakeup_kcompactd(pgdat, alloc_order, ...) before
+        // schedule_timeout(HZ/10); no free order-9 block, compaction suitable.
+        assert!(kcompactd_woken_by_kswapd_going_to_sleep(PAGEBLOCK_ORDER));
+        // Woken for order 0, kswapd has nothing to ask of kcompactd.
+        assert!(!kcompactd_woken_by_kswapd_going_to_sleep(0));
     }
 }
