@@ -8,9 +8,12 @@
 //!
 //! Both shrinkers emit mm_shrink_slab_start/end around their scan.
 //!
-//! Simplified: no nr_deferred carry-over for the slab caches (the events'
-//! deferred counts are 0) and the slab is not charged to memory cgroups, so
-//! these shrinkers run for global reclaim only.
+//! Scan work a call does not do (less than a batch) is deferred to the next
+//! call, per node (shrinker->nr_deferred, xchg_nr_deferred/add_nr_deferred).
+//!
+//! Simplified: a shrinker per cache where the kernel has one per superblock
+//! for its dentries and inodes, and these shrinkers run for global reclaim
+//! only (they are not memcg-aware).
 
 use super::gfp::{Gfp, __GFP_FS};
 use super::vmstat::Event;
@@ -97,15 +100,23 @@ impl Kernel {
         if freeable == 0 {
             return (0, 0);
         }
+        let node = self.mm.cpu_to_node[cpu];
+        let nid = node as i32;
+        // The work earlier calls deferred, taken so no other call does it too
+        // (xchg_nr_deferred).
+        let deferred = &mut self.slab.caches[cache].nr_deferred;
+        if deferred.len() <= node {
+            deferred.resize(node + 1, 0);
+        }
+        let nr = std::mem::take(&mut deferred[node]);
         let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
-        let mut total_scan = delta.min(2 * freeable);
-        let nid = self.mm.cpu_to_node[cpu] as i32;
+        let mut total_scan = ((nr >> priority) + delta).min(2 * freeable);
         let shr = shrinker_id(cache);
         self.trace(TraceEvent::MmShrinkSlabStart {
             shr,
             shrink: SHRINK_SUPER_CACHE_SCAN,
             nid,
-            nr_objects_to_shrink: 0,
+            nr_objects_to_shrink: nr as i64,
             gfp_flags: gfp.0,
             cache_items: freeable,
             delta,
@@ -115,6 +126,7 @@ impl Kernel {
         let first_total = total_scan;
         let mut freed = 0u64;
         let mut pages = 0;
+        let mut done = 0u64;
         while total_scan >= SHRINK_BATCH || total_scan >= freeable {
             let nr_to_scan = SHRINK_BATCH.min(total_scan);
             if nr_to_scan == 0 {
@@ -132,19 +144,73 @@ impl Kernel {
             freed += scanned;
             self.mm.count_vm_events(Event::SLABS_SCANNED, nr_to_scan);
             total_scan -= nr_to_scan;
+            done += nr_to_scan;
             if scanned < nr_to_scan {
                 break;
             }
         }
+        // New work not done is deferred, old deferred work done is taken off; at most
+        // twice the freeable objects (add_nr_deferred).
+        let next_deferred = (nr + delta).saturating_sub(done).min(2 * freeable);
+        let new_nr = {
+            let d = &mut self.slab.caches[cache].nr_deferred[node];
+            *d += next_deferred;
+            *d
+        };
         self.trace(TraceEvent::MmShrinkSlabEnd {
             shr,
             nid,
             shrink: SHRINK_SUPER_CACHE_SCAN,
-            unused_scan: 0,
-            new_scan: 0,
+            unused_scan: nr as i64,
+            new_scan: new_nr as i64,
             retval: freed as i32,
             total_scan: first_total as i64,
         });
         (freed, pages)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Scenario;
+    use crate::kernel::Kernel;
+    use crate::mm::gfp::GFP_KERNEL;
+    use crate::mm::slab::DENTRY;
+    use crate::mm::vmstat::Event;
+
+    /// A booted kernel whose task has allocated `n` dentries (unused, on the shrinker's list).
+    fn with_dentries(n: u64) -> Kernel {
+        let sc = Scenario::from_toml("[machine]\nmemory = \"256MiB\"\ncpus = 1\n").unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        let tid = k.alloc_task_struct("t", 0, false);
+        assert!(k.copy_process(tid, 0));
+        for _ in 0..n {
+            assert!(matches!(
+                k.kmem_cache_alloc(DENTRY, tid),
+                crate::kernel::AllocResult::Page(_)
+            ));
+        }
+        k
+    }
+
+    #[test]
+    fn work_under_a_batch_is_deferred_to_the_next_call() {
+        let mut k = with_dentries(200);
+        let scanned = |k: &Kernel| k.mm.events[Event::SLABS_SCANNED as usize];
+        // Priority 2: delta = (200 >> 2) * 4 / 2 = 100, under SHRINK_BATCH (128) and the
+        // 200 freeable objects: nothing scanned, 100 deferred.
+        k.shrink_slab(GFP_KERNEL, 2, 0);
+        assert_eq!(scanned(&k), 0);
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[0], 100);
+        // (100 >> 2) + 100 = 125: still under a batch; 200 deferred (at most 2 x freeable).
+        k.shrink_slab(GFP_KERNEL, 2, 0);
+        assert_eq!(scanned(&k), 0);
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[0], 200);
+        // (200 >> 2) + 100 = 150: one batch of 128 is scanned and freed.
+        k.shrink_slab(GFP_KERNEL, 2, 0);
+        assert_eq!(scanned(&k), 128);
+        assert_eq!(k.slab.caches[DENTRY].lru.len(), 72);
+        // What was not done stays deferred: 200 + 100 - 128.
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[0], 172);
     }
 }

@@ -135,6 +135,8 @@ pub struct KmemCache {
     pub active_objs: u64,
     /// Slabs allocated.
     pub nr_slabs: u64,
+    /// The shrinker's scan work deferred to its next call, per node (shrinker->nr_deferred).
+    pub nr_deferred: Vec<u64>,
 }
 
 impl KmemCache {
@@ -154,6 +156,7 @@ impl KmemCache {
             lru: VecDeque::new(),
             active_objs: 0,
             nr_slabs: 0,
+            nr_deferred: Vec::new(),
         }
     }
 
