@@ -581,6 +581,77 @@ def test_mixed_free_lists_reach_the_vmsim_scenario():
     assert fc.vmsim_scenario(e, m)[0]["machine"]["mixed_free_lists"] is True
 
 
+def _start_snapshot(vm: dict[str, int], mem_total_kb: int, mem_free_kb: int) -> dict:
+    return {
+        "name": "start",
+        "vmstat": vm,
+        "meminfo": {"MemTotal": mem_total_kb, "MemFree": mem_free_kb},
+    }
+
+
+def test_the_rest_of_the_system_is_what_the_start_snapshots_held():
+    vm = {
+        "nr_anon_pages": 3000,
+        "nr_shmem": 100,
+        "nr_active_file": 8000,
+        "nr_inactive_file": 4000,
+        "nr_slab_reclaimable": 1000,
+        "nr_slab_unreclaimable": 500,
+    }
+    runs = [
+        {"snapshots": [_start_snapshot(vm, 1 << 20, (1 << 20) - 4 * 20_000)]},
+        {
+            "snapshots": [
+                _start_snapshot(vm | {"nr_anon_pages": 5000}, 1 << 20, (1 << 20) - 4 * 22_000)
+            ]
+        },
+    ]
+    got = fc.system_in_use({"runs": runs})
+    # Run means; the kernel's own part is what MemTotal - MemFree leaves.
+    assert got == {
+        "anon": 4100,
+        "file_active": 8000,
+        "file_inactive": 4000,
+        "slab_reclaimable": 1000,
+        "slab_unreclaimable": 500,
+        "kernel": 21_000 - 4100 - 12_000 - 1500,
+    }
+    assert fc.system_in_use({"runs": [{"snapshots": [{"name": "start", "meminfo": None}]}]}) is None
+
+
+def test_the_rest_of_the_system_holds_its_memory_before_the_start_snapshot():
+    in_use = {
+        "anon": 4096,
+        "file_active": 2048,
+        "file_inactive": 1024,
+        "slab_reclaimable": 64,
+        "slab_unreclaimable": 32,
+        "kernel": 512,
+    }
+    e = exp_of(SMALL)
+    sc, _ = fc.vmsim_scenario(e, MACHINE, in_use=in_use)
+    system = sc["task"][-1]
+    assert system["name"] == fc.SYSTEM_TASK and system["daemon"] is True
+    # The experiment's own task keeps its place (CPU, random stream) and waits for it.
+    assert sc["task"][0]["name"] == "dd"
+    assert sc["task"][0]["program"][0] == {"op": "wait", "name": "system-up"}
+    reads = [op["file"] for op in system["program"] if op["op"] == "read"]
+    assert reads == [f"{fc.SYSTEM_TASK}/active"] * 2 + [f"{fc.SYSTEM_TASK}/inactive"]
+    sim = fc.run_vmsim(e, MACHINE, in_use=in_use)
+    alone = fc.run_vmsim(e, MACHINE)
+    start = sim["snapshots"][0]["vmstat"]
+    base = alone["snapshots"][0]["vmstat"]
+    assert start["nr_active_file"] >= 2048 and start["nr_inactive_file"] >= 1024
+    assert start["nr_anon_pages"] - base["nr_anon_pages"] == 4096
+    held = base["nr_free_pages"] - start["nr_free_pages"]
+    total = sum(in_use.values())
+    # Slab rounds to whole slabs, and the daemon's own page tables and stack add a few.
+    assert total <= held <= total * 1.05, (held, total)
+    # The run ends with the experiment, not when the daemon would.
+    assert sim["completed"]
+    assert sim["snapshots"][-1]["time_seconds"] < 60
+
+
 def test_unbuddied_pages_are_memfree_less_the_free_lists():
     snap = {"meminfo": {"MemFree": 4 << 20}, "vmstat": {"nr_free_pages": 1 << 18}}
     assert unbuddied_pages(snap) == (1 << 20) - (1 << 18)

@@ -1027,6 +1027,10 @@ pub struct TaskSpec {
     /// says, until every task of these names has exited (checked after each repetition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub until_exit: Vec<String>,
+    /// A task the run does not wait for: the run ends when every other task has
+    /// exited, whatever this one is doing (the rest of a system, a background load).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub daemon: bool,
 }
 
 /// The placeholders a file name may hold: `{rep}` (the repetition of the program,

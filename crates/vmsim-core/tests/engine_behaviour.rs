@@ -1006,3 +1006,38 @@ fn idle_time_costs_only_the_periodic_wakeups() {
         "{short} events in 100 s, {long} in 1000 s"
     );
 }
+
+#[test]
+fn the_run_does_not_wait_for_a_daemon_task() {
+    let text = |daemon: bool| {
+        format!(
+            r#"
+duration = "60s"
+[machine]
+memory = "256MiB"
+cpus = 2
+[[task]]
+name = "work"
+program = [{{ op = "compute", time = "1s" }}]
+[[task]]
+name = "system"
+daemon = {daemon}
+program = [{{ op = "touch", size = "16MiB" }}, {{ op = "wait", name = "never" }}]
+"#
+        )
+    };
+    // A task that waits for ever keeps a run going to its time limit...
+    let r = run(&text(false));
+    assert!(!r.summary.completed);
+    assert_eq!(r.summary.elapsed_seconds, 60.0);
+    // ... but not as a daemon: the run ends with the last other task, the daemon's
+    // memory held to the end.
+    let r = run(&text(true));
+    assert!(r.summary.completed, "{:?}", r.summary);
+    assert!(
+        r.summary.elapsed_seconds < 1.1,
+        "{}",
+        r.summary.elapsed_seconds
+    );
+    assert!(r.vmstat["nr_anon_pages"] >= 4096);
+}

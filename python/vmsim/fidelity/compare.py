@@ -86,7 +86,10 @@ def recordings_dir() -> Path:
 
 
 def vmsim_scenario(
-    exp: Experiment, machine: dict[str, Any], costs: str | None = None
+    exp: Experiment,
+    machine: dict[str, Any],
+    costs: str | None = None,
+    in_use: dict[str, int] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The vmsim scenario of an experiment on a recorded machine, and what it leaves out.
 
@@ -94,7 +97,10 @@ def vmsim_scenario(
     cost profile from ``costs`` (the default profile when None); each
     phase ends with a barrier (``signal``/``wait``) after which the first task
     takes a ``snapshot`` named after the phase, so that /proc is read at the
-    same points as on the real kernel.
+    same points as on the real kernel. ``in_use`` (from :func:`system_in_use`)
+    is the memory the rest of the recorded system held when the experiment
+    started: a task of its own takes it before the start snapshot and holds
+    it to the end.
     """
     missing = list(exp.missing)
     kernel: dict[str, Any] = {"name": f"linux-{machine['kernel'].split('-')[0]}"}
@@ -180,7 +186,86 @@ def vmsim_scenario(
         if t.cgroup:
             task["cgroup"] = CGROUP
         sc["task"].append(task)
+    if in_use:
+        _add_rest_of_system(sc, in_use)
     return sc, missing
+
+
+#: The task that holds what the rest of the recorded system had in use.
+SYSTEM_TASK = "rest-of-system"
+#: Objects per page of the caches the rest of the system's slab is made of.
+_SLAB_OBJECTS_PER_PAGE = {"dentry": 4096 // 192, "kmalloc-256": 4096 // 256}
+
+
+def system_in_use(rec: dict[str, Any]) -> dict[str, int] | None:
+    """What the rest of the system held at the recording's start, in pages (run means).
+
+    From each run's ``start`` snapshot: anonymous and shmem pages, the file LRU's
+    active and inactive pages, reclaimable and unreclaimable slab, and the rest of
+    MemTotal − MemFree (kernel stacks, page tables, vmalloc, per-CPU and other kernel
+    memory). None when the recording has no start snapshot with /proc/meminfo.
+    """
+    starts = [
+        r["snapshots"][0]
+        for r in rec.get("runs", [])
+        if r.get("snapshots")
+        and r["snapshots"][0].get("name") == "start"
+        and r["snapshots"][0].get("meminfo")
+    ]
+    if not starts:
+        return None
+
+    def mean(f: Any) -> int:
+        return round(sum(f(s) for s in starts) / len(starts))
+
+    def vm(k: str) -> Any:
+        return lambda s: s["vmstat"].get(k, 0)
+
+    used = mean(lambda s: (s["meminfo"]["MemTotal"] - s["meminfo"]["MemFree"]) // 4)
+    out = {
+        "anon": mean(vm("nr_anon_pages")) + mean(vm("nr_shmem")),
+        "file_active": mean(vm("nr_active_file")),
+        "file_inactive": mean(vm("nr_inactive_file")),
+        "slab_reclaimable": mean(vm("nr_slab_reclaimable")),
+        "slab_unreclaimable": mean(vm("nr_slab_unreclaimable")),
+    }
+    out["kernel"] = max(used - sum(out.values()), 0)
+    return out
+
+
+def _add_rest_of_system(sc: dict[str, Any], in_use: dict[str, int]) -> None:
+    """A task that takes ``in_use`` before the start snapshot and keeps it to the end.
+
+    Anonymous memory is touched, the file LRU's pages are read from files on disk
+    (the active ones twice, so that they are activated), slab objects are allocated
+    (unused dentries for the reclaimable part, on the shrinker's list) and the rest
+    is unmovable kernel pages. The experiment's tasks wait for it before their first
+    barrier; it holds its memory to the end of the run, which does not wait for it.
+    """
+    prog: list[dict[str, Any]] = []
+    if in_use.get("anon"):
+        prog.append({"op": "touch", "size": in_use["anon"] * 4096})
+    files = sc.setdefault("file", [])
+    for name, reads in (("active", 2), ("inactive", 1)):
+        pages = in_use.get(f"file_{name}", 0)
+        if pages:
+            path = f"{SYSTEM_TASK}/{name}"
+            files.append({"name": path, "size": pages * 4096})
+            prog += [{"op": "read", "file": path, "bs": host.IO_CHUNK}] * reads
+    if not files:
+        del sc["file"]
+    for key, cache in (("slab_reclaimable", "dentry"), ("slab_unreclaimable", "kmalloc-256")):
+        if in_use.get(key):
+            objects = in_use[key] * _SLAB_OBJECTS_PER_PAGE[cache]
+            prog.append({"op": "slab", "cache": cache, "objects": objects})
+    if in_use.get("kernel"):
+        prog.append({"op": "alloc", "order": 0, "count": in_use["kernel"], "type": "unmovable"})
+    prog.append({"op": "signal", "name": "system-up"})
+    # It holds its memory until the run ends, which it does not wait for.
+    prog.append({"op": "wait", "name": "never"})
+    for t in sc["task"]:
+        t["program"].insert(0, {"op": "wait", "name": "system-up"})
+    sc["task"].append({"name": SYSTEM_TASK, "program": prog, "daemon": True})
 
 
 def _barrier(
@@ -261,10 +346,14 @@ def count_trace(path: Path, keys: list[str], bounds: list[float]) -> list[dict[s
 
 
 def run_vmsim(
-    exp: Experiment, machine: dict[str, Any], seed: int = 1, costs: str | None = None
+    exp: Experiment,
+    machine: dict[str, Any],
+    seed: int = 1,
+    costs: str | None = None,
+    in_use: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Runs vmsim on the experiment and returns its snapshots as the real side has them."""
-    sc, missing = vmsim_scenario(exp, machine, costs)
+    sc, missing = vmsim_scenario(exp, machine, costs, in_use)
     trace_keys = sorted({m.filter_key for m in exp.metrics if m.source == "trace"})
     with tempfile.TemporaryDirectory(prefix="vmsim-fidelity-") as tmp:
         tpath = Path(tmp) / "trace" if trace_keys else None
@@ -474,7 +563,8 @@ def compare_experiment(
     if why:
         return _real_only(exp, rec, why)
     slow_cpu = emulated(rec["machine"])
-    sim = run_vmsim(exp, rec["machine"], seed, costs)
+    in_use = system_in_use(rec)
+    sim = run_vmsim(exp, rec["machine"], seed, costs, in_use)
     unfinished = {s["name"] for s in sim["snapshots"] if s.get("incomplete")}
     real_killed = {p["name"] for r in rec["runs"] for p in r["phases"] if p["killed"]}
     metrics = {}
@@ -517,6 +607,7 @@ def compare_experiment(
         "total": scored,
         "not_modelled": None,
         "missing": sim["missing"],
+        "rest_of_system_pages": in_use,
         "stale_recording": stale,
         "real_killed": killed_real,
         "vmsim_oom_kills": sim["killed"],
@@ -701,6 +792,19 @@ def _within(m: dict[str, Any]) -> str:
     return "not scored *"
 
 
+def _rest_of_system(in_use: dict[str, int]) -> str:
+    """One line: what the rest of the recorded system held at the start, in MiB."""
+    mib = {k: v * 4096 / (1 << 20) for k, v in in_use.items()}
+    parts = [
+        f"anon {mib['anon']:.0f}",
+        f"file {mib['file_active'] + mib['file_inactive']:.0f} ({mib['file_active']:.0f} active)",
+        f"slab {mib['slab_reclaimable'] + mib['slab_unreclaimable']:.0f}",
+        f"kernel {mib['kernel']:.0f}",
+    ]
+    total = sum(mib.values())
+    return f"rest of the system at the start: {total:,.0f} MiB (" + ", ".join(parts) + ")"
+
+
 def render_text(result: dict[str, Any]) -> str:
     """The comparison as text: a table per experiment with a row per metric and kernel, scores."""
     lines = []
@@ -719,6 +823,8 @@ def render_text(result: dict[str, Any]) -> str:
             )
             if e["stale_recording"]:
                 lines.append(f"  {'':<{kw}}  note: the experiment changed since this recording")
+            if e.get("rest_of_system_pages"):
+                lines.append(f"  {'':<{kw}}  {_rest_of_system(e['rest_of_system_pages'])}")
             if e["real_killed"] or e["vmsim_oom_kills"]:
                 vk = "—" if e["vmsim_oom_kills"] is None else e["vmsim_oom_kills"]
                 rk = ", ".join(e["real_killed"]) or "none"

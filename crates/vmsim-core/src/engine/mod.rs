@@ -74,6 +74,8 @@ struct SchedEntity {
     runnable_since: u64,
     start_at: u64,
     kthread: bool,
+    /// A user task the run does not wait for (not counted in `live_user_tasks`).
+    daemon: bool,
     comm: Rc<str>,
 }
 
@@ -223,6 +225,7 @@ impl<K: Os> Engine<K> {
             runnable_since: 0,
             start_at: at,
             kthread,
+            daemon: false,
             comm: Rc::from(comm),
         });
         self.programs.push(Some(program));
@@ -230,6 +233,22 @@ impl<K: Os> Engine<K> {
             self.live_user_tasks += 1;
         }
         tid
+    }
+
+    /// Makes a user task one the run does not wait for: the run ends when every other
+    /// user task has, whatever this one is doing.
+    pub fn set_daemon(&mut self, tid: TaskId) {
+        let se = &mut self.sched[tid as usize];
+        if !se.kthread && !se.daemon && se.state != TaskState::Dead {
+            se.daemon = true;
+            self.live_user_tasks -= 1;
+        }
+    }
+
+    /// Whether a task is counted in `live_user_tasks`.
+    fn counted(&self, tid: TaskId) -> bool {
+        let se = &self.sched[tid as usize];
+        !se.kthread && !se.daemon
     }
 
     /// Creates a new wait queue and returns its id.
@@ -322,7 +341,7 @@ impl<K: Os> Engine<K> {
         } else {
             self.fork_failures += 1;
             self.sched[tid as usize].state = TaskState::Dead;
-            if !self.sched[tid as usize].kthread {
+            if self.counted(tid) {
                 self.live_user_tasks -= 1;
             }
         }
@@ -420,7 +439,7 @@ impl<K: Os> Engine<K> {
                 }
                 _ => {}
             }
-            if state != TaskState::Dead && !self.sched[v as usize].kthread {
+            if state != TaskState::Dead && self.counted(v) {
                 self.live_user_tasks -= 1;
             }
             self.programs[v as usize] = None;
@@ -637,7 +656,7 @@ impl<K: Os> Engine<K> {
             Step::Exit => {
                 self.kernel.set_exit_time(tid, end);
                 self.sched[tid as usize].state = TaskState::Dead;
-                if !self.sched[tid as usize].kthread {
+                if self.counted(tid) {
                     self.live_user_tasks -= 1;
                 }
                 self.cpus[cpu].current = None;

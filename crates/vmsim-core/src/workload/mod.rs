@@ -64,6 +64,9 @@ pub fn spawn_tasks(sc: &crate::config::Scenario, eng: &mut crate::kernel::Engine
                 let id = eng.kernel.mm.memcg.paths[cg.as_str()];
                 eng.kernel.attach_task_memcg(t, id);
             }
+            if spec.daemon {
+                eng.set_daemon(t);
+            }
             next_cpu += 1;
             tid += 1;
         }
