@@ -517,3 +517,47 @@ fn compaction_restarts_with_fresh_skip_bits_after_the_longest_deferral() {
     k.compaction_defer_reset(zid, PAGEBLOCK_ORDER);
     assert!(!k.compaction_restarting(zid, PAGEBLOCK_ORDER));
 }
+
+#[test]
+fn a_huge_fault_allocates_its_page_table_after_the_huge_page() {
+    use vmsim_core::trace::{EventFilter, TraceFormat};
+    let sc = scenario(
+        r#"
+duration = "5s"
+[machine]
+memory = "256MiB"
+cpus = 1
+[kernel]
+thp_enabled = "always"
+[[task]]
+name = "t"
+program = [{ op = "touch", size = "4MiB" }]
+"#,
+    );
+    let filter = EventFilter::parse(["kmem:mm_page_alloc"]).unwrap();
+    let (r, tracer) =
+        vmsim_core::sim::run_traced(&sc, Some((TraceFormat::Modern, filter)), &mut |_, _| {});
+    assert_eq!(r.vmstat["thp_fault_alloc"], 2);
+    let mut out = Vec::new();
+    tracer.unwrap().write_to(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let task: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("t-") && l.contains(" mm_page_alloc: "))
+        .map(|l| {
+            if l.contains(" order=9 ") {
+                "huge"
+            } else {
+                "table"
+            }
+        })
+        .skip_while(|&a| a == "table") // the fork's own pages
+        .collect();
+    // __do_huge_pmd_anonymous_page: vma_alloc_anon_folio_pmd, then pte_alloc_one (the
+    // first region's upper levels come with its page table).
+    assert_eq!(
+        task,
+        ["huge", "table", "table", "table", "table", "huge", "table"],
+        "{text}"
+    );
+}

@@ -226,7 +226,18 @@ impl Kernel {
                     self.mm.count_vm_events(Event::THP_FAULT_FALLBACK_CHARGE, 1);
                     return None;
                 }
-                self.map_huge_anon(tid, base, slot0, p, memcg);
+                // __do_huge_pmd_anonymous_page: the page table deposited with the huge
+                // mapping is allocated after the folio (pte_alloc_one); without it, the
+                // folio is released and the fault fails (VM_FAULT_OOM) or is retried.
+                if let Err(f) = self.pte_alloc(tid, base + HPAGE_PMD_NR) {
+                    if self.mm.memcg.enabled() {
+                        self.mm.memcg.uncharge_memory_memsw(memcg, HPAGE_PMD_NR);
+                    }
+                    let cpu = self.tasks[t].cpu;
+                    self.mm.free_pages(p, HPAGE_PMD_ORDER, cpu);
+                    return Some(f);
+                }
+                self.map_huge_anon(tid, slot0, p, memcg);
                 Some(Fault::Minor)
             }
             AllocResult::Failed => {
@@ -240,7 +251,7 @@ impl Kernel {
 
     /// Zeroes and maps a new huge page, charged to group `memcg`, over a region
     /// (clear_huge_page, map_anon_folio_pmd).
-    fn map_huge_anon(&mut self, tid: TaskId, base: u64, slot0: u32, p: Pfn, memcg: u32) {
+    fn map_huge_anon(&mut self, tid: TaskId, slot0: u32, p: Pfn, memcg: u32) {
         self.mm.count_vm_events(Event::THP_FAULT_ALLOC, 1);
         self.mm.count_vm_events(Event::PGFAULT, 1);
         self.tasks[tid as usize].stats.faults += 1;
@@ -252,8 +263,6 @@ impl Kernel {
             self.mem_cgroup_commit_charge(p + i, memcg);
             self.mm.folio_add_lru(p + i, cpu);
         }
-        let task = &mut self.tasks[tid as usize];
-        task.vsize = task.vsize.max(base + HPAGE_PMD_NR);
     }
 
     /// An anonymous fault on an empty slot: a huge page if allowed and available, else a
@@ -264,7 +273,10 @@ impl Kernel {
         let (fault, huge) = match self.do_huge_pmd_anonymous_page(tid, index) {
             Some(Fault::Minor) => (Fault::Minor, true),
             Some(f) => (f, false),
-            None => (self.do_anonymous_page_at(tid, slot), false),
+            None => match self.pte_alloc(tid, index + 1) {
+                Ok(()) => (self.do_anonymous_page_at(tid, slot), false),
+                Err(f) => (f, false),
+            },
         };
         if matches!(fault, Fault::Minor | Fault::Major) {
             let ns = (self.mm.cur.acc - t0) + (self.mm.cur.sleep - s0);

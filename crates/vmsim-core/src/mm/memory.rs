@@ -95,20 +95,20 @@ impl Kernel {
     /// memory (handle_mm_fault with or without FAULT_FLAG_WRITE).
     pub fn handle_mm_fault_rw(&mut self, tid: TaskId, index: u64, write: bool) -> Fault {
         let t = tid as usize;
-        if index >= self.tasks[t].vsize {
-            match self.grow_page_tables(tid, index + 1) {
-                AllocResult::Page(_) => self.tasks[t].vsize = index + 1,
-                AllocResult::Failed => return Fault::Failed,
-                AllocResult::Killed => return Fault::Killed,
-                AllocResult::Retry => return Fault::Retry,
-            }
-        }
         let slot = {
             let task = &mut self.tasks[t];
             task.pt
                 .slot_or_alloc(&mut self.rmap, index, |i| Owner::Task { tid, index: i })
         };
-        match self.rmap.get(slot) {
+        let entry = self.rmap.get(slot);
+        if entry == Entry::None && (write || !self.mm.kcfg.rules().zero_page) {
+            // A fault that may map a huge page allocates its page table after the folio.
+            return self.do_anonymous_fault(tid, index, slot);
+        }
+        if let Err(f) = self.pte_alloc(tid, index + 1) {
+            return f;
+        }
+        match entry {
             Entry::Page(pfn) => {
                 self.mm.map[pfn as usize].flags |= pg::YOUNG;
                 if write && self.mm.map[pfn as usize].test(pg::SWAPCACHE) {
@@ -126,6 +126,24 @@ impl Kernel {
             // do_wp_page on the zero page: wp_page_copy gives the task a zeroed page of its own.
             Entry::Zero => self.do_anonymous_page_at(tid, slot),
             Entry::Swap(s) => self.do_swap_page(tid, index, slot, s, write),
+        }
+    }
+
+    /// Makes the task's page tables cover its first `vsize` pages (pte_alloc in
+    /// handle_pte_fault, the upper levels in __handle_mm_fault).
+    pub(crate) fn pte_alloc(&mut self, tid: TaskId, vsize: u64) -> Result<(), Fault> {
+        let t = tid as usize;
+        if vsize <= self.tasks[t].vsize {
+            return Ok(());
+        }
+        match self.grow_page_tables(tid, vsize) {
+            AllocResult::Page(_) => {
+                self.tasks[t].vsize = vsize;
+                Ok(())
+            }
+            AllocResult::Failed => Err(Fault::Failed),
+            AllocResult::Killed => Err(Fault::Killed),
+            AllocResult::Retry => Err(Fault::Retry),
         }
     }
 
