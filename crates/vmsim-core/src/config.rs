@@ -855,6 +855,11 @@ pub enum Op {
         cache: String,
         /// Number of objects.
         objects: u64,
+        /// Objects in use: held by the task, off a reclaimable cache's shrinker list (a
+        /// dentry or inode in use, or an inode with page cache) until freed or the task
+        /// exits. Default false: a reclaimable cache's objects are unused, cached.
+        #[serde(default)]
+        in_use: bool,
     },
     /// Free slab objects this task holds in a named cache (oldest first).
     SlabFree {

@@ -810,7 +810,8 @@ fn every_reclaimable_dentry_is_shrunk_before_an_oom_kill() {
     );
     assert_eq!(slab_pages, 0, "reclaimable slab pages left at the kill");
     assert!(eng.kernel.tasks[hog as usize].oom_killed);
-    assert!(eng.kernel.mm.events[Event::SLABS_SCANNED as usize] >= 500_000);
+    // Each batch of 128 counted frees one dentry more (super_cache_scan's share + 1).
+    assert!(eng.kernel.mm.events[Event::SLABS_SCANNED as usize] >= 500_000 / 129 * 128);
     assert!(eng.kernel.mm.events[Event::ALLOCSTALL_NORMAL as usize] > 0);
 }
 

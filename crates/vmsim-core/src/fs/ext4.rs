@@ -82,6 +82,9 @@ pub struct Ext4Inode {
     pub dentry: u32,
     /// Slab id of its ext4_inode_cache object.
     pub inode_obj: u32,
+    /// That object while it is off the inode shrinker's list: the inode has page cache
+    /// (mapping_shrinkable() false, so inode_add_lru() leaves it off).
+    pub inode_off_lru: Option<crate::mm::slab::SlabObj>,
     /// Pages with blocks allocated (the rest are delayed allocations).
     pub mapped: u64,
     /// Its directory (index in `Ext4::dirs`).
@@ -352,6 +355,34 @@ impl Kernel {
         }
     }
 
+    /// A file got its first page-cache page: its inode leaves the inode shrinker's list
+    /// (an inode with pages is not shrinkable: mapping_shrinkable(), __inode_add_lru).
+    pub fn ext4_inode_lru_del(&mut self, ino: u32) {
+        if !self.fs_is_ext4() || self.ext4.inode(ino).stage != STAGE_DONE {
+            return;
+        }
+        if self.ext4.inode(ino).inode_off_lru.is_some() {
+            return;
+        }
+        let id = self.ext4.inode(ino).inode_obj;
+        if let Some(obj) = self.slab.caches[EXT4_INODE_CACHE].lru.remove_id(id) {
+            self.ext4.inode(ino).inode_off_lru = Some(obj);
+        }
+    }
+
+    /// A file's page cache emptied: its inode goes back on the inode shrinker's list
+    /// (__remove_mapping / filemap_remove_folio → inode_add_lru), unless shadow entries
+    /// still hold xarray nodes (mapping_shrinkable(); vmsim does not put it back when the
+    /// shadow-node shrinker later frees them).
+    pub fn ext4_inode_add_lru(&mut self, ino: u32) {
+        if !self.fs_is_ext4() || self.inodes[ino as usize].xa_nodes {
+            return;
+        }
+        if let Some(obj) = self.ext4.inode(ino).inode_off_lru.take() {
+            self.slab.caches[EXT4_INODE_CACHE].lru.push_back(obj);
+        }
+    }
+
     /// One object of a reclaimable cache on its shrinker's LRU (d_alloc, alloc_inode_sb).
     fn ext4_cached_object(&mut self, c: usize, tid: TaskId) -> Result<u32, AllocResult> {
         let obj = self.slab_alloc_object(c, tid, crate::mm::gfp::GFP_KERNEL)?;
@@ -551,7 +582,14 @@ impl Kernel {
         let cpu = self.tasks[tid as usize].cpu;
         let ic = EXT4_INODE_CACHE;
         let dc = DENTRY;
-        self.kmem_cache_free_cached(ic, e.inode_obj, cpu);
+        match e.inode_off_lru {
+            Some(obj) => {
+                self.kmem_cache_free(ic, obj, cpu);
+            }
+            None => {
+                self.kmem_cache_free_cached(ic, e.inode_obj, cpu);
+            }
+        }
         self.kmem_cache_free_cached(dc, e.dentry, cpu);
         self.ext4.inodes[ino as usize] = Ext4Inode::default();
         self.ext4.unlinks += 1;

@@ -119,6 +119,9 @@ impl Kernel {
             shadow = shadow.or(s);
             self.xa_page_added(ino, i, slot, nid, memcg);
         }
+        if self.inodes[ino as usize].nrpages == 0 {
+            self.ext4_inode_lru_del(ino);
+        }
         self.inodes[ino as usize].nrpages += nr;
         if let Some(shadow) = shadow {
             if !write {
@@ -135,6 +138,17 @@ impl Kernel {
             EXT4_MAX_PAGECACHE_ORDER
         } else {
             0
+        }
+    }
+
+    /// A file mapping's gfp mask (mapping_gfp_mask): GFP_HIGHUSER_MOVABLE, without
+    /// __GFP_FS on xfs, which sets every inode's mapping so that page-cache allocations
+    /// never recurse into the filesystem (xfs_setup_inode); ext4 leaves it whole.
+    pub fn mapping_gfp_mask(&self) -> Gfp {
+        if self.fs_is_ext4() {
+            GFP_HIGHUSER_MOVABLE
+        } else {
+            Gfp(GFP_HIGHUSER_MOVABLE.0 & !__GFP_FS.0)
         }
     }
 
@@ -244,8 +258,8 @@ impl Kernel {
                 let offset = (index * super::page::PAGE_SIZE) & (chunk - 1);
                 let bytes = len.min(chunk - offset);
                 let order = write_begin_order(index, bytes, max_order);
-                // write_begin_get_folio(): the mapping's gfp without __GFP_FS.
-                let gfp = Gfp(GFP_HIGHUSER_MOVABLE.0 & !__GFP_FS.0);
+                // write_begin_get_folio(): the mapping's gfp.
+                let gfp = self.mapping_gfp_mask();
                 let p = match self.filemap_create_folio(tid, ino, index, order, gfp, true) {
                     AllocResult::Page(p) => p,
                     other => return other,
@@ -457,6 +471,9 @@ impl Kernel {
                 }
             }
             self.inodes[ino as usize].nrpages -= nr;
+            if self.inodes[ino as usize].nrpages == 0 {
+                self.ext4_inode_add_lru(ino);
+            }
         }
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_FILE_PAGES, -(nr as i64));

@@ -2114,9 +2114,14 @@ impl Kernel {
                         let got = sc.nr_reclaimed - before;
                         self.mm.memcg.groups[pos as usize].stat[stat::PGSTEAL] += got;
                     }
-                    // shrink_slab(memcg): the memcg-aware shadow-node shrinker.
-                    if sc.may_shrinkslab && self.mm.kcfg.workingset {
-                        self.shrink_shadow_nodes(pos, sc.gfp_mask, sc.priority);
+                    // shrink_slab(memcg): the group's dentries and inodes, and the
+                    // memcg-aware shadow-node shrinker.
+                    if sc.may_shrinkslab {
+                        let cpu = sc.cpu;
+                        sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu, pos);
+                        if self.mm.kcfg.workingset {
+                            self.shrink_shadow_nodes(pos, sc.gfp_mask, sc.priority);
+                        }
                     }
                     let enough = sc.nr_reclaimed >= sc.nr_to_reclaim;
                     match mode {

@@ -11,9 +11,14 @@
 //! Scan work a call does not do (less than a batch) is deferred to the next
 //! call, per node (shrinker->nr_deferred, xchg_nr_deferred/add_nr_deferred).
 //!
-//! Simplified: a shrinker per cache where the kernel has one per superblock
-//! for its dentries and inodes, and these shrinkers run for global reclaim
-//! only (they are not memcg-aware).
+//! The shrinkers are memcg-aware, as the superblock's is: each group's
+//! objects are on its own list and are shrunk when reclaim visits the group
+//! (shrink_node_memcgs → shrink_slab(memcg)), the root's list holding what is
+//! charged to no group.
+//!
+//! One superblock shrinker covers the dentry and inode caches (vmsim has one
+//! filesystem); any other reclaimable cache's unused objects have a shrinker
+//! of their own.
 
 use super::gfp::{Gfp, __GFP_FS};
 use super::vmstat::Event;
@@ -30,23 +35,42 @@ pub const SHRINK_BATCH: u64 = 128;
 /// shrinker->seeks of the dcache and icache shrinkers (DEFAULT_SEEKS).
 pub const DEFAULT_SEEKS: u64 = 2;
 
+/// The caches the superblock shrinker covers (s_dentry_lru, then s_inode_lru):
+/// dentries first, as super_cache_scan prunes them before the inodes they pin.
+pub const SUPER_CACHES: [usize; 4] = [
+    super::slab::DENTRY,
+    super::slab::builtin_index("inode_cache"),
+    super::slab::EXT4_INODE_CACHE,
+    super::slab::builtin_index("xfs_inode"),
+];
+
 impl Kernel {
-    /// Runs every reclaimable cache's shrinker once at this priority (shrink_slab); returns pages freed.
-    pub fn shrink_slab(&mut self, gfp: Gfp, priority: i32, cpu: usize) -> u64 {
+    /// Runs every reclaimable cache's shrinker once at this priority over the objects of
+    /// group `memcg` (shrink_slab, shrink_slab_memcg for a group below the root: the
+    /// superblock shrinker is memcg-aware); returns pages freed.
+    pub fn shrink_slab(&mut self, gfp: Gfp, priority: i32, cpu: usize, memcg: u32) -> u64 {
         if !gfp.has(__GFP_FS) {
             // super_cache_scan() refuses to recurse into the filesystem.
             return 0;
         }
-        self.shrink_slab_objects(gfp, priority, cpu).1
+        self.shrink_slab_objects(gfp, priority, cpu, memcg).1
     }
 
     /// [`Kernel::shrink_slab`] returning the objects freed as well as the pages:
     /// `(objects, pages)`.
-    fn shrink_slab_objects(&mut self, gfp: Gfp, priority: i32, cpu: usize) -> (u64, u64) {
-        let (mut objects, mut pages) = (0, 0);
+    fn shrink_slab_objects(
+        &mut self,
+        gfp: Gfp,
+        priority: i32,
+        cpu: usize,
+        memcg: u32,
+    ) -> (u64, u64) {
+        // The superblock's shrinker: its dentries and inodes together.
+        let (mut objects, mut pages) =
+            self.do_shrink_slab(&SUPER_CACHES, gfp, priority, cpu, memcg);
         for cache in 0..self.slab.caches.len() {
-            if self.slab.caches[cache].reclaimable {
-                let (o, p) = self.do_shrink_slab(cache, gfp, priority, cpu);
+            if self.slab.caches[cache].reclaimable && !SUPER_CACHES.contains(&cache) {
+                let (o, p) = self.do_shrink_slab(&[cache], gfp, priority, cpu, memcg);
                 objects += o;
                 pages += p;
             }
@@ -57,9 +81,8 @@ impl Kernel {
     /// Frees every unused reclaimable slab object, as `echo 2 > /proc/sys/vm/drop_caches`
     /// does (drop_slab): on every node, shrink_slab at priority 0 for every memcg
     /// (drop_slab_node) until a round frees no more than `1 << shift` objects, `shift`
-    /// growing by one a round. The dentry and inode shrinkers run in the root's pass
-    /// (vmsim charges no slab to groups); the memcg-aware shadow-node shrinker in every
-    /// group's. Returns the objects freed.
+    /// growing by one a round. The memcg-aware shrinkers (the dentry and inode ones, the
+    /// shadow-node one) run in every group's pass. Returns the objects freed.
     pub fn drop_slab(&mut self, cpu: usize) -> u64 {
         let gfp = super::gfp::GFP_KERNEL;
         let groups = if self.mm.memcg.enabled() {
@@ -73,9 +96,7 @@ impl Kernel {
             let mut freed = 0;
             for _nid in 0..self.mm.nodes.len() {
                 for memcg in 0..groups {
-                    if memcg == super::memcontrol::ROOT_MEM_CGROUP {
-                        freed += self.shrink_slab_objects(gfp, 0, cpu).0;
-                    }
+                    freed += self.shrink_slab_objects(gfp, 0, cpu, memcg).0;
                     if self.mm.kcfg.workingset {
                         freed += self.shrink_shadow_nodes(memcg, gfp, 0);
                     }
@@ -90,28 +111,43 @@ impl Kernel {
         }
     }
 
-    /// One shrinker pass over a cache's unused objects, oldest first (do_shrink_slab);
-    /// returns `(objects freed, pages freed)`. The dcache and icache shrinkers count
-    /// `vm.vfs_cache_pressure` percent of their unused objects (super_cache_count →
-    /// vfs_pressure_ratio).
-    fn do_shrink_slab(&mut self, cache: usize, gfp: Gfp, priority: i32, cpu: usize) -> (u64, u64) {
-        let unused = self.slab.caches[cache].lru.len() as u64;
+    /// One shrinker pass over the unused objects of `caches` (one shrinker: the
+    /// superblock's covers its dentries and inodes), oldest first (do_shrink_slab);
+    /// returns `(objects freed, pages freed)`. The superblock shrinker counts
+    /// `vm.vfs_cache_pressure` percent of its unused objects (super_cache_count →
+    /// vfs_pressure_ratio) and shares each batch between its caches in proportion to
+    /// what each holds, one object more each (super_cache_scan).
+    fn do_shrink_slab(
+        &mut self,
+        caches: &[usize],
+        gfp: Gfp,
+        priority: i32,
+        cpu: usize,
+        memcg: u32,
+    ) -> (u64, u64) {
+        let counts = |k: &Self| -> Vec<u64> {
+            caches
+                .iter()
+                .map(|&c| k.slab.caches[c].lru.count(memcg) as u64)
+                .collect()
+        };
+        let unused: u64 = counts(self).iter().sum();
         let freeable = unused * self.mm.kcfg.vfs_cache_pressure / 100;
         if freeable == 0 {
             return (0, 0);
         }
         let node = self.mm.cpu_to_node[cpu];
         let nid = node as i32;
+        let owner = caches[0];
         // The work earlier calls deferred, taken so no other call does it too
         // (xchg_nr_deferred).
-        let deferred = &mut self.slab.caches[cache].nr_deferred;
-        if deferred.len() <= node {
-            deferred.resize(node + 1, 0);
-        }
-        let nr = std::mem::take(&mut deferred[node]);
+        let nr = self.slab.caches[owner]
+            .nr_deferred
+            .remove(&(memcg, node))
+            .unwrap_or(0);
         let delta = (freeable >> priority) * 4 / DEFAULT_SEEKS;
         let mut total_scan = ((nr >> priority) + delta).min(2 * freeable);
-        let shr = shrinker_id(cache);
+        let shr = shrinker_id(owner);
         self.trace(TraceEvent::MmShrinkSlabStart {
             shr,
             shrink: SHRINK_SUPER_CACHE_SCAN,
@@ -132,20 +168,28 @@ impl Kernel {
             if nr_to_scan == 0 {
                 break;
             }
-            let mut scanned = 0;
-            while scanned < nr_to_scan {
-                let Some(obj) = self.slab.caches[cache].lru.pop_front() else {
-                    break;
-                };
-                self.mm.cur.acc += self.mm.cost.shrink_object;
-                pages += self.kmem_cache_free(cache, obj, cpu);
-                scanned += 1;
+            let held = counts(self);
+            let total = held.iter().sum::<u64>().max(1);
+            let mut batch_freed = 0;
+            for (i, &cache) in caches.iter().enumerate() {
+                if held[i] == 0 {
+                    continue;
+                }
+                let share = nr_to_scan * held[i] / total + 1;
+                for _ in 0..share {
+                    let Some(obj) = self.slab.caches[cache].lru.pop_front(memcg) else {
+                        break;
+                    };
+                    self.mm.cur.acc += self.mm.cost.shrink_object;
+                    pages += self.kmem_cache_free(cache, obj, cpu);
+                    batch_freed += 1;
+                }
             }
-            freed += scanned;
+            freed += batch_freed;
             self.mm.count_vm_events(Event::SLABS_SCANNED, nr_to_scan);
             total_scan -= nr_to_scan;
             done += nr_to_scan;
-            if scanned < nr_to_scan {
+            if batch_freed < nr_to_scan {
                 break;
             }
         }
@@ -153,7 +197,10 @@ impl Kernel {
         // twice the freeable objects (add_nr_deferred).
         let next_deferred = (nr + delta).saturating_sub(done).min(2 * freeable);
         let new_nr = {
-            let d = &mut self.slab.caches[cache].nr_deferred[node];
+            let d = self.slab.caches[owner]
+                .nr_deferred
+                .entry((memcg, node))
+                .or_insert(0);
             *d += next_deferred;
             *d
         };
@@ -199,18 +246,19 @@ mod tests {
         let scanned = |k: &Kernel| k.mm.events[Event::SLABS_SCANNED as usize];
         // Priority 2: delta = (200 >> 2) * 4 / 2 = 100, under SHRINK_BATCH (128) and the
         // 200 freeable objects: nothing scanned, 100 deferred.
-        k.shrink_slab(GFP_KERNEL, 2, 0);
+        k.shrink_slab(GFP_KERNEL, 2, 0, 0);
         assert_eq!(scanned(&k), 0);
-        assert_eq!(k.slab.caches[DENTRY].nr_deferred[0], 100);
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 100);
         // (100 >> 2) + 100 = 125: still under a batch; 200 deferred (at most 2 x freeable).
-        k.shrink_slab(GFP_KERNEL, 2, 0);
+        k.shrink_slab(GFP_KERNEL, 2, 0, 0);
         assert_eq!(scanned(&k), 0);
-        assert_eq!(k.slab.caches[DENTRY].nr_deferred[0], 200);
-        // (200 >> 2) + 100 = 150: one batch of 128 is scanned and freed.
-        k.shrink_slab(GFP_KERNEL, 2, 0);
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 200);
+        // (200 >> 2) + 100 = 150: one batch of 128 is scanned, and 129 dentries freed
+        // (super_cache_scan asks each cache for one object more than its share).
+        k.shrink_slab(GFP_KERNEL, 2, 0, 0);
         assert_eq!(scanned(&k), 128);
-        assert_eq!(k.slab.caches[DENTRY].lru.len(), 72);
+        assert_eq!(k.slab.caches[DENTRY].lru.len(), 71);
         // What was not done stays deferred: 200 + 100 - 128.
-        assert_eq!(k.slab.caches[DENTRY].nr_deferred[0], 172);
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 172);
     }
 }

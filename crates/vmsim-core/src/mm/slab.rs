@@ -13,6 +13,7 @@
 //! cgroup (memcg_slab_post_alloc_hook, mm/memcg_kmem.rs) and remember it.
 
 use super::gfp::{Gfp, GFP_KERNEL, GFP_KERNEL_RECLAIMABLE};
+use super::memcontrol::{NO_MEMCG, ROOT_MEM_CGROUP};
 use super::page::{Pfn, PAGE_SIZE};
 use super::vmstat::NodeStat;
 use crate::engine::TaskId;
@@ -129,14 +130,91 @@ pub struct KmemCache {
     free_ids: Vec<u32>,
     /// Slabs that may have free objects (checked lazily).
     partial: Vec<u32>,
-    /// Unused cached objects, oldest first (the shrinker's list_lru).
-    pub lru: VecDeque<SlabObj>,
+    /// Unused cached objects, oldest first, per memory cgroup (the shrinker's list_lru).
+    pub lru: ListLru,
     /// Objects allocated.
     pub active_objs: u64,
     /// Slabs allocated.
     pub nr_slabs: u64,
-    /// The shrinker's scan work deferred to its next call, per node (shrinker->nr_deferred).
-    pub nr_deferred: Vec<u64>,
+    /// The shrinker's scan work deferred to its next call, by (memory cgroup, node)
+    /// (shrinker->nr_deferred, and shrinker_info's per-memcg nr_deferred).
+    pub nr_deferred: std::collections::BTreeMap<(u32, usize), u64>,
+}
+
+/// A reclaimable cache's unused objects as a memcg-aware list_lru: each object on the
+/// list of the group it is charged to (memcg_list_lru_alloc, list_lru_add_obj), the
+/// root's for an object charged to none; oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct ListLru {
+    lists: Vec<VecDeque<SlabObj>>,
+    total: usize,
+}
+
+impl ListLru {
+    /// The list an object goes on: its group's, or the root's.
+    fn list_of(obj: &SlabObj) -> usize {
+        if obj.objcg == NO_MEMCG {
+            ROOT_MEM_CGROUP as usize
+        } else {
+            obj.objcg as usize
+        }
+    }
+
+    /// Adds an unused object at the tail of its group's list (list_lru_add_obj).
+    pub fn push_back(&mut self, obj: SlabObj) {
+        let i = Self::list_of(&obj);
+        if self.lists.len() <= i {
+            self.lists.resize_with(i + 1, VecDeque::new);
+        }
+        self.lists[i].push_back(obj);
+        self.total += 1;
+    }
+
+    /// Objects on every list.
+    pub fn len(&self) -> usize {
+        self.total
+    }
+
+    /// Whether every list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Objects on one group's list (list_lru_count_one).
+    pub fn count(&self, memcg: u32) -> usize {
+        self.lists.get(memcg as usize).map_or(0, VecDeque::len)
+    }
+
+    /// Takes the oldest object of one group's list (list_lru_walk_one's isolate).
+    pub fn pop_front(&mut self, memcg: u32) -> Option<SlabObj> {
+        let obj = self.lists.get_mut(memcg as usize)?.pop_front()?;
+        self.total -= 1;
+        Some(obj)
+    }
+
+    /// Takes the oldest object of the first non-empty list, the root's first.
+    pub fn pop_front_any(&mut self) -> Option<SlabObj> {
+        let i = self.lists.iter().position(|l| !l.is_empty())?;
+        self.pop_front(i as u32)
+    }
+
+    /// Takes the object of slab `id` off whichever list holds it (list_lru_del_obj),
+    /// searching each list from both ends at once: the owners freed are mostly the
+    /// newest (a file made and deleted) or the oldest (a directory emptied in creation
+    /// order).
+    pub fn remove_id(&mut self, id: u32) -> Option<SlabObj> {
+        for list in &mut self.lists {
+            let n = list.len();
+            if let Some(i) = (0..n.div_ceil(2))
+                .flat_map(|k| [n - 1 - k, k])
+                .find(|&i| list[i].id == id)
+            {
+                self.total -= 1;
+                return list.remove(i);
+            }
+        }
+        None
+    }
 }
 
 impl KmemCache {
@@ -153,10 +231,10 @@ impl KmemCache {
             slabs: Vec::new(),
             free_ids: Vec::new(),
             partial: Vec::new(),
-            lru: VecDeque::new(),
+            lru: ListLru::default(),
             active_objs: 0,
             nr_slabs: 0,
-            nr_deferred: Vec::new(),
+            nr_deferred: Default::default(),
         }
     }
 
@@ -259,12 +337,19 @@ impl Kernel {
     /// Objects of reclaimable caches go to the cache's LRU as unused cached objects;
     /// objects of other caches are held by the task until freed.
     pub fn kmem_cache_alloc(&mut self, cache: usize, tid: TaskId) -> AllocResult {
+        self.kmem_cache_alloc_as(cache, tid, false)
+    }
+
+    /// [`Kernel::kmem_cache_alloc`]; an object `in_use` is held by the task even in a
+    /// reclaimable cache, off the shrinker's list (a dentry or an inode in use, or an
+    /// inode with page cache), until the task frees it or exits.
+    pub fn kmem_cache_alloc_as(&mut self, cache: usize, tid: TaskId, in_use: bool) -> AllocResult {
         let obj = match self.slab_alloc_object(cache, tid, GFP_KERNEL) {
             Ok(obj) => obj,
             Err(r) => return r,
         };
         let c = &mut self.slab.caches[cache];
-        if c.reclaimable {
+        if c.reclaimable && !in_use {
             c.lru.push_back(obj);
         } else {
             self.tasks[tid as usize]
@@ -334,17 +419,9 @@ impl Kernel {
     /// has not freed one already (the object's owner is gone: dentry_kill, evict of an
     /// unlinked inode). Returns the pages freed.
     pub fn kmem_cache_free_cached(&mut self, cache: usize, id: u32, cpu: usize) -> u64 {
-        let lru = &mut self.slab.caches[cache].lru;
-        // From both ends at once: the owners freed are mostly the newest (a file made
-        // and deleted) or the oldest (a directory emptied in creation order).
-        let n = lru.len();
-        let Some(i) = (0..n.div_ceil(2))
-            .flat_map(|k| [n - 1 - k, k])
-            .find(|&i| lru[i].id == id)
-        else {
+        let Some(obj) = self.slab.caches[cache].lru.remove_id(id) else {
             return 0;
         };
-        let obj = lru.remove(i).expect("found above");
         self.kmem_cache_free(cache, obj, cpu)
     }
 

@@ -973,8 +973,10 @@ impl Kernel {
                 }
             }
             let cpu = sc.cpu;
-            if sc.may_shrinkslab {
-                sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu);
+            if sc.may_shrinkslab && !self.mm.memcg.enabled() {
+                // With memory cgroups, shrink_node_memcgs shrinks each group's slab.
+                let root = super::memcontrol::ROOT_MEM_CGROUP;
+                sc.nr_reclaimed += self.shrink_slab(sc.gfp_mask, sc.priority, cpu, root);
             }
             // Reclaim for compaction: go on until compaction can run (should_continue_reclaim).
             if !self.should_continue_reclaim(nid, sc.nr_reclaimed - before, sc) {

@@ -561,9 +561,9 @@ impl OpProgram {
                         self.left -= 1;
                     }
                 }
-                Op::Slab { cache, .. } => {
+                Op::Slab { cache, in_use, .. } => {
                     let c = builtin_cache(cache).unwrap_or(0);
-                    let r = cx.k.kmem_cache_alloc(c, tid);
+                    let r = cx.k.kmem_cache_alloc_as(c, tid, *in_use);
                     if let Some(out) = self.unless_allocated(r, user, false) {
                         return out;
                     }
@@ -572,15 +572,19 @@ impl OpProgram {
                 Op::SlabFree { cache, .. } => {
                     let c = builtin_cache(cache).unwrap_or(0);
                     let cpu = cx.k.tasks[tid as usize].cpu;
-                    let next = if cx.k.slab.caches[c].reclaimable {
-                        cx.k.slab.caches[c].lru.pop_front()
+                    let cached = if cx.k.slab.caches[c].reclaimable {
+                        cx.k.slab.caches[c].lru.pop_front_any()
                     } else {
+                        None
+                    };
+                    // Then the objects the task holds (in use).
+                    let next = cached.or_else(|| {
                         let held = &mut cx.k.tasks[tid as usize].slab_held;
                         held.iter()
                             .position(|&(hc, _)| hc as usize == c)
                             .and_then(|i| held.remove(i))
                             .map(|(_, obj)| obj)
-                    };
+                    });
                     match next {
                         Some(obj) => {
                             cx.k.kmem_cache_free(c, obj, cpu);
