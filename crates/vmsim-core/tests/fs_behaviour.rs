@@ -145,3 +145,31 @@ fn fio_write_creates_folios_of_its_write_size() {
         vec![0; 256]
     );
 }
+
+/// The ext4 inode and dentry objects left on the shrinkers' lists after `program`.
+fn unused_inodes_and_dentries(program: &str) -> (usize, usize) {
+    let text = format!(
+        "duration = \"60s\"\n[machine]\nmemory = \"1GiB\"\ncpus = 2\n[[task]]\nname = \"t\"\nprogram = [{program}]\n"
+    );
+    let sc = scenario(&text);
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(sc.duration.0);
+    let caches = &eng.kernel.slab.caches;
+    let inodes = caches[vmsim_core::mm::slab::EXT4_INODE_CACHE].lru.len();
+    (inodes, caches[vmsim_core::mm::slab::DENTRY].lru.len())
+}
+
+#[test]
+fn an_inode_with_page_cache_is_off_the_shrinkers_list() {
+    let write = r#"{ op = "write", file = "d/f", size = "4KiB" }"#;
+    // Its dentry is unused and shrinkable; the inode is not while its page is cached
+    // (mapping_shrinkable) ...
+    let (inodes, dentries) = unused_inodes_and_dentries(write);
+    assert_eq!(inodes, 0);
+    assert!(dentries >= 1);
+    // ... and goes on the list when the page, written back, is dropped (inode_add_lru).
+    let (inodes, _) = unused_inodes_and_dentries(&format!(
+        r#"{write}, {{ op = "sleep", time = "40s" }}, {{ op = "drop_caches", value = 1 }}"#
+    ));
+    assert_eq!(inodes, 1);
+}

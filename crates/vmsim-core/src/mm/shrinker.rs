@@ -241,6 +241,39 @@ mod tests {
     }
 
     #[test]
+    fn a_groups_shrinker_pass_frees_only_that_groups_objects() {
+        let sc = Scenario::from_toml(
+            "[machine]\nmemory = \"256MiB\"\ncpus = 1\n[[cgroup]]\npath = \"g\"\n",
+        )
+        .unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        k.mm.memcg.create_from_specs(&sc.cgroups);
+        let g = k.mm.memcg.paths["g"];
+        let (root_task, group_task) = (
+            k.alloc_task_struct("r", 0, false),
+            k.alloc_task_struct("g", 0, false),
+        );
+        assert!(k.copy_process(root_task, 0) && k.copy_process(group_task, 0));
+        k.attach_task_memcg(group_task, g);
+        for _ in 0..300 {
+            for tid in [root_task, group_task] {
+                assert!(matches!(
+                    k.kmem_cache_alloc(DENTRY, tid),
+                    crate::kernel::AllocResult::Page(_)
+                ));
+            }
+        }
+        assert_eq!(k.slab.caches[DENTRY].lru.count(g), 300);
+        // Limit reclaim of the group (shrink_slab_memcg) leaves the root's dentries ...
+        k.shrink_slab(GFP_KERNEL, 0, 0, g);
+        assert_eq!(k.slab.caches[DENTRY].lru.count(g), 0);
+        assert_eq!(k.slab.caches[DENTRY].lru.count(0), 300);
+        // ... which the root's pass frees.
+        k.shrink_slab(GFP_KERNEL, 0, 0, 0);
+        assert_eq!(k.slab.caches[DENTRY].lru.len(), 0);
+    }
+
+    #[test]
     fn work_under_a_batch_is_deferred_to_the_next_call() {
         let mut k = with_dentries(200);
         let scanned = |k: &Kernel| k.mm.events[Event::SLABS_SCANNED as usize];
