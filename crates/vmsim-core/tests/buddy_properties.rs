@@ -538,7 +538,7 @@ fn kernel_ops(ops: &[KOp]) -> Result<(), TestCaseError> {
     // Exit, drop every cached dentry, drain: all memory is free again.
     k.exit_task(tid, 0);
     for c in 0..k.slab.caches.len() {
-        while let Some(id) = k.slab.caches[c].lru.pop_front_any() {
+        while let Some(id) = k.slab.lru_pop_any(c) {
             k.kmem_cache_free(c, id, 0);
         }
     }

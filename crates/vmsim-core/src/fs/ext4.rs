@@ -365,7 +365,7 @@ impl Kernel {
             return;
         }
         let id = self.ext4.inode(ino).inode_obj;
-        if let Some(obj) = self.slab.caches[EXT4_INODE_CACHE].lru.remove_id(id) {
+        if let Some(obj) = self.slab.lru_remove_id(EXT4_INODE_CACHE, id) {
             self.ext4.inode(ino).inode_off_lru = Some(obj);
         }
     }
@@ -379,14 +379,14 @@ impl Kernel {
             return;
         }
         if let Some(obj) = self.ext4.inode(ino).inode_off_lru.take() {
-            self.slab.caches[EXT4_INODE_CACHE].lru.push_back(obj);
+            self.slab.lru_add(EXT4_INODE_CACHE, obj);
         }
     }
 
     /// One object of a reclaimable cache on its shrinker's LRU (d_alloc, alloc_inode_sb).
     fn ext4_cached_object(&mut self, c: usize, tid: TaskId) -> Result<u32, AllocResult> {
         let obj = self.slab_alloc_object(c, tid, crate::mm::gfp::GFP_KERNEL)?;
-        self.slab.caches[c].lru.push_back(obj);
+        self.slab.lru_add(c, obj);
         Ok(obj.id)
     }
 

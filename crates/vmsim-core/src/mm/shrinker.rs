@@ -48,9 +48,11 @@ impl Kernel {
     /// Runs every reclaimable cache's shrinker once at this priority over the objects of
     /// group `memcg` (shrink_slab, shrink_slab_memcg for a group below the root: the
     /// superblock shrinker is memcg-aware); returns pages freed.
+    #[inline]
     pub fn shrink_slab(&mut self, gfp: Gfp, priority: i32, cpu: usize, memcg: u32) -> u64 {
-        if !gfp.has(__GFP_FS) {
-            // super_cache_scan() refuses to recurse into the filesystem.
+        if !gfp.has(__GFP_FS) || self.slab.lru_objects(memcg) == 0 {
+            // super_cache_scan() refuses to recurse into the filesystem; a group with
+            // nothing on the lists has no shrinker to run.
             return 0;
         }
         self.shrink_slab_objects(gfp, priority, cpu, memcg).1
@@ -58,6 +60,7 @@ impl Kernel {
 
     /// [`Kernel::shrink_slab`] returning the objects freed as well as the pages:
     /// `(objects, pages)`.
+    #[inline(never)]
     fn shrink_slab_objects(
         &mut self,
         gfp: Gfp,
@@ -131,7 +134,12 @@ impl Kernel {
                 .map(|&c| k.slab.caches[c].lru.count(memcg) as u64)
                 .collect()
         };
-        let unused: u64 = counts(self).iter().sum();
+        // A group with nothing on the lists costs no more than the look (its bit clear
+        // in shrinker_info's map: shrink_slab_memcg skips the shrinker).
+        let unused: u64 = caches
+            .iter()
+            .map(|&c| self.slab.caches[c].lru.count(memcg) as u64)
+            .sum();
         let freeable = unused * self.mm.kcfg.vfs_cache_pressure / 100;
         if freeable == 0 {
             return (0, 0);
@@ -177,7 +185,7 @@ impl Kernel {
                 }
                 let share = nr_to_scan * held[i] / total + 1;
                 for _ in 0..share {
-                    let Some(obj) = self.slab.caches[cache].lru.pop_front(memcg) else {
+                    let Some(obj) = self.slab.lru_pop(cache, memcg) else {
                         break;
                     };
                     self.mm.cur.acc += self.mm.cost.shrink_object;

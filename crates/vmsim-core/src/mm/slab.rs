@@ -161,7 +161,7 @@ impl ListLru {
     }
 
     /// Adds an unused object at the tail of its group's list (list_lru_add_obj).
-    pub fn push_back(&mut self, obj: SlabObj) {
+    fn push_back(&mut self, obj: SlabObj) {
         let i = Self::list_of(&obj);
         if self.lists.len() <= i {
             self.lists.resize_with(i + 1, VecDeque::new);
@@ -186,14 +186,14 @@ impl ListLru {
     }
 
     /// Takes the oldest object of one group's list (list_lru_walk_one's isolate).
-    pub fn pop_front(&mut self, memcg: u32) -> Option<SlabObj> {
+    fn pop_front(&mut self, memcg: u32) -> Option<SlabObj> {
         let obj = self.lists.get_mut(memcg as usize)?.pop_front()?;
         self.total -= 1;
         Some(obj)
     }
 
     /// Takes the oldest object of the first non-empty list, the root's first.
-    pub fn pop_front_any(&mut self) -> Option<SlabObj> {
+    fn pop_front_any(&mut self) -> Option<SlabObj> {
         let i = self.lists.iter().position(|l| !l.is_empty())?;
         self.pop_front(i as u32)
     }
@@ -202,7 +202,7 @@ impl ListLru {
     /// searching each list from both ends at once: the owners freed are mostly the
     /// newest (a file made and deleted) or the oldest (a directory emptied in creation
     /// order).
-    pub fn remove_id(&mut self, id: u32) -> Option<SlabObj> {
+    fn remove_id(&mut self, id: u32) -> Option<SlabObj> {
         for list in &mut self.lists {
             let n = list.len();
             if let Some(i) = (0..n.div_ceil(2))
@@ -300,17 +300,59 @@ impl KmemCache {
 pub struct Slab {
     /// Caches by id (the built-in table's order).
     pub caches: Vec<KmemCache>,
+    /// Objects on the shrinkers' lists of every cache, per memory cgroup: a group with
+    /// none is skipped at once, as shrink_slab_memcg skips one whose shrinker_info
+    /// map has no bit set.
+    lru_objects: Vec<u64>,
 }
 
 impl Default for Slab {
     fn default() -> Self {
         Slab {
             caches: (0..BUILTIN_CACHES.len()).map(KmemCache::builtin).collect(),
+            lru_objects: Vec::new(),
         }
     }
 }
 
 impl Slab {
+    /// Puts an unused object on its cache's shrinker list (list_lru_add_obj).
+    pub fn lru_add(&mut self, cache: usize, obj: SlabObj) {
+        let i = ListLru::list_of(&obj);
+        if self.lru_objects.len() <= i {
+            self.lru_objects.resize(i + 1, 0);
+        }
+        self.lru_objects[i] += 1;
+        self.caches[cache].lru.push_back(obj);
+    }
+
+    /// Takes the oldest object of group `memcg`'s list of a cache.
+    pub fn lru_pop(&mut self, cache: usize, memcg: u32) -> Option<SlabObj> {
+        let obj = self.caches[cache].lru.pop_front(memcg)?;
+        self.lru_objects[memcg as usize] -= 1;
+        Some(obj)
+    }
+
+    /// Takes the oldest object of a cache's first non-empty list.
+    pub fn lru_pop_any(&mut self, cache: usize) -> Option<SlabObj> {
+        let obj = self.caches[cache].lru.pop_front_any()?;
+        self.lru_objects[ListLru::list_of(&obj)] -= 1;
+        Some(obj)
+    }
+
+    /// Takes the object of slab `id` off its cache's list (list_lru_del_obj).
+    pub fn lru_remove_id(&mut self, cache: usize, id: u32) -> Option<SlabObj> {
+        let obj = self.caches[cache].lru.remove_id(id)?;
+        self.lru_objects[ListLru::list_of(&obj)] -= 1;
+        Some(obj)
+    }
+
+    /// Objects on group `memcg`'s lists of every cache.
+    #[inline]
+    pub fn lru_objects(&self, memcg: u32) -> u64 {
+        self.lru_objects.get(memcg as usize).copied().unwrap_or(0)
+    }
+
     /// Unused objects the shrinkers could free (the sum of count_objects()).
     pub fn freeable(&self) -> u64 {
         self.caches.iter().map(|c| c.lru.len() as u64).sum()
@@ -348,9 +390,8 @@ impl Kernel {
             Ok(obj) => obj,
             Err(r) => return r,
         };
-        let c = &mut self.slab.caches[cache];
-        if c.reclaimable && !in_use {
-            c.lru.push_back(obj);
+        if self.slab.caches[cache].reclaimable && !in_use {
+            self.slab.lru_add(cache, obj);
         } else {
             self.tasks[tid as usize]
                 .slab_held
@@ -419,7 +460,7 @@ impl Kernel {
     /// has not freed one already (the object's owner is gone: dentry_kill, evict of an
     /// unlinked inode). Returns the pages freed.
     pub fn kmem_cache_free_cached(&mut self, cache: usize, id: u32, cpu: usize) -> u64 {
-        let Some(obj) = self.slab.caches[cache].lru.remove_id(id) else {
+        let Some(obj) = self.slab.lru_remove_id(cache, id) else {
             return 0;
         };
         self.kmem_cache_free(cache, obj, cpu)

@@ -573,7 +573,7 @@ impl OpProgram {
                     let c = builtin_cache(cache).unwrap_or(0);
                     let cpu = cx.k.tasks[tid as usize].cpu;
                     let cached = if cx.k.slab.caches[c].reclaimable {
-                        cx.k.slab.caches[c].lru.pop_front_any()
+                        cx.k.slab.lru_pop_any(c)
                     } else {
                         None
                     };
