@@ -118,10 +118,8 @@ impl Kernel {
                 }
                 Fault::Access
             }
-            Entry::None if !write && self.mm.kcfg.rules().zero_page => {
-                self.do_anonymous_zero_page(tid, slot)
-            }
-            Entry::None => self.do_anonymous_fault(tid, index, slot),
+            // A read under the zero-page rule (the other empty-slot faults returned above).
+            Entry::None => self.do_anonymous_zero_page(tid, slot),
             Entry::Zero if !write => Fault::Access,
             // do_wp_page on the zero page: wp_page_copy gives the task a zeroed page of its own.
             Entry::Zero => self.do_anonymous_page_at(tid, slot),

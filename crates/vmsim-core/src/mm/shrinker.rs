@@ -114,6 +114,13 @@ impl Kernel {
         }
     }
 
+    /// The unused objects of group `memcg` on each of `caches`' lists (list_lru_count_one).
+    fn listed<'a>(&'a self, caches: &'a [usize], memcg: u32) -> impl Iterator<Item = u64> + 'a {
+        caches
+            .iter()
+            .map(move |&c| self.slab.caches[c].lru.count(memcg) as u64)
+    }
+
     /// One shrinker pass over the unused objects of `caches` (one shrinker: the
     /// superblock's covers its dentries and inodes), oldest first (do_shrink_slab);
     /// returns `(objects freed, pages freed)`. The superblock shrinker counts
@@ -128,18 +135,9 @@ impl Kernel {
         cpu: usize,
         memcg: u32,
     ) -> (u64, u64) {
-        let counts = |k: &Self| -> Vec<u64> {
-            caches
-                .iter()
-                .map(|&c| k.slab.caches[c].lru.count(memcg) as u64)
-                .collect()
-        };
         // A group with nothing on the lists costs no more than the look (its bit clear
         // in shrinker_info's map: shrink_slab_memcg skips the shrinker).
-        let unused: u64 = caches
-            .iter()
-            .map(|&c| self.slab.caches[c].lru.count(memcg) as u64)
-            .sum();
+        let unused: u64 = self.listed(caches, memcg).sum();
         let freeable = unused * self.mm.kcfg.vfs_cache_pressure / 100;
         if freeable == 0 {
             return (0, 0);
@@ -176,7 +174,7 @@ impl Kernel {
             if nr_to_scan == 0 {
                 break;
             }
-            let held = counts(self);
+            let held: Vec<u64> = self.listed(caches, memcg).collect();
             let total = held.iter().sum::<u64>().max(1);
             let mut batch_freed = 0;
             for (i, &cache) in caches.iter().enumerate() {
