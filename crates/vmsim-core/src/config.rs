@@ -273,6 +273,18 @@ section! {
         page_cluster: u64 = 3, "[log2 pages]", max 31;
         /// /sys/kernel/mm/swap/vma_ra_enabled: swap readahead by virtual address around the fault (swap_vma_readahead) when no swap device is on a rotational disk; false, or a rotational swap disk (disk.rotational), reads the aligned cluster of swap slots around it (swap_cluster_readahead).
         swap_vma_readahead: bool = true, "[bool]";
+        /// /sys/module/zswap/parameters/enabled: swap-out compresses a page into zswap's pool in memory (zswap_store) before any device sees it, and a fault decompresses it (zswap_load); false is this machine's default (CONFIG_ZSWAP_DEFAULT_ON=n).
+        zswap: bool = false, "[bool]";
+        /// /sys/module/zswap/parameters/max_pool_percent: zswap's pool may hold at most this share of RAM (zswap_max_pages); at the limit stores go to the device and shrink_worker writes entries back.
+        zswap_max_pool_percent: u64 = 20, "[%]", max 100;
+        /// /sys/module/zswap/parameters/accept_threshold_percent: after the pool hit its limit, stores resume once it is under this share of the limit (zswap_accept_thr_pages); shrink_worker writes back down to it.
+        zswap_accept_threshold_percent: u64 = 90, "[%]", max 100;
+        /// zswap: a page's size over its compressed size (1 to 128); default 2.106, lzo1x 2.10 -1 on the Silesia corpus (facebook/zstd README's table) for this machine's compressor, lzo.
+        zswap_comp_ratio: f64 = 2.106, "[ratio]";
+        /// zswap: CPU time to compress a page; default 6302 ns (lzo1x -1 at 650 MB/s, same table).
+        zswap_compress_ns: u64 = 6_302, "[ns]", max 1_000_000_000;
+        /// zswap: CPU time to decompress a page; default 5251 ns (lzo1x at 780 MB/s, same table).
+        zswap_decompress_ns: u64 = 5_251, "[ns]", max 1_000_000_000;
         /// Who writes dirty file pages met by reclaim: traceonly (2.6.35: direct reclaim and kswapd write them), nodirect (only kswapd), flushforward (nodirect + kick the flushers), modern (reclaim never writes them).
         reclaim_writeback: ReclaimWriteback = ReclaimWriteback::Modern, "[policy]";
         /// Who wakes the flusher threads from direct reclaim: unqueued_dirty (today's shrink_inactive_list: when every isolated page was dirty and not yet queued for writeback) or scanned (2.6.35's do_try_to_free_pages: after a pass that scanned more than 1.5 × the pages it wants, for as many pages as it scanned, and the pass may then write).
@@ -1610,6 +1622,12 @@ impl Scenario {
             return inv(
                 "kernel.lowmem_reserve_ratio needs three ratios >= 1 (DMA, DMA32, Normal)".into(),
             );
+        }
+        if !(1.0..=128.0).contains(&k.zswap_comp_ratio) {
+            return inv(format!(
+                "kernel.zswap_comp_ratio = {} is outside 1..=128 (a page compresses to at most 4096 and at least 32 bytes)",
+                k.zswap_comp_ratio
+            ));
         }
         if k.nr_hugepages.saturating_mul(HPAGE_SIZE) > m.memory.0 {
             return inv(format!(

@@ -155,6 +155,8 @@ pub struct Kernel {
     pub rmap: Rmap,
     /// The swap area.
     pub swap: SwapInfo,
+    /// zswap, the compressed cache in front of swap.
+    pub zswap: crate::mm::zswap::Zswap,
     /// The disk (swap at its start, then files).
     pub disk: BlockDevice,
     /// I/O in flight, by request tag.
@@ -318,6 +320,18 @@ pub fn start_kthreads(eng: &mut Engine) {
             Box::new(crate::fs::jbd2::Kjournald2::default()),
         );
     }
+    if kcfg.zswap {
+        // The unbound kworker of zswap's shrink_wq, woken when a store finds the pool full.
+        let wq = eng.new_waitqueue();
+        eng.kernel.zswap.wq = wq;
+        eng.spawn(
+            "kworker/u8:1",
+            0,
+            0,
+            true,
+            Box::new(crate::mm::zswap::ZswapShrinkWorker),
+        );
+    }
     // kcompactd runs beside kswapd; a kernel without kswapd (a test of the slow path) has neither.
     if kcfg.kcompactd && kcfg.compaction && kcfg.kswapd {
         for nid in 0..eng.kernel.mm.nodes.len() {
@@ -370,6 +384,7 @@ impl Kernel {
                 disk.rotational,
                 kcfg.rules().swap_slot_cache.then_some(machine.cpus),
             ),
+            zswap: crate::mm::zswap::Zswap::new(kcfg),
             disk: BlockDevice::new(disk.clone()),
             bios: Vec::new(),
             free_bios: Vec::new(),

@@ -362,6 +362,9 @@ pub struct RunResult {
     /// Every swap device at the end, on or off, with its failed swapon/swapoff calls.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub swap_devices: Vec<crate::mm::swapfile::SwapDeviceReport>,
+    /// zswap's debugfs counters (/sys/kernel/debug/zswap) at the end, when zswap is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zswap: Option<crate::mm::zswap::ZswapStats>,
 }
 
 /// Items recorded in the time series.
@@ -791,5 +794,6 @@ fn result(
         trace_events_dropped: None,
         timeline: None,
         swap_devices: k.swap.devices.iter().map(Into::into).collect(),
+        zswap: k.zswap.enabled.then(|| k.zswap.debugfs()),
     }
 }

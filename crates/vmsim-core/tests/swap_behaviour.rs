@@ -344,6 +344,7 @@ fn zram_stores_compressed_pages_in_frames_taken_from_the_machine() {
     eng.kernel.check_accounting().unwrap();
     let d = &eng.kernel.swap.devices[0];
     let z = d.zram.as_ref().unwrap();
+    let z = &z.pool;
     assert!(z.objects > 10_000, "{} pages stored", z.objects);
     let pswpout = eng.kernel.mm.events[vmsim_core::mm::vmstat::Event::PSWPOUT as usize];
     assert_eq!(
@@ -351,14 +352,17 @@ fn zram_stores_compressed_pages_in_frames_taken_from_the_machine() {
         "every page written once and stored (no failed write)"
     );
     // Two 1952-byte objects per 4 KiB frame at the default ratio of 2.106.
-    assert_eq!(z.pool.len() as u64, z.objects.div_ceil(2));
-    for &f in &z.pool {
+    assert_eq!(z.pages.len() as u64, z.objects.div_ceil(2));
+    for &f in &z.pages {
         assert!(
             !eng.kernel.mm.map[f as usize].test(vmsim_core::mm::page::pg::BUDDY),
             "a pool frame is free in the buddy allocator"
         );
     }
-    let f: Vec<u64> = z
+    let f: Vec<u64> = d
+        .zram
+        .as_ref()
+        .unwrap()
         .mm_stat()
         .split_whitespace()
         .map(|x| x.parse().unwrap())
@@ -366,7 +370,7 @@ fn zram_stores_compressed_pages_in_frames_taken_from_the_machine() {
     assert_eq!(f.len(), 9);
     assert_eq!(f[0], z.objects * 4096, "orig_data_size");
     assert_eq!(f[1], z.objects * 1952, "compr_data_size");
-    assert_eq!(f[2], z.pool.len() as u64 * 4096, "mem_used_total");
+    assert_eq!(f[2], z.pages.len() as u64 * 4096, "mem_used_total");
     let h = &eng.kernel.tasks[tid_of(&eng, "hog")];
     assert_eq!(h.rss + h.swapents, 320 << 8);
     // The pool's memory is memory the task cannot have: more is swapped out than to a
@@ -402,4 +406,185 @@ fn runs_with_zram_are_deterministic() {
         let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
         assert!(a == b, "two runs with zram differ ({cpus} CPUs)");
     }
+}
+
+/// The 64 MiB group's cycle of [`cycle`] with zswap on and `kernel` keys added.
+fn zswap_scenario(retouch: &str, kernel: &str) -> Scenario {
+    let rest = format!("[kernel]\nzswap = true\n{kernel}\n{}", cycle(retouch, ""));
+    scenario(false, &rest)
+}
+
+/// A two-CPU machine of 1 GiB whose task writes 1536 MiB twice, with zswap's pool at
+/// most `percent` of RAM.
+fn zswap_global(percent: u64) -> Scenario {
+    let text = format!(
+        r#"
+duration = "60s"
+[machine]
+memory = "1GiB"
+cpus = 2
+swap = "2GiB"
+[sampling]
+interval = "60s"
+[disk]
+latency = 50000
+read_bandwidth = 1000000000
+write_bandwidth = 1000000000
+rotational = false
+[kernel]
+zswap = true
+zswap_max_pool_percent = {percent}
+[[task]]
+name = "hog"
+program = [
+  {{ op = "touch", size = "1536MiB" }},
+  {{ op = "touch", size = "1536MiB" }},
+]
+"#
+    );
+    Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn zswap_keeps_swapped_pages_in_memory_and_the_disk_sees_none() {
+    let sc = zswap_scenario("write = false", "");
+    let mut eng = vmsim_core::sim::build(&sc);
+    // Into the first re-read pass: the group's first 64 MiB are in zswap.
+    let mut t = 0;
+    while eng.kernel.zswap.stored_pages() < 10_000 && t < 10_000_000_000 {
+        t += 10_000_000;
+        eng.run_until(t);
+    }
+    eng.kernel.check_accounting().unwrap();
+    eng.kernel.check_memcg().unwrap();
+    let k = &eng.kernel;
+    let stored = k.zswap.stored_pages();
+    assert!(stored >= 10_000, "{stored} pages stored");
+    // Two 1952-byte objects per frame at lzo's 2.106; every frame held, none free.
+    assert_eq!(k.zswap.pool.total_pages(), stored.div_ceil(2));
+    for &f in &k.zswap.pool.pages {
+        assert!(!k.mm.map[f as usize].test(vmsim_core::mm::page::pg::BUDDY));
+    }
+    // /proc/meminfo counts the pool and the pages it holds.
+    let mi = k.meminfo();
+    let line = |n: &str| {
+        mi.lines()
+            .find(|l| l.starts_with(&format!("{n}:")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap()
+    };
+    assert_eq!(line("Zswap"), k.zswap.pool.total_pages() * 4);
+    assert_eq!(line("Zswapped"), stored * 4);
+    // The compressed copies are the group's kernel memory, charged over its limit by their
+    // length (4096 / 2.106 rounded up: 1945 bytes), not by their size class.
+    let g = k.mm.memcg.ext(1);
+    assert_eq!(g.zswapped, stored);
+    assert_eq!(g.zswap_b, stored * 1945);
+    assert!(
+        g.kmem.usage * 4096 >= g.zswap_b,
+        "kmem {} pages",
+        g.kmem.usage
+    );
+    drop(eng);
+    let r = run_checked(&sc);
+    // Every swap-out went to zswap and every swap-in came from it: no I/O at all.
+    assert_eq!(ev(&r, "pswpout"), 0);
+    assert_eq!(ev(&r, "pswpin"), 0);
+    assert!(
+        ev(&r, "zswpout") > PAGES_128M / 2,
+        "zswpout {}",
+        ev(&r, "zswpout")
+    );
+    // A load frees its entry and dirties the page (exclusive loads), so reclaiming a page
+    // that was only read stores it again: each re-read pass stores again what it loads.
+    assert!(
+        ev(&r, "zswpin") >= PAGES_128M,
+        "zswpin {}",
+        ev(&r, "zswpin")
+    );
+    assert!(ev(&r, "zswpout") >= ev(&r, "zswpin"));
+    // The task gone, its slots are freed and their entries with them.
+    let z = r.zswap.as_ref().unwrap();
+    assert_eq!((z.stored_pages, z.pool_total_size), (0, 0));
+}
+
+#[test]
+fn a_full_zswap_pool_sends_pages_to_the_disk_and_its_worker_writes_entries_back() {
+    // A pool of at most 1 % of RAM (2,600 frames).
+    let sc = zswap_global(1);
+    let mut eng = vmsim_core::sim::build(&sc);
+    let max = eng
+        .kernel
+        .mm
+        .zones
+        .iter()
+        .map(|z| z.managed_pages)
+        .sum::<u64>()
+        / 100;
+    let mut t = 0;
+    while eng.live_user_tasks > 0 && t < sc.duration.0 {
+        t += 50_000_000;
+        eng.run_until(t);
+        // The limit is checked before each store: it is passed by one frame at most.
+        assert!(eng.kernel.zswap.pool.total_pages() <= max + 1);
+    }
+    let z = eng.kernel.zswap.debugfs();
+    assert!(z.pool_limit_hit > 0);
+    let e = |n: vmsim_core::mm::vmstat::Event| eng.kernel.mm.events[n as usize];
+    use vmsim_core::mm::vmstat::Event;
+    // Refused stores went to the disk.
+    assert!(e(Event::PSWPOUT) > 0 && e(Event::ZSWPOUT) > 0);
+    // The worker wrote entries back, each counted once in debugfs and vmstat, and written
+    // to the disk.
+    assert!(z.written_back_pages > 0, "{z:?}");
+    assert_eq!(z.written_back_pages, e(Event::ZSWPWB));
+    assert!(e(Event::PSWPOUT) >= e(Event::ZSWPWB));
+    eng.kernel.check_accounting().unwrap();
+}
+
+#[test]
+fn zswap_is_off_by_default_and_runs_with_it_are_deterministic() {
+    let off = run_checked(&scenario(false, &cycle("write = false", "")));
+    assert!(off.zswap.is_none());
+    assert_eq!(ev(&off, "zswpout"), 0);
+    let sc = zswap_scenario("write = true", "zswap_max_pool_percent = 2");
+    let a = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+    let b = serde_json::to_string(&vmsim_core::sim::run(&sc, &mut |_, _| {})).unwrap();
+    assert!(a == b, "two runs with zswap differ");
+}
+
+#[test]
+fn a_zram_fault_reads_its_page_alone_and_frees_the_slot() {
+    // The 256 MiB machine writes 320 MiB to zram, then reads it all back.
+    let text = format!(
+        r#"
+duration = "60s"
+[machine]
+memory = "256MiB"
+cpus = 1
+[sampling]
+interval = "60s"
+{ZRAM}
+[[task]]
+name = "hog"
+program = [
+  {{ op = "touch", size = "320MiB" }},
+  {{ op = "touch", size = "320MiB", write = false }},
+]
+"#
+    );
+    let r = run_checked(&Scenario::from_toml(&text).unwrap());
+    // SWP_SYNCHRONOUS_IO: no readahead and no swap cache; every swap-in is a major fault.
+    assert!(ev(&r, "pswpin") > 10_000, "pswpin {}", ev(&r, "pswpin"));
+    assert_eq!(ev(&r, "pgmajfault"), ev(&r, "pswpin"));
+    assert_eq!(ev(&r, "swap_ra"), 0);
+    // The slot is freed at the fault, so a page read back and reclaimed again is
+    // written again: nothing was kept in the swap cache to spare the write.
+    assert!(ev(&r, "pswpout") >= ev(&r, "pswpin"));
+    let snap = vmsim_core::sim::run(&Scenario::from_toml(&text).unwrap(), &mut |_, _| {});
+    assert_eq!(
+        serde_json::to_string(&snap).unwrap(),
+        serde_json::to_string(&r).unwrap()
+    );
 }

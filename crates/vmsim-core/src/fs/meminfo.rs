@@ -80,6 +80,8 @@ impl Kernel {
         let hugetlb_pages = h.nr_huge_pages * 512;
         let committed: u64 = self.tasks.iter().filter(|t| t.alive).map(|t| t.vsize).sum();
         let swapcached = v("nr_swapcached");
+        let zswap_pages = self.zswap.pool.total_pages();
+        let zswapped = self.zswap.stored_pages();
         let buffers = 0;
         let mut s = String::with_capacity(1600);
         pages(&mut s, "MemTotal", totalram as i64);
@@ -102,8 +104,8 @@ impl Kernel {
         pages(&mut s, "Mlocked", v("nr_mlock"));
         pages(&mut s, "SwapTotal", swap_total as i64);
         pages(&mut s, "SwapFree", swap_free as i64);
-        pages(&mut s, "Zswap", 0);
-        pages(&mut s, "Zswapped", 0);
+        pages(&mut s, "Zswap", zswap_pages as i64);
+        pages(&mut s, "Zswapped", zswapped as i64);
         pages(&mut s, "Dirty", v("nr_dirty"));
         pages(&mut s, "Writeback", v("nr_writeback"));
         pages(&mut s, "AnonPages", v("nr_anon_pages"));

@@ -246,6 +246,16 @@ pub struct MemcgExt {
     pub nr_charged_bytes: u64,
     /// Slab objects charged to this group: NR_SLAB_RECLAIMABLE_B, NR_SLAB_UNRECLAIMABLE_B [bytes].
     pub slab_b: [u64; 2],
+    /// zswap's compressed copies charged to this group (MEMCG_ZSWAP_B) [bytes].
+    pub zswap_b: u64,
+    /// Pages zswap holds for this group (MEMCG_ZSWAPPED).
+    pub zswapped: u64,
+    /// Pages of this group loaded from zswap (ZSWPIN).
+    pub zswpin: u64,
+    /// Pages of this group stored in zswap (ZSWPOUT).
+    pub zswpout: u64,
+    /// Pages of this group written back from zswap (ZSWPWB).
+    pub zswpwb: u64,
 }
 
 impl Default for MemcgExt {
@@ -261,6 +271,11 @@ impl Default for MemcgExt {
             kmem_local: 0,
             nr_charged_bytes: 0,
             slab_b: [0; 2],
+            zswap_b: 0,
+            zswapped: 0,
+            zswpin: 0,
+            zswpout: 0,
+            zswpwb: 0,
         }
     }
 }
@@ -1089,6 +1104,8 @@ impl MemcgState {
         let mut tot = [0u64; stat::NR];
         let mut tot_ext = [0u64; stat::NR_EXT];
         let mut tot_slab = [0u64; 2];
+        // zswap, zswapped, zswpin, zswpout, zswpwb.
+        let mut tot_zswap = [0u64; 5];
         let mut tot_lru = [0u64; lru::NR_LRU_LISTS];
         let mut pos = id;
         while pos != NO_MEMCG {
@@ -1100,6 +1117,11 @@ impl MemcgState {
                 *t += v;
             }
             for (t, v) in tot_slab.iter_mut().zip(self.ext(pos).slab_b.iter()) {
+                *t += v;
+            }
+            let e = self.ext(pos);
+            let z = [e.zswap_b, e.zswapped, e.zswpin, e.zswpout, e.zswpwb];
+            for (t, v) in tot_zswap.iter_mut().zip(z) {
                 *t += v;
             }
             let l = local_lru(pos);
@@ -1136,10 +1158,12 @@ impl MemcgState {
             // cgroup v2's memory.stat (memory_stat_format): hierarchical values under
             // v2's names, in the kernel's order, for the counters vmsim keeps.
             let mut v2 = indexmap::IndexMap::new();
-            let lines: [(&str, u64); 17] = [
+            let lines: [(&str, u64); 22] = [
                 ("anon", tot[stat::RSS] * pg),
                 ("file", tot[stat::CACHE] * pg),
                 ("kernel", ext.kmem.usage * pg),
+                ("zswap", tot_zswap[0]),
+                ("zswapped", tot_zswap[1] * pg),
                 ("file_dirty", tot_ext[stat::DIRTY] * pg),
                 ("file_writeback", tot_ext[stat::WRITEBACK] * pg),
                 ("swapcached", tot_ext[stat::SWAPCACHED] * pg),
@@ -1160,6 +1184,9 @@ impl MemcgState {
                 ),
                 ("pgsteal", tot[stat::PGSTEAL]),
                 ("pgfault", tot[stat::PGFAULT]),
+                ("zswpin", tot_zswap[2]),
+                ("zswpout", tot_zswap[3]),
+                ("zswpwb", tot_zswap[4]),
             ];
             for (k, v) in lines {
                 v2.insert(k.to_string(), v);

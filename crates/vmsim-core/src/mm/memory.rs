@@ -200,6 +200,7 @@ impl Kernel {
         self.mem_cgroup_uncharge_swap(s);
         self.swap.set_slot_owner(s, NIL);
         self.swap.free_swap_slot(cpu, s);
+        self.zswap_invalidate(s);
         self.zram_slot_free_notify(s);
     }
 
@@ -253,6 +254,20 @@ impl Kernel {
         self.count_memcg_pgfault(tid);
         let (p, major) = match self.swap_cache_get_folio(s, tid, index) {
             Some(p) => (p, false),
+            None if self.swap_synchronous_io(s) => {
+                // A synchronous device's single-user entry skips the swap cache: the page is
+                // read privately, and the slot freed once it is mapped (swap_free_nr).
+                let p = match self.swapin_skip_swapcache(tid, s) {
+                    Ok(p) => p,
+                    Err(f) => return f,
+                };
+                self.mm.count_vm_events(Event::PGMAJFAULT, 1);
+                self.tasks[tid as usize].swapents -= 1;
+                self.map_anon_page(tid, slot, p);
+                let cpu = self.tasks[tid as usize].cpu;
+                self.swap_entry_free(s, cpu);
+                return Fault::Major;
+            }
             None => match self.swapin_readahead(tid, index, s) {
                 Ok(p) => (p, true),
                 Err(f) => return f,
@@ -448,9 +463,23 @@ impl Kernel {
         self.swap.folio(p).map(|f| f.slot)
     }
 
-    /// Queues a dirty swap-cache page for writing (swap_writepage); the write is
-    /// submitted with the rest of the batch by [`Kernel::blk_finish_plug`].
+    /// Writes a dirty swap-cache page (pageout → swap_writeout): zswap takes it if it
+    /// can (zswap_store: clean and done at once), else it goes to its device.
     pub fn swap_writepage(&mut self, p: Pfn, sync: bool) {
+        self.mm.map[p as usize].flags &= !pg::DIRTY;
+        if self.zswap_store(p) {
+            let nid = self.mm.pfn_to_nid(p);
+            self.mm
+                .mod_node_page_state(nid, NodeStat::NR_VMSCAN_WRITE, 1);
+            self.trace_write_folio(p, false, sync);
+            return;
+        }
+        self.__swap_writepage(p, sync);
+    }
+
+    /// Queues a swap-cache page for writing to its device (__swap_writepage); the write
+    /// is submitted with the rest of the batch by [`Kernel::blk_finish_plug`].
+    pub fn __swap_writepage(&mut self, p: Pfn, sync: bool) {
         self.mm.map[p as usize].flags &= !pg::DIRTY;
         self.folio_start_writeback(p);
         self.mm.map[p as usize].flags |= pg::RECLAIM;

@@ -33,6 +33,8 @@ pub mod vmstat;
 pub mod vmstat_items;
 pub mod watermark_boost;
 pub mod workingset;
+pub mod zsmalloc;
+pub mod zswap;
 
 use crate::config::{Cost, Kernel as KernelCfg};
 use mmzone::{PerCpuPages, PgData, Zone};

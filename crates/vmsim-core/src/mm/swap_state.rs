@@ -309,7 +309,7 @@ impl Kernel {
     /// a free slot is skipped; a new page is charged to the group the slot's owner
     /// belongs to, put in the swap cache and on the LRU (judged by its shadow), and
     /// returned with `true` to be read. Its read is timed by [`Kernel::swap_read_unplug`].
-    fn read_swap_cache_async(
+    pub(crate) fn read_swap_cache_async(
         &mut self,
         s: u32,
         tid: TaskId,
@@ -322,6 +322,22 @@ impl Kernel {
         if !self.swap.in_use(s) || rslot == NIL || self.rmap.get(rslot) != Entry::Swap(s) {
             return Ok(None);
         }
+        let (p, memcg) = self.swapin_alloc_folio(s, tid)?;
+        self.mm.map[p as usize].flags |= pg::SWAPCACHE;
+        self.swap.cache_add_folio(s, p, readahead, u64::MAX);
+        let nid = self.mm.pfn_to_nid(p);
+        self.mm.mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, 1);
+        self.mem_cgroup_commit_charge(p, memcg);
+        self.mod_memcg_page_state(p, super::memcontrol::stat::SWAPCACHED, 1);
+        self.swapin_add_lru(p, s, tid);
+        Ok(Some((p, true)))
+    }
+
+    /// A new page for swapped-out slot `s`, charged to the group its owner belongs to
+    /// (alloc_swap_folio / __read_swap_cache_async: mem_cgroup_swapin_charge_folio);
+    /// returns it with the group, to be committed.
+    fn swapin_alloc_folio(&mut self, s: u32, tid: TaskId) -> Result<(Pfn, u32), Fault> {
+        let rslot = self.swap.slot_owner(s);
         let p = match self.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid) {
             AllocResult::Page(p) => p,
             AllocResult::Failed => return Err(Fault::Failed),
@@ -339,15 +355,15 @@ impl Kernel {
         let page = &mut self.mm.map[p as usize];
         page.set_kind(PageKind::Anon);
         page.owner = rslot;
-        page.flags |= pg::SWAPCACHE;
         page.flags &= !(pg::DIRTY | pg::YOUNG);
-        self.swap.cache_add_folio(s, p, readahead, u64::MAX);
-        let nid = self.mm.pfn_to_nid(p);
-        self.mm.mod_node_page_state(nid, NodeStat::NR_SWAPCACHED, 1);
-        self.mem_cgroup_commit_charge(p, memcg);
-        self.mod_memcg_page_state(p, super::memcontrol::stat::SWAPCACHED, 1);
+        Ok((p, memcg))
+    }
+
+    /// Puts a page read back for slot `s` on the LRU (folio_add_lru), judged by the slot's
+    /// shadow; under v1 the page now holds the memsw charge the slot held
+    /// (mem_cgroup_swapin_uncharge_swap, memcg1_swapin).
+    fn swapin_add_lru(&mut self, p: Pfn, s: u32, tid: TaskId) {
         if self.mm.memcg.do_memsw_account() {
-            // mem_cgroup_swapin_uncharge_swap() (v1): the page now holds the memsw charge.
             self.mem_cgroup_uncharge_swap(s);
         }
         if self.mm.kcfg.workingset && self.mm.kcfg.workingset_anon {
@@ -363,12 +379,41 @@ impl Kernel {
         }
         let cpu = self.tasks[tid as usize].cpu;
         self.mm.folio_add_lru(p, cpu);
-        Ok(Some((p, true)))
+    }
+
+    /// Whether slot `s` is on a SWP_SYNCHRONOUS_IO device (zram), whose single-user
+    /// entries a fault reads without the swap cache or readahead.
+    pub(crate) fn swap_synchronous_io(&self, s: u32) -> bool {
+        self.swap
+            .devices
+            .get(self.swap.swp_type(s))
+            .is_some_and(|d| d.zram.is_some())
+    }
+
+    /// Reads slot `s` of a synchronous device into a private page, skipping the swap
+    /// cache (do_swap_page's SWP_SYNCHRONOUS_IO branch: alloc_swap_folio, then
+    /// swap_read_folio): from zswap if it holds the slot, else decompressed from zram.
+    /// The caller maps it and frees the slot.
+    pub(crate) fn swapin_skip_swapcache(&mut self, tid: TaskId, s: u32) -> Result<Pfn, Fault> {
+        let (p, memcg) = self.swapin_alloc_folio(s, tid)?;
+        self.mem_cgroup_commit_charge(p, memcg);
+        self.swapin_add_lru(p, s, tid);
+        if !self.zswap_load(s, p, false) {
+            self.mm.count_vm_events(Event::PSWPIN, 1);
+            self.mm.count_vm_events(Event::PGPGIN, 4);
+            let t = self.swap.swp_type(s);
+            self.zram_read_pages(t, 1);
+        }
+        Ok(p)
     }
 
     /// Submits the reads gathered under a plug (swap_read_folio + swap_read_unplug):
     /// consecutive slots go as one request; each page is up to date when its request completes.
     fn swap_read_unplug(&mut self, mut plug: Vec<(u32, Pfn)>) {
+        // zswap_load(): a slot zswap holds is decompressed here and needs no I/O.
+        if !self.zswap.stored_is_empty() {
+            plug.retain(|&(s, p)| !self.zswap_load(s, p, true));
+        }
         plug.sort_unstable_by_key(|&(s, _)| s);
         let mut i = 0;
         while i < plug.len() {
