@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -137,6 +138,42 @@ def test_swap_and_anon_touch_are_read_and_checked():
         with pytest.raises(FidelityError, match=msg) as ei:
             exp_of(t)
         assert "\n" not in str(ei.value)
+
+
+def test_zswap_is_a_swap_key_the_hash_and_the_vmsim_kernel_follow():
+    text = SMALL.replace("[[task]]", '[swap]\nsize = "64MiB"\nzswap = true\n[[task]]')
+    e = exp_of(text)
+    assert e.zswap and e.swap_size == 64 << 20
+    plain = exp_of(text.replace("zswap = true\n", ""))
+    assert not plain.zswap and plain.sha256 != e.sha256
+    # zswap = false hashes as an experiment without the key (the recordings made before it).
+    assert exp_of(text.replace("zswap = true", "zswap = false")).sha256 == plain.sha256
+    sc, missing = fc.vmsim_scenario(e, MACHINE)
+    assert sc["kernel"]["zswap"] is True
+    # The recorder's pages hold one byte each: zsmalloc's smallest object, 4096 / 32.
+    assert sc["kernel"]["zswap_comp_ratio"] == 128.0
+    assert "zswap" not in missing
+    # A machine with zswap on for an experiment that does not ask for it: not modelled.
+    _, missing = fc.vmsim_scenario(plain, {**MACHINE, "zswap": "Y"})
+    assert "zswap" in missing
+    with pytest.raises(FidelityError, match="zswap must be true or false") as ei:
+        exp_of(text.replace("zswap = true", 'zswap = "yes"'))
+    assert "\n" not in str(ei.value)
+
+
+def test_enable_zswap_turns_it_back_as_it_was(tmp_path):
+    if os.geteuid() != 0 or not host.ZSWAP_ENABLED.exists():
+        pytest.skip("needs root and a kernel with zswap")
+    before = host.ZSWAP_ENABLED.read_text()
+    with contextlib.ExitStack() as stack:
+        host.enable_zswap(stack)
+        assert host.ZSWAP_ENABLED.read_text().strip() in ("Y", "1")
+    assert host.ZSWAP_ENABLED.read_text() == before
+    # Also when the recording fails inside.
+    with pytest.raises(RuntimeError), contextlib.ExitStack() as stack:
+        host.enable_zswap(stack)
+        raise RuntimeError("the experiment failed")
+    assert host.ZSWAP_ENABLED.read_text() == before
 
 
 def fc_sha(text: str) -> str:

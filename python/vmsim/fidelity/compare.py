@@ -85,6 +85,10 @@ def recordings_dir() -> Path:
 # ---------------------------------------------------------------------------
 
 
+#: A page of one non-zero byte over zsmalloc's smallest object (ZS_MIN_ALLOC_SIZE, 32).
+ZSWAP_ONE_BYTE_PAGE_RATIO = 128.0
+
+
 def vmsim_scenario(
     exp: Experiment,
     machine: dict[str, Any],
@@ -125,7 +129,12 @@ def vmsim_scenario(
         kernel["thp_defrag"] = thp["defrag"]
     if host.mglru_on(machine):
         missing.append(f"MGLRU (lru_gen enabled = {machine['lru_gen']})")
-    if machine.get("zswap") in ("Y", "1"):
+    if exp.zswap:
+        kernel["zswap"] = True
+        # The recorder's anonymous pages hold one non-zero byte each: every one
+        # compresses to less than zsmalloc's smallest object (32 bytes, 4096/32 = 128).
+        kernel["zswap_comp_ratio"] = ZSWAP_ONE_BYTE_PAGE_RATIO
+    elif machine.get("zswap") in ("Y", "1"):
         missing.append("zswap")
     disk: dict[str, Any] = {"name": machine.get("device") or "disk"}
     d = machine.get("disk", {})

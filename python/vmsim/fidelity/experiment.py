@@ -180,6 +180,7 @@ class Experiment:
     metrics: list[Metric]
     cgroup_limit: int | None = None
     swap_size: int | None = None
+    zswap: bool = False
     sysctl: dict[str, int] = field(default_factory=dict)
     files: list[tuple[str, int]] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
@@ -324,6 +325,7 @@ def workload_sha256(
     trace: list[str],
     files: list[tuple[str, int]] | None = None,
     swap_size: int | None = None,
+    zswap: bool = False,
 ) -> str:
     """A hash of what the real run does (not of the metrics, which only read its snapshots)."""
     what: dict[str, Any] = {
@@ -338,6 +340,8 @@ def workload_sha256(
         what["files"] = [list(f) for f in files]
     if swap_size is not None:
         what["swap"] = swap_size
+    if zswap:
+        what["zswap"] = True
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
@@ -419,11 +423,15 @@ def parse_experiment(text: str, path: Path) -> Experiment:
     elif any(t.cgroup for t in tasks.values()):
         raise FidelityError(f"{where}: tasks run in the cgroup but there is no [cgroup] table")
     swap_size = None
+    zswap = False
     if "swap" in data:
         sw = data["swap"]
         if not isinstance(sw, dict):
             raise FidelityError(f"{where}: [swap] must be a table")
-        _check_keys(sw, ("size",), f"{where}: [swap]")
+        _check_keys(sw, ("size", "zswap"), f"{where}: [swap]")
+        if not isinstance(sw.get("zswap", False), bool):
+            raise FidelityError(f"{where}: [swap] zswap must be true or false")
+        zswap = sw.get("zswap", False)
         if "size" not in sw:
             raise FidelityError(f"{where}: [swap] size is required")
         swap_size = _size(sw["size"], f"{where}: [swap] size")
@@ -476,12 +484,13 @@ def parse_experiment(text: str, path: Path) -> Experiment:
         description=str(data.get("description", "")),
         notes=str(data.get("notes", "")),
         path=path,
-        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace, files, swap_size),
+        sha256=workload_sha256(cgroup_limit, sysctl, tasks, phases, trace, files, swap_size, zswap),
         tasks=list(tasks.values()),
         phases=phases,
         metrics=metrics,
         cgroup_limit=cgroup_limit,
         swap_size=swap_size,
+        zswap=zswap,
         sysctl=sysctl,
         files=files,
         trace=trace,

@@ -564,6 +564,23 @@ def make_swapfile(stack: contextlib.ExitStack, path: Path, size: int) -> None:
             raise FidelityError(f"{cmd[0]} {path}: {why[-1] if why else r.returncode}")
 
 
+ZSWAP_ENABLED = Path("/sys/module/zswap/parameters/enabled")
+
+
+def enable_zswap(stack: contextlib.ExitStack) -> None:
+    """Turns zswap on (/sys/module/zswap/parameters/enabled) and registers turning it back.
+
+    zswap's pages live in swap slots, so this comes after the swap file is on: the
+    undo runs first, and pages still in zswap stay readable until swapoff brings
+    them in.
+    """
+    if not ZSWAP_ENABLED.exists():
+        raise FidelityError("this kernel has no zswap (/sys/module/zswap is missing)")
+    old = read_text(ZSWAP_ENABLED).strip()
+    stack.callback(_write_quiet, ZSWAP_ENABLED, old)
+    ZSWAP_ENABLED.write_text("Y\n")
+
+
 def remove_swapfile(path: Path) -> None:
     """Turns a swap file off if it is on (retrying through Ctrl-C) and deletes it."""
     for _ in range(5):

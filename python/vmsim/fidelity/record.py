@@ -110,6 +110,9 @@ def run_once(
         if exp.swap_size is not None:
             host.make_swapfile(stack, work / "swapfile", exp.swap_size)
             log(f"  swap file of {exp.swap_size >> 20} MiB on")
+            if exp.zswap:
+                host.enable_zswap(stack)
+                log("  zswap on")
         if any(s.op == "nr_hugepages" for p in exp.phases for s in p.steps):
             host.set_sysctl(stack, "vm.nr_hugepages", host.read_sysctl("vm.nr_hugepages"))
         workers: dict[str, host.Worker] = {}
