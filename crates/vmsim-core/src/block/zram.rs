@@ -12,12 +12,13 @@
 //! size class; `mm_stat` reports orig_data_size, compr_data_size and
 //! mem_used_total as sysfs does.
 //!
+//! A fault on a zram slot skips the swap cache (SWP_SYNCHRONOUS_IO:
+//! `Kernel::swapin_skip_swapcache`).
+//!
 //! Simplifications: one compression ratio for every page (no same-filled
 //! pages, no incompressible "huge" pages unless the ratio makes every page
 //! one); a freed object gives its zspage back when the pool needs fewer
-//! zspages (no fragmentation, no compaction); the device reads and writes
-//! through the swap cache with readahead as a disk does, where 6.18 skips
-//! the swap cache for SWP_SYNCHRONOUS_IO devices.
+//! zspages (no fragmentation, no compaction).
 
 use crate::mm::page::{Pfn, PAGE_SIZE};
 use crate::mm::zsmalloc::{compressed_len, PoolId, ZsPool};
