@@ -176,6 +176,72 @@ def test_enable_zswap_turns_it_back_as_it_was(tmp_path):
     assert host.ZSWAP_ENABLED.read_text() == before
 
 
+FADVISING = """
+name = "fadvising"
+description = "advice, then reads"
+metrics = ["vmstat.pgpgin@random", "vmstat.pgpgin@willneed"]
+[[file]]
+name = "data"
+size = "8MiB"
+[[task]]
+name = "r"
+[[phase]]
+name = "random"
+steps = [{ task = "r", op = "fadvise", file = "data", advice = "random" },
+         { task = "r", op = "read", file = "data", bs = "16KiB" }]
+[[phase]]
+name = "willneed"
+steps = [{ task = "r", op = "fadvise", file = "data", advice = "dontneed" },
+         { task = "r", op = "fadvise", file = "data", advice = "willneed" }]
+"""
+
+
+def test_fadvise_steps_and_read_bs_are_read_checked_and_translated():
+    e = exp_of(FADVISING, "fadvising")
+    steps = e.phases[0].steps
+    assert steps[0].args == {"file": "data", "advice": "random"}
+    assert steps[1].args["bs"] == 16 << 10
+    sc, missing = fc.vmsim_scenario(e, MACHINE)
+    ops = [o for o in sc["task"][0]["program"] if o["op"] in ("fadvise", "read")]
+    assert ops[:2] == [
+        {"op": "fadvise", "file": "data", "advice": "random"},
+        {"op": "read", "file": "data", "bs": 16 << 10},
+    ]
+    assert not missing
+    cases = {
+        FADVISING.replace('advice = "random"', 'advice = "sometimes"'): "advice: must be one of",
+        FADVISING.replace('bs = "16KiB"', 'bs = "1000"'): "bs: must be a multiple of 4KiB",
+        FADVISING.replace('op = "fadvise", file = "data", advice = "random"', 'op = "fadvise"'): (
+            "'file' is required"
+        ),
+    }
+    for t, msg in cases.items():
+        with pytest.raises(FidelityError, match=msg) as ei:
+            exp_of(t, "fadvising")
+        assert "\n" not in str(ei.value)
+
+
+def test_fadvise_recording_keeps_the_advice_on_the_readers_file(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("real-kernel experiment: needs root")
+    if host.mount_of(tmp_path)[2] in ("tmpfs", "ramfs"):
+        pytest.skip("real-kernel experiment: the work directory must be on a disk")
+    e = parse_experiment(FADVISING, Path("fadvising.toml"))
+    run = load_recording(record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False))["runs"][0]
+    got = {
+        ph: fc.real_value(
+            parse_metric(f"vmstat.pgpgin@{ph}", ["random", "willneed"], "t"),
+            run,
+            ["random", "willneed"],
+        )
+        for ph in ("random", "willneed")
+    }
+    # The whole file from the disk, then WILLNEED's one window (at least 128 KiB).
+    assert got["random"] >= 8 << 10
+    assert 128 <= got["willneed"] <= 8 << 10
+    assert leftovers(tmp_path) == []
+
+
 def fc_sha(text: str) -> str:
     """The workload hash as computed without the swap field (recordings made before it)."""
     from vmsim.fidelity.experiment import workload_sha256

@@ -137,3 +137,31 @@ def test_swap_devices_scenario_swaps_the_partition_off_and_is_byte_identical(cli
     used = [ln.split() for ln in before["swaps"].splitlines()[1:]]
     assert used[0][0] == "/dev/sdb2" and used[0][2] == used[0][3]
     assert r["vmstat_delta"]["pswpin"] >= int(used[0][3]) // 4
+
+
+@pytest.mark.parametrize(
+    ("setting", "needles"),
+    [
+        ("kernel.zswap_comp_ratio=0.5", ["kernel.zswap_comp_ratio = 0.5", "1..=128"]),
+        ("kernel.zswap_comp_ratio=200", ["kernel.zswap_comp_ratio = 200", "1..=128"]),
+        ("kernel.zswap_max_pool_percent=101", ["zswap_max_pool_percent", "maximum"]),
+        ("kernel.zswap_accept_threshold_percent=101", ["zswap_accept_threshold", "maximum"]),
+        ("kernel.zswap_compress_ns=2000000000", ["zswap_compress_ns", "maximum"]),
+        ("kernel.zswap=maybe", ["zswap"]),
+    ],
+)
+def test_bad_zswap_settings_are_one_line_errors(cli, setting, needles):
+    assert_one_line_error(cli("run", "--set", setting), *needles)
+
+
+def test_zswap_scenario_stores_in_memory_and_is_byte_identical(cli):
+    path = REPO / "scenarios" / "zswap.toml"
+    a = assert_ok(cli("run", path, "--json", "--set", "duration=3s"))
+    assert a == assert_ok(cli("run", path, "--json", "--set", "duration=3s"))
+    r = json.loads(a)
+    assert r["vmstat_delta"]["zswpout"] > 0
+    assert set(r["zswap"]) >= {"pool_limit_hit", "written_back_pages", "stored_pages"}
+    # Without zswap the result has no zswap counters and no page is stored.
+    off = json.loads(assert_ok(cli("run", path, "--json", "--set", "duration=3s",
+                                   "--set", "kernel.zswap=false")))
+    assert "zswap" not in off and off["vmstat_delta"].get("zswpout", 0) == 0

@@ -794,6 +794,22 @@ pub enum Advice {
     Nohugepage,
 }
 
+/// Advice of a `fadvise` operation (posix_fadvise(2)'s POSIX_FADV_*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FadviseAdvice {
+    /// POSIX_FADV_NORMAL: the device's readahead window, no random mode.
+    Normal,
+    /// POSIX_FADV_SEQUENTIAL: twice the device's readahead window.
+    Sequential,
+    /// POSIX_FADV_RANDOM: no readahead; a miss reads what the read(2) asked for.
+    Random,
+    /// POSIX_FADV_WILLNEED: read the file ahead now (at most one readahead maximum).
+    Willneed,
+    /// POSIX_FADV_DONTNEED: start writing its dirty pages and drop its clean ones.
+    Dontneed,
+}
+
 /// Mobility type of an explicit allocation, as the GFP flags would give it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -968,6 +984,14 @@ pub enum Op {
         /// Only this node's share of the pool.
         #[serde(default)]
         node: Option<u32>,
+    },
+    /// posix_fadvise(2) over a whole file (offset 0, len 0; generic_fadvise): `normal`,
+    /// `sequential`, `random`, `willneed` or `dontneed`.
+    Fadvise {
+        /// File name.
+        file: String,
+        /// The advice.
+        advice: FadviseAdvice,
     },
     /// `echo VALUE > /proc/sys/vm/drop_caches` as root (drop_caches_sysctl_handler): 1 frees
     /// the clean, unmapped page cache, 2 the unused dentries and inodes, 3 both (4 only
@@ -1708,7 +1732,11 @@ impl Scenario {
         }
         for (j, op) in t.program.iter().enumerate() {
             let at_op = |msg: String| inv(format!("program[{j}] {msg}"));
-            if let Op::Write { file, .. } | Op::Read { file, .. } | Op::Unlink { file } = op {
+            if let Op::Write { file, .. }
+            | Op::Read { file, .. }
+            | Op::Unlink { file }
+            | Op::Fadvise { file, .. } = op
+            {
                 if let Some(bad) = bad_file_placeholder(file) {
                     return at_op(format!(
                         "file \"{}\": unknown placeholder {} (known: {})",
@@ -1821,6 +1849,9 @@ impl Scenario {
                 }
                 Op::Unlink { file } if file.is_empty() => {
                     return at_op("unlink: file must be a non-empty name".into());
+                }
+                Op::Fadvise { file, .. } if file.is_empty() => {
+                    return at_op("fadvise: file must be a non-empty name".into());
                 }
                 Op::Swapon { path } | Op::Swapoff { path } if self.swap_type_of(path).is_none() => {
                     let what = if matches!(op, Op::Swapon { .. }) {

@@ -304,12 +304,14 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
         # The recorder writes and reads in write(2)/read(2) calls of host.IO_CHUNK bytes.
         return [{"op": "write", "file": a["file"], "size": a["size"], "bs": host.IO_CHUNK}]
     if step.op == "read":
-        op = {"op": "read", "file": a["file"], "bs": host.IO_CHUNK}
+        op = {"op": "read", "file": a["file"], "bs": a.get("bs", host.IO_CHUNK)}
         if "size" in a:
             op["size"] = a["size"]
         return [op]
     if step.op == "unlink":
         return [{"op": "unlink", "file": a["file"]}]
+    if step.op == "fadvise":
+        return [{"op": "fadvise", "file": a["file"], "advice": a["advice"]}]
     if step.op == "anon":
         out: list[dict[str, Any]] = []
         if a.get("hugepage") and not advised[who]:

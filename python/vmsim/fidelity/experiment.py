@@ -60,7 +60,8 @@ class FidelityError(ValueError):
 # op: (required fields, optional fields, who runs it: "task", "operator" or "both")
 OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "write": (("file", "size"), (), "task"),
-    "read": (("file",), ("size",), "task"),
+    "read": (("file",), ("size", "bs"), "task"),
+    "fadvise": (("file", "advice"), (), "task"),
     "unlink": (("file",), (), "task"),
     "anon": (("size",), ("hugepage",), "task"),
     "anon_free": ((), (), "task"),
@@ -79,6 +80,7 @@ MISSING = {
 }
 
 TOUCH_ORDERS = ("sequential", "random")
+FADVISE = ("normal", "sequential", "random", "willneed", "dontneed")
 SOURCES = ("vmstat", "memcg", "meminfo", "buddy", "time", "trace")
 # Sources whose value is a state at the end of a phase (the others are counted over phases).
 STATE_SOURCES = ("memcg", "meminfo", "buddy")
@@ -260,6 +262,14 @@ def _parse_step(raw: Any, where: str, tasks: dict[str, TaskDef]) -> Step:
         v = raw[k]
         if k == "size":
             args[k] = _size(v, f"{where} ({op}) size")
+        elif k == "bs":
+            args[k] = _size(v, f"{where} ({op}) bs")
+            if not 4096 <= args[k] <= 64 << 20 or args[k] % 4096:
+                raise FidelityError(f"{where} ({op}) bs: must be a multiple of 4KiB up to 64MiB")
+        elif k == "advice":
+            if v not in FADVISE:
+                raise FidelityError(f"{where} ({op}) advice: must be one of {', '.join(FADVISE)}")
+            args[k] = v
         elif k == "time":
             args[k] = parse_duration(v, f"{where} ({op}) time")
         elif k in ("count", "pages"):

@@ -56,6 +56,15 @@ RECORDED_SYSCTLS = (
 )
 IO_CHUNK = 1 << 20
 
+#: posix_fadvise(2)'s advice by the name an experiment gives it.
+FADVISE_ADVICE = {
+    "normal": os.POSIX_FADV_NORMAL,
+    "sequential": os.POSIX_FADV_SEQUENTIAL,
+    "random": os.POSIX_FADV_RANDOM,
+    "willneed": os.POSIX_FADV_WILLNEED,
+    "dontneed": os.POSIX_FADV_DONTNEED,
+}
+
 
 # ---------------------------------------------------------------------------
 # Reading /proc and sysfs
@@ -796,9 +805,21 @@ def _retouch(m: mmap.mmap, write: bool, order: str, seed: int) -> int:
     return total
 
 
-def run_step(step: Step, work: Path, anon: list[mmap.mmap], data: bytes) -> dict[str, Any]:
-    """Does one task step in this process; returns what it observed."""
+def run_step(
+    step: Step,
+    work: Path,
+    anon: list[mmap.mmap],
+    data: bytes,
+    advised: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """Does one task step in this process; returns what it observed.
+
+    A file the task gave advice on (``fadvise``) stays open in ``advised``, as
+    the advice belongs to the open file: the task's later reads of it use that
+    descriptor (from the start), and unlinking it closes it.
+    """
     a = step.args
+    advised = {} if advised is None else advised
     if step.op == "write":
         fd = os.open(work / a["file"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
@@ -808,8 +829,11 @@ def run_step(step: Step, work: Path, anon: list[mmap.mmap], data: bytes) -> dict
         finally:
             os.close(fd)
     elif step.op == "read":
-        fd = os.open(work / a["file"], os.O_RDONLY)
-        buf = bytearray(IO_CHUNK)
+        kept = advised.get(a["file"])
+        fd = os.open(work / a["file"], os.O_RDONLY) if kept is None else os.dup(kept)
+        if kept is not None:
+            os.lseek(fd, 0, os.SEEK_SET)
+        buf = bytearray(a.get("bs", IO_CHUNK))
         try:
             left = a.get("size", 1 << 62)
             while left > 0:
@@ -820,7 +844,13 @@ def run_step(step: Step, work: Path, anon: list[mmap.mmap], data: bytes) -> dict
         finally:
             os.close(fd)
     elif step.op == "unlink":
+        if a["file"] in advised:
+            os.close(advised.pop(a["file"]))
         os.unlink(work / a["file"])
+    elif step.op == "fadvise":
+        if a["file"] not in advised:
+            advised[a["file"]] = os.open(work / a["file"], os.O_RDONLY)
+        os.posix_fadvise(advised[a["file"]], 0, 0, FADVISE_ADVICE[a["advice"]])
     elif step.op == "anon":
         if a["size"] > 0:
             m = mmap.mmap(-1, a["size"], flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -864,6 +894,7 @@ def _worker_main(conn: Any, procs: str | None, work: str) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     anon: list[mmap.mmap] = []
+    advised: dict[str, int] = {}
     data = bytes([0x5A]) * IO_CHUNK
     if procs:
         Path(procs).write_text(f"{os.getpid()}\n")
@@ -874,12 +905,14 @@ def _worker_main(conn: Any, procs: str | None, work: str) -> None:
             break
         try:
             for step in msg:
-                run_step(step, Path(work), anon, data)
+                run_step(step, Path(work), anon, data, advised)
             conn.send(("ok", None))
         except Exception as e:  # noqa: BLE001 - reported to the recorder as one line
             conn.send(("error", f"{type(e).__name__}: {e}"))
     while anon:
         anon.pop().close()
+    for fd in advised.values():
+        os.close(fd)
 
 
 class Worker:

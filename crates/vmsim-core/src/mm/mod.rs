@@ -1,6 +1,7 @@
 //! The memory-management mechanisms, one module per kernel file.
 
 pub mod compaction;
+pub mod fadvise;
 pub mod filemap;
 pub mod gfp;
 pub mod huge_memory;

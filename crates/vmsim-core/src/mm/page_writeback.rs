@@ -391,7 +391,7 @@ impl Kernel {
     /// Starts writeback of up to `max` dirty pages of one file, in index order, as
     /// requests of consecutive pages (do_writepages → write_cache_pages); a folio is
     /// written whole.
-    fn write_inode_pages(&mut self, ino: u32, max: u64) -> u64 {
+    pub(crate) fn write_inode_pages(&mut self, ino: u32, max: u64) -> u64 {
         self.ext4_da_writepages(ino);
         let size = self.inodes[ino as usize].size_pages;
         let start = self.inodes[ino as usize].writeback_index;

@@ -43,6 +43,11 @@ pub struct FileRaState {
     pub io_end: u64,
     /// When its last request completes [ns].
     pub io_done: u64,
+    /// The file's own largest window (file->f_ra.ra_pages, set by POSIX_FADV_SEQUENTIAL
+    /// and NORMAL); None is the device's read_ahead_kb.
+    pub ra_pages: Option<u64>,
+    /// FMODE_RANDOM (POSIX_FADV_RANDOM): a miss reads what the read(2) asked for.
+    pub random: bool,
 }
 
 impl Default for FileRaState {
@@ -57,6 +62,8 @@ impl Default for FileRaState {
             io_start: 0,
             io_end: 0,
             io_done: 0,
+            ra_pages: None,
+            random: false,
         }
     }
 }
@@ -97,11 +104,18 @@ impl Kernel {
         f & pg::RECLAIM != 0 && f & pg::WRITEBACK == 0
     }
 
-    /// The largest window for a read of `req` pages (ractl_max_pages): read_ahead_kb, or
-    /// up to the device's optimal I/O size for a larger request.
-    fn ractl_max_pages(&self, req: u64) -> u64 {
-        let cfg = self.disk.config();
-        let (ra, io) = (cfg.ra_pages(), cfg.io_pages());
+    /// The file's largest readahead window (ra->ra_pages): its own, else the device's.
+    pub fn file_ra_pages(&self, ino: u32) -> u64 {
+        self.inodes[ino as usize]
+            .ra
+            .ra_pages
+            .unwrap_or_else(|| self.disk.config().ra_pages())
+    }
+
+    /// The largest window for a read of `req` pages (ractl_max_pages): the file's
+    /// ra_pages, or up to the device's optimal I/O size for a larger request.
+    fn ractl_max_pages(&self, ino: u32, req: u64) -> u64 {
+        let (ra, io) = (self.file_ra_pages(ino), self.disk.config().io_pages());
         if req > ra && io > ra {
             req.min(io)
         } else {
@@ -119,9 +133,12 @@ impl Kernel {
         index: u64,
         req_count: u64,
     ) -> AllocResult {
-        let max_pages = self.ractl_max_pages(req_count);
-        let ra_pages = self.disk.config().ra_pages();
-        if ra_pages > 0 {
+        let max_pages = self.ractl_max_pages(ino, req_count);
+        let ra_pages = self.file_ra_pages(ino);
+        if self.inodes[ino as usize].ra.random {
+            // FMODE_RANDOM: "be dumb", read what was asked for (force_page_cache_ra).
+            self.force_page_cache_ra(tid, ino, index, req_count, true);
+        } else if ra_pages > 0 {
             let ra = &mut self.inodes[ino as usize].ra;
             let prev = ra.prev_index;
             if index == 0 || req_count > max_pages || index.wrapping_sub(prev) <= 1 {
@@ -171,12 +188,12 @@ impl Kernel {
     /// and, on the expected folio of a sequential stream, reads the next window, ramped
     /// up and of folios two orders larger, without waiting.
     pub fn page_cache_async_ra(&mut self, tid: TaskId, ino: u32, folio: Pfn, req_count: u64) {
-        let ra_pages = self.disk.config().ra_pages();
+        let ra_pages = self.file_ra_pages(ino);
         self.mm.map[folio as usize].flags &= !pg::RECLAIM;
         if ra_pages == 0 {
             return;
         }
-        let max_pages = self.ractl_max_pages(req_count);
+        let max_pages = self.ractl_max_pages(ino, req_count);
         let index = self.folio_index(folio);
         let nr = self.mm.folio_nr_pages(folio);
         let ra = &mut self.inodes[ino as usize].ra;
@@ -197,6 +214,28 @@ impl Kernel {
         }
         ra.async_size = ra.size;
         self.page_cache_ra_order(tid, ino, false);
+    }
+
+    /// Reads `nr_to_read` pages from `index` whatever the state (force_page_cache_ra): at
+    /// most the larger of the device's optimal I/O size and the file's ra_pages, in
+    /// chunks of 2 MiB, with no PG_readahead mark; `sync` makes the reader wait.
+    pub fn force_page_cache_ra(
+        &mut self,
+        tid: TaskId,
+        ino: u32,
+        index: u64,
+        nr_to_read: u64,
+        sync: bool,
+    ) {
+        let max_pages = self.disk.config().io_pages().max(self.file_ra_pages(ino));
+        let mut left = nr_to_read.min(max_pages);
+        let mut at = index;
+        while left > 0 {
+            let chunk = left.min((2 << 20) / crate::mm::page::PAGE_SIZE);
+            self.do_page_cache_ra(tid, ino, at, chunk, 0, sync);
+            at += chunk;
+            left -= chunk;
+        }
     }
 
     /// Reads the window of the readahead state in folios of its order (page_cache_ra_order

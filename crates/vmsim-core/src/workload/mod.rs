@@ -451,6 +451,11 @@ impl OpProgram {
                     }
                     Op::NrHugepages { .. } | Op::Sysctl { .. } => 1,
                     Op::DropCaches { .. } | Op::CompactMemory {} => 1,
+                    Op::Fadvise { file, .. } => {
+                        let pid = cx.k.tasks[tid as usize].pid;
+                        self.file = expand_file_name(file, self.rep, pid);
+                        1
+                    }
                     Op::Swapon { .. } | Op::Swapoff { .. } => 1,
                     Op::Madvise { .. } | Op::Signal { .. } | Op::Wait { .. } => 1,
                     Op::FioRead { .. } => 1,
@@ -695,6 +700,11 @@ impl OpProgram {
                 }
                 Op::Sysctl { name, value } => {
                     cx.k.vm_sysctl_write(name, *value);
+                    self.left = 0;
+                }
+                Op::Fadvise { advice, .. } => {
+                    let ino = cx.k.lookup_or_create(&self.file);
+                    cx.k.generic_fadvise(tid, ino, *advice);
                     self.left = 0;
                 }
                 Op::DropCaches { value } => {
