@@ -333,6 +333,8 @@ section! {
         watermark_boost_factor: u64 = 15000, "[1/10000]", max 1_000_000;
         /// vm.vfs_cache_pressure: how hard the dentry and inode shrinkers scan, in percent of their unused objects (super_cache_count → vfs_pressure_ratio); 0 never reclaims them.
         vfs_cache_pressure: u64 = 100, "[%]", max INT_MAX;
+        /// vm.compaction_proactiveness (5.9+): kcompactd checks every 500 ms, while kswapd sleeps, whether the node's fragmentation score (the share of free memory not in 2 MiB blocks, weighted by zone size) is above 100 − proactiveness + 10 and, if it is, compacts each zone whole until its score is down to 100 − proactiveness (should_proactive_compact_node, compact_node(pgdat, true)); a pass that lowers nothing waits 64 intervals. 0 turns it off, as in the seed-era kernels.
+        compaction_proactiveness: u64 = 20, "[0..100]", max 100;
         /// vm.extfrag_threshold: fragmentation index (0..1000) at or below which a costly order is left to reclaim rather than compaction.
         extfrag_threshold: u64 = 500, "[0..1000]", max 1000;
         /// Memory compaction (CONFIG_COMPACTION): direct compaction for costly orders and kcompactd.

@@ -561,3 +561,82 @@ program = [{ op = "touch", size = "4MiB" }]
         "{text}"
     );
 }
+
+/// A 256 MiB machine whose task `t` sleeps while the test fragments its memory: the
+/// task's anon pages fill the zone to four times its high watermark, one unmovable
+/// page every 64, then every other run of 8 pages is unmapped and the free pageblocks
+/// left are held; kswapd sleeps.
+fn fragmented_engine(kernel: &str) -> (Engine, u32) {
+    let sc = scenario(&format!(
+        "duration = \"60s\"\n[machine]\nmemory = \"256MiB\"\ncpus = 2\nreserved = \"8MiB\"\n\
+         [kernel]\nwatermark_boost_factor = 0\n{kernel}\n\
+         [[task]]\nname = \"t\"\nprogram = [ {{ op = \"sleep\", time = \"30s\" }} ]\n"
+    ));
+    let mut eng = vmsim_core::sim::build(&sc);
+    eng.run_until(MS);
+    let k = &mut eng.kernel;
+    let tid = k.tasks.iter().position(|t| t.comm == "t").unwrap() as u32;
+    let mut index = 0u64;
+    loop {
+        let z = &k.mm.zones[dma32(k)];
+        if z.free_pages() < (z.wmark_pages(Wmark::High) * 4) as i64 {
+            break;
+        }
+        assert_eq!(k.handle_mm_fault(tid, index), Fault::Minor);
+        index += 1;
+        if index.is_multiple_of(64) {
+            assert!(matches!(
+                k.alloc_pages(GFP_KERNEL, 0, tid),
+                AllocResult::Page(_)
+            ));
+        }
+    }
+    for i in 0..index {
+        if (i / 8) % 2 == 1 {
+            let slot = k.tasks[tid as usize].pt.slot(i).unwrap();
+            k.zap_slot(tid, slot, 0);
+        }
+    }
+    k.mm.drain_all_pages();
+    // The free pageblocks left are held, so the free memory is all in small blocks.
+    take_free_pageblocks(k);
+    (eng, tid)
+}
+
+#[test]
+fn kcompactd_compacts_proactively_while_the_node_is_fragmented_and_kswapd_sleeps() {
+    let (mut eng, tid) = fragmented_engine("");
+    let score = |k: &Kernel| k.mm.fragmentation_score_node(0);
+    let (high, low) = (
+        eng.kernel.mm.fragmentation_score_wmark(false),
+        eng.kernel.mm.fragmentation_score_wmark(true),
+    );
+    // vm.compaction_proactiveness 20: start above 90, stop at 80.
+    assert_eq!((high, low), (90, 80));
+    let before = score(&eng.kernel);
+    assert!(before > high, "score {before}");
+    assert!(!eng.kernel.kswapd_is_running(0));
+    let ev = |k: &Kernel, e: Event| k.mm.events[e as usize];
+    // The next 500 ms check finds the score high and compacts the zones.
+    eng.run_until(2_000 * MS);
+    let k = &eng.kernel;
+    assert!(ev(k, Event::COMPACT_DAEMON_MIGRATE_SCANNED) > 0);
+    assert!(ev(k, Event::PGMIGRATE_SUCCESS) > 0);
+    // Proactive passes are not kcompactd wakes for an allocation.
+    assert_eq!(ev(k, Event::COMPACT_DAEMON_WAKE), 0);
+    assert!(score(k) < before, "score {} after {before}", score(k));
+    assert!(check_task_mappings(k, tid) > 0);
+    k.check_accounting().unwrap();
+    // With proactiveness 0 kcompactd never looks.
+    let (mut eng, _) = fragmented_engine("compaction_proactiveness = 0");
+    eng.run_until(5_000 * MS);
+    assert_eq!(ev(&eng.kernel, Event::COMPACT_DAEMON_MIGRATE_SCANNED), 0);
+    // Writing the sysctl wakes kcompactd for a check at once (proactive_compact_trigger).
+    let now = eng.now;
+    eng.kernel.compaction_proactiveness_sysctl_handler(20);
+    for wq in std::mem::take(&mut eng.kernel.mm.cur.wake) {
+        eng.wake_up_all(wq);
+    }
+    eng.run_until(now + 100 * MS);
+    assert!(ev(&eng.kernel, Event::COMPACT_DAEMON_MIGRATE_SCANNED) > 0);
+}

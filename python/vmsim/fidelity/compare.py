@@ -47,10 +47,10 @@ SYSCTL_KNOBS = {
     "vm.dirty_bytes": "dirty_bytes",
     "vm.dirty_background_bytes": "dirty_background_bytes",
     "vm.page-cluster": "page_cluster",
+    "vm.compaction_proactiveness": "compaction_proactiveness",
 }
 # Recorded sysctls whose value vmsim has no knob for, and the value vmsim behaves as.
 SYSCTL_FIXED = {
-    "vm.compaction_proactiveness": None,
     "vm.overcommit_memory": None,
     "vm.nr_hugepages": 0,
 }

@@ -239,6 +239,8 @@ def build_scenario(
             "boot_free_to_tail": False,
             # nor did its compaction sample pageblocks for free pages (5.1).
             "compaction_free_stride": False,
+            # nor proactive compaction (vm.compaction_proactiveness came in 5.9).
+            "compaction_proactiveness": 0,
             "ondemand_readahead": False,
         },
         "sampling": {"interval": sampling},

@@ -120,6 +120,9 @@ pub struct NodeCompact {
     pub wait: usize,
     /// Whether kcompactd is asleep on its wait queue.
     pub sleeping: bool,
+    /// A write of vm.compaction_proactiveness asked for a proactive pass now
+    /// (proactive_compact_trigger).
+    pub proactive_trigger: bool,
 }
 
 impl ZoneCompact {
@@ -178,6 +181,7 @@ impl CompactState {
                 highest_zoneidx: MAX_NR_ZONES - 1,
                 wait: usize::MAX,
                 sleeping: false,
+                proactive_trigger: false,
             });
         }
         &mut self.nodes[nid]
@@ -231,6 +235,9 @@ pub struct CompactControl {
     pub whole_zone: bool,
     /// Scan blocks whatever their skip bits say (cc->ignore_skip_hint).
     pub ignore_skip_hint: bool,
+    /// kcompactd's proactive pass (cc->proactive_compaction): it ends once the zone's
+    /// fragmentation score is at the low mark, or when kswapd runs.
+    pub proactive: bool,
     /// Asked for through /proc/sys/vm/compact_memory: cc->order is -1
     /// (is_via_compact_memory), so the run goes on until the scanners meet and `order`
     /// is 0.
@@ -267,6 +274,7 @@ impl CompactControl {
             free_pfn: 0,
             whole_zone: false,
             ignore_skip_hint: false,
+            proactive: false,
             via_compact_memory: false,
             freepages: std::array::from_fn(|_| VecDeque::new()),
             nr_freepages: 0,
@@ -294,7 +302,57 @@ fn pageblock_start(pfn: Pfn) -> Pfn {
     pfn & !((PAGEBLOCK_NR_PAGES as Pfn) - 1)
 }
 
+/// Order the fragmentation score is measured for (COMPACTION_HPAGE_ORDER: HPAGE_PMD_ORDER).
+pub const COMPACTION_HPAGE_ORDER: usize = 9;
+
+/// kcompactd's proactive check interval (HPAGE_FRAG_CHECK_INTERVAL_MSEC) [ns].
+pub const HPAGE_FRAG_CHECK_INTERVAL: u64 = 500_000_000;
+
 impl super::Mm {
+    /// The share of a zone's free memory not in blocks of `order` or larger, 0–100
+    /// (extfrag_for_order in mm/vmstat.c); 0 with nothing free.
+    pub fn extfrag_for_order(&self, zid: usize, order: usize) -> u64 {
+        let (mut free_pages, mut suitable) = (0u64, 0u64);
+        for (o, area) in self.zones[zid].free_area.iter().enumerate() {
+            free_pages += area.nr_free << o;
+            if o >= order {
+                suitable += area.nr_free << (o - order);
+            }
+        }
+        if free_pages == 0 {
+            return 0;
+        }
+        (free_pages - (suitable << order)) * 100 / free_pages
+    }
+
+    /// A node's fragmentation score, 0–100 (fragmentation_score_node): each populated
+    /// zone's fragmentation for COMPACTION_HPAGE_ORDER (fragmentation_score_zone),
+    /// weighted by its share of the node's present pages.
+    pub fn fragmentation_score_node(&self, nid: usize) -> u64 {
+        let zones = self.nodes[nid].zones;
+        let node_present: u64 = zones.iter().map(|&z| self.zones[z].present_pages).sum();
+        zones
+            .iter()
+            .filter(|&&z| self.zones[z].populated())
+            .map(|&z| {
+                self.zones[z].present_pages * self.extfrag_for_order(z, COMPACTION_HPAGE_ORDER)
+                    / (node_present + 1)
+            })
+            .sum()
+    }
+
+    /// The fragmentation score proactive compaction stops at (`low`) or starts above
+    /// (fragmentation_score_wmark: 100 − proactiveness, plus a leeway of up to 10).
+    pub fn fragmentation_score_wmark(&self, low: bool) -> u64 {
+        let wmark_low = 100u64.saturating_sub(self.kcfg.compaction_proactiveness);
+        let leeway = (wmark_low / 2).min(10);
+        if low {
+            wmark_low
+        } else {
+            (wmark_low + leeway).min(100)
+        }
+    }
+
     /// The fragmentation index of a zone for `order` (__fragmentation_index in mm/vmstat.c):
     /// -1000 if a block of the order is free, 0 with nothing free, else towards 1000 the more
     /// the failure is due to fragmentation rather than lack of memory.
@@ -580,6 +638,18 @@ impl Kernel {
                 CompactResult::Complete
             } else {
                 CompactResult::PartialSkipped
+            }
+        } else if cc.proactive {
+            // A proactive pass gives way to kswapd and ends at the low mark.
+            let nid = self.mm.zones[cc.zid].nid;
+            if self.kswapd_is_running(nid) {
+                CompactResult::PartialSkipped
+            } else if self.mm.extfrag_for_order(cc.zid, COMPACTION_HPAGE_ORDER)
+                > self.mm.fragmentation_score_wmark(true)
+            {
+                CompactResult::Continue
+            } else {
+                CompactResult::Success
             }
         } else if cc.migrate_pfn & (PAGEBLOCK_NR_PAGES as Pfn - 1) != 0 {
             // Only look at the free lists at pageblock boundaries.
@@ -1308,8 +1378,16 @@ impl Kernel {
 /// Where kcompactd is in its loop (kcompactd()).
 #[derive(Debug, Clone)]
 enum KcompactdState {
-    /// About to sleep until woken.
+    /// About to wait for work (the top of kcompactd()'s loop).
     Sleep,
+    /// Back from waiting: woken for work, by the proactive trigger, or at the timeout.
+    Waited,
+    /// A proactive pass (compact_node(pgdat, true)) over zone type `zt` and those above.
+    Proactive {
+        zt: usize,
+        cc: Option<Box<CompactControl>>,
+        prev_score: u64,
+    },
     /// Compacting zone type `zt` (and the lower ones left) of the node.
     Work {
         order: usize,
@@ -1323,6 +1401,8 @@ enum KcompactdState {
 pub struct Kcompactd {
     nid: usize,
     state: KcompactdState,
+    /// How long the next wait lasts before the proactive check [ns].
+    timeout: u64,
 }
 
 impl Kcompactd {
@@ -1331,6 +1411,80 @@ impl Kcompactd {
         Kcompactd {
             nid,
             state: KcompactdState::Sleep,
+            timeout: HPAGE_FRAG_CHECK_INTERVAL,
+        }
+    }
+
+    /// The start of kcompactd_do_work(): the order and zones asked for, counted as a wake.
+    fn start_work(k: &mut Kernel, nid: usize) -> KcompactdState {
+        let node = k.compact.node(nid);
+        let (order, highest) = (node.max_order, node.highest_zoneidx);
+        node.max_order = 0;
+        node.highest_zoneidx = MAX_NR_ZONES - 1;
+        k.trace(TraceEvent::MmCompactionKcompactdWake {
+            nid: nid as i32,
+            order: order as i32,
+            highest_zoneidx: highest as u32,
+        });
+        k.mm.count_vm_events(Event::COMPACT_DAEMON_WAKE, 1);
+        KcompactdState::Work {
+            order,
+            highest,
+            zt: 0,
+            cc: None,
+        }
+    }
+
+    /// After a wait that was not for work: a proactive pass if the node's fragmentation
+    /// score is above the high mark (should_proactive_compact_node), else the next wait.
+    fn proactive_check(&mut self, k: &mut Kernel) -> KcompactdState {
+        self.timeout = HPAGE_FRAG_CHECK_INTERVAL;
+        if k.should_proactive_compact_node(self.nid) {
+            return KcompactdState::Proactive {
+                zt: 0,
+                cc: None,
+                prev_score: k.mm.fragmentation_score_node(self.nid),
+            };
+        }
+        k.compact.node(self.nid).proactive_trigger = false;
+        KcompactdState::Sleep
+    }
+}
+
+impl Kernel {
+    /// Whether a node's kswapd is awake (kswapd_is_running: its task is running).
+    pub fn kswapd_is_running(&self, nid: usize) -> bool {
+        self.mm.kcfg.kswapd && !self.mm.nodes[nid].kswapd_sleeping
+    }
+
+    /// Whether kcompactd should compact the node proactively (should_proactive_compact_node):
+    /// proactiveness on, kswapd asleep, and the fragmentation score above the high mark.
+    pub fn should_proactive_compact_node(&self, nid: usize) -> bool {
+        self.mm.kcfg.compaction_proactiveness != 0
+            && !self.kswapd_is_running(nid)
+            && self.mm.fragmentation_score_node(nid) > self.mm.fragmentation_score_wmark(false)
+    }
+
+    /// A write of vm.compaction_proactiveness (compaction_proactiveness_sysctl_handler): a
+    /// non-zero value asks every node's kcompactd for a proactive check now.
+    pub fn compaction_proactiveness_sysctl_handler(&mut self, value: u64) {
+        self.mm.kcfg.compaction_proactiveness = value;
+        if value == 0 {
+            return;
+        }
+        for nid in 0..self.mm.nodes.len() {
+            let node = self.compact.node(nid);
+            if node.proactive_trigger || node.wait == usize::MAX {
+                continue;
+            }
+            node.proactive_trigger = true;
+            let wq = node.wait;
+            self.trace(TraceEvent::MmCompactionWakeupKcompactd {
+                nid: nid as i32,
+                order: -1,
+                highest_zoneidx: (MAX_NR_ZONES - 1) as u32,
+            });
+            self.mm.cur.wake.push(wq);
         }
     }
 }
@@ -1343,31 +1497,93 @@ impl Program<Kernel> for Kcompactd {
         loop {
             match std::mem::replace(&mut self.state, KcompactdState::Sleep) {
                 KcompactdState::Sleep => {
+                    // wait_event_freezable_timeout(kcompactd_work_requested): no wait when
+                    // work is already asked for; without proactiveness, no timeout.
                     let node = k.compact.node(nid);
-                    if node.max_order == 0 {
-                        node.sleeping = true;
-                        let wq = node.wait;
-                        k.trace(TraceEvent::MmCompactionKcompactdSleep { nid: nid as i32 });
-                        return StepOut {
-                            user_ns: 0,
-                            next: Step::Block { wq, timeout: None },
-                        };
+                    if node.max_order > 0 || node.proactive_trigger {
+                        self.state = KcompactdState::Waited;
+                        continue;
                     }
+                    node.sleeping = true;
+                    let wq = node.wait;
+                    k.trace(TraceEvent::MmCompactionKcompactdSleep { nid: nid as i32 });
+                    self.state = KcompactdState::Waited;
+                    let timeout = (k.mm.kcfg.compaction_proactiveness != 0).then_some(self.timeout);
+                    return StepOut {
+                        user_ns: 0,
+                        next: Step::Block { wq, timeout },
+                    };
+                }
+                KcompactdState::Waited => {
+                    let node = k.compact.node(nid);
                     node.sleeping = false;
-                    let (order, highest) = (node.max_order, node.highest_zoneidx);
-                    node.max_order = 0;
-                    node.highest_zoneidx = MAX_NR_ZONES - 1;
-                    k.trace(TraceEvent::MmCompactionKcompactdWake {
-                        nid: nid as i32,
-                        order: order as i32,
-                        highest_zoneidx: highest as u32,
-                    });
-                    k.mm.count_vm_events(Event::COMPACT_DAEMON_WAKE, 1);
-                    self.state = KcompactdState::Work {
-                        order,
-                        highest,
-                        zt: 0,
-                        cc: None,
+                    if node.max_order > 0 && !node.proactive_trigger {
+                        // Woken for work: the proactive timeout starts over afterwards.
+                        self.timeout = HPAGE_FRAG_CHECK_INTERVAL;
+                        self.state = Self::start_work(k, nid);
+                    } else {
+                        self.state = self.proactive_check(k);
+                    }
+                }
+                KcompactdState::Proactive { zt, cc, prev_score } => {
+                    if zt >= MAX_NR_ZONES {
+                        // No progress: wait 2^COMPACT_MAX_DEFER_SHIFT intervals.
+                        if k.mm.fragmentation_score_node(nid) >= prev_score {
+                            self.timeout = HPAGE_FRAG_CHECK_INTERVAL << COMPACT_MAX_DEFER_SHIFT;
+                        }
+                        k.compact.node(nid).proactive_trigger = false;
+                        self.state = KcompactdState::Sleep;
+                        continue;
+                    }
+                    let zid = k.mm.nodes[nid].zones[zt];
+                    let mut cc = match cc {
+                        Some(cc) => cc,
+                        None => {
+                            if !k.mm.zones[zid].populated() {
+                                self.state = KcompactdState::Proactive {
+                                    zt: zt + 1,
+                                    cc: None,
+                                    prev_score,
+                                };
+                                continue;
+                            }
+                            // compact_node(pgdat, true): order -1, MIGRATE_SYNC_LIGHT, the
+                            // whole zone, skip bits ignored, GFP_KERNEL.
+                            let mut cc = Box::new(CompactControl::new(zid, 0, true, tid));
+                            cc.via_compact_memory = true;
+                            cc.proactive = true;
+                            cc.kcompactd = true;
+                            cc.whole_zone = true;
+                            cc.ignore_skip_hint = true;
+                            cc.migratetype = MigrateType::Unmovable;
+                            k.compact_zone_begin(&mut cc);
+                            cc
+                        }
+                    };
+                    let ret = loop {
+                        let r = k.compact_zone_iter(&mut cc);
+                        if r != CompactResult::Continue || k.mm.cur.acc >= cx.quantum {
+                            break r;
+                        }
+                    };
+                    self.state = if ret == CompactResult::Continue {
+                        KcompactdState::Proactive {
+                            zt,
+                            cc: Some(cc),
+                            prev_score,
+                        }
+                    } else {
+                        k.compact_zone_end(&mut cc, ret);
+                        KcompactdState::Proactive {
+                            zt: zt + 1,
+                            cc: None,
+                            prev_score,
+                        }
+                    };
+                    k.mm.cur.acc = k.mm.cur.acc.max(1);
+                    return StepOut {
+                        user_ns: 0,
+                        next: Step::Run,
                     };
                 }
                 KcompactdState::Work {
@@ -1458,6 +1674,43 @@ mod compact_retry_tests {
     use crate::config::Scenario;
     use crate::kernel::Kernel;
     use crate::mm::compaction::{CompactPriority, CompactResult};
+
+    #[test]
+    fn fragmentation_score_and_its_marks_follow_the_kernel() {
+        let boot = |p: u64| {
+            let sc = Scenario::from_toml(&format!(
+                "[machine]\nmemory = \"1GiB\"\ncpus = 2\n[kernel]\ncompaction_proactiveness = {p}\n"
+            ))
+            .unwrap();
+            Kernel::boot(&sc.machine, &sc.kernel, &sc.cost)
+        };
+        // fragmentation_score_wmark(): low 100 - p, high low + min(10, low / 2).
+        for (p, low, high) in [(20, 80, 90), (0, 100, 100), (95, 5, 7), (100, 0, 0)] {
+            let k = boot(p);
+            assert_eq!(k.mm.fragmentation_score_wmark(true), low);
+            assert_eq!(k.mm.fragmentation_score_wmark(false), high);
+        }
+        // A freshly booted machine has its free memory in max-order blocks: score 0.
+        let mut k = boot(20);
+        assert_eq!(k.mm.fragmentation_score_node(0), 0);
+        // extfrag_for_order() on counts alone (the lists are not walked): 300 free pages
+        // of order 0 and one block of order 9 leave 300 of 812 free pages below order 9.
+        let zid = k.mm.nodes[0].zones[crate::mm::mmzone::ZoneType::Dma32 as usize];
+        for a in k.mm.zones[zid].free_area.iter_mut() {
+            a.nr_free = 0;
+        }
+        k.mm.zones[zid].free_area[0].nr_free = 300;
+        k.mm.zones[zid].free_area[9].nr_free = 1;
+        assert_eq!(k.mm.extfrag_for_order(zid, 9), 300 * 100 / 812);
+        assert_eq!(k.mm.extfrag_for_order(zid, 0), 0);
+        // The node's score weighs the zone by its share of the node's present pages.
+        let dma = k.mm.nodes[0].zones[crate::mm::mmzone::ZoneType::Dma as usize];
+        let (p32, pdma) = (k.mm.zones[zid].present_pages, k.mm.zones[dma].present_pages);
+        assert_eq!(
+            k.mm.fragmentation_score_node(0),
+            p32 * 36 / (p32 + pdma + 1)
+        );
+    }
 
     #[test]
     fn failed_compaction_retries_at_rising_priority_down_to_the_orders_minimum() {

@@ -46,6 +46,7 @@ pub const VM_SYSCTLS: &[VmSysctl] = &[
     vm("vm.swappiness", 0, 200),
     vm("vm.vfs_cache_pressure", 0, INT_MAX),
     vm("vm.extfrag_threshold", 0, 1000),
+    vm("vm.compaction_proactiveness", 0, 100),
     vm("vm.nr_hugepages", 0, ULONG_MAX),
 ];
 
@@ -58,10 +59,6 @@ pub const VM_SYSCTLS_REFUSED: &[(&str, &str)] = &[
     (
         "vm.compact_memory",
         "is an operation of its own: op = \"compact_memory\"",
-    ),
-    (
-        "vm.compaction_proactiveness",
-        "has no effect in vmsim: proactive compaction is not modelled",
     ),
     ("fs.dentry-state", "is read-only (0444)"),
     ("fs.inode-nr", "is read-only (0444)"),
@@ -161,6 +158,7 @@ impl Kernel {
             "vm.swappiness" => k.swappiness = value,
             "vm.vfs_cache_pressure" => k.vfs_cache_pressure = value,
             "vm.extfrag_threshold" => k.extfrag_threshold = value,
+            "vm.compaction_proactiveness" => self.compaction_proactiveness_sysctl_handler(value),
             _ => debug_assert!(false, "sysctl {name} is checked by validation"),
         }
     }
