@@ -450,8 +450,12 @@ impl Kernel {
         for _ in 0..self.mm.nodes.len() {
             // The list's first entry still stored.
             let head = loop {
-                let l = self.zswap.lru.get_mut(&memcg)?;
-                let Some((s, g)) = l.list.pop_front() else {
+                let Some((s, g)) = self
+                    .zswap
+                    .lru
+                    .get_mut(&memcg)
+                    .and_then(|l| l.list.pop_front())
+                else {
                     break None;
                 };
                 if self.zswap.entries.get(&s).is_some_and(|e| e.gen == g) {
@@ -465,8 +469,13 @@ impl Kernel {
             if let Some(l) = self.zswap.lru.get_mut(&memcg) {
                 l.list.push_back((s, g));
             }
-            let e = self.zswap.entries.get_mut(&s)?;
-            if std::mem::take(&mut e.referenced) {
+            // The head was checked to be stored.
+            if self
+                .zswap
+                .entries
+                .get_mut(&s)
+                .is_some_and(|e| std::mem::take(&mut e.referenced))
+            {
                 continue;
             }
             match self.zswap_writeback_entry(s, tid) {
