@@ -476,16 +476,10 @@ fn zswap_keeps_swapped_pages_in_memory_and_the_disk_sees_none() {
     };
     assert_eq!(line("Zswap"), k.zswap.pool.total_pages() * 4);
     assert_eq!(line("Zswapped"), stored * 4);
-    // The compressed copies are the group's kernel memory, charged over its limit by their
-    // length (4096 / 2.106 rounded up: 1945 bytes), not by their size class.
+    // Under cgroup v1 the compressed copies are not charged to the group
+    // (obj_cgroup_charge_zswap returns unless the controller is on the default hierarchy).
     let g = k.mm.memcg.ext(1);
-    assert_eq!(g.zswapped, stored);
-    assert_eq!(g.zswap_b, stored * 1945);
-    assert!(
-        g.kmem.usage * 4096 >= g.zswap_b,
-        "kmem {} pages",
-        g.kmem.usage
-    );
+    assert_eq!((g.zswapped, g.zswap_b), (0, 0));
     drop(eng);
     let r = run_checked(&sc);
     // Every swap-out went to zswap and every swap-in came from it: no I/O at all.
@@ -587,4 +581,48 @@ program = [
         serde_json::to_string(&snap).unwrap(),
         serde_json::to_string(&r).unwrap()
     );
+}
+
+#[test]
+fn under_cgroup_v2_zswap_charges_the_compressed_copies_to_the_group() {
+    let rest = r#"
+[kernel]
+zswap = true
+[[cgroup]]
+path = "A"
+hierarchy = "v2"
+max = "64MiB"
+[[task]]
+name = "hog"
+cgroup = "A"
+program = [
+  { op = "touch", size = "128MiB" },
+  { op = "touch", size = "128MiB", write = false },
+]
+"#;
+    let sc = scenario(false, rest);
+    let mut eng = vmsim_core::sim::build(&sc);
+    let mut t = 0;
+    while eng.kernel.zswap.stored_pages() < 10_000 && t < 10_000_000_000 {
+        t += 10_000_000;
+        eng.run_until(t);
+    }
+    let k = &eng.kernel;
+    k.check_memcg().unwrap();
+    let stored = k.zswap.stored_pages();
+    assert!(stored >= 10_000, "{stored} pages stored");
+    // Charged by their length (4096 / 2.106 rounded up: 1945 bytes), not their size
+    // class, as kernel memory forced over the limit.
+    let g = k.mm.memcg.ext(1);
+    assert_eq!(g.zswapped, stored);
+    assert_eq!(g.zswap_b, stored * 1945);
+    assert!(
+        g.kmem.usage * 4096 >= g.zswap_b,
+        "kmem {} pages",
+        g.kmem.usage
+    );
+    // memory.stat shows them.
+    let ms = k.mm.memcg.memory_stat(1, &k.mm.nodes);
+    assert_eq!(ms.stat["zswap"], stored * 1945);
+    assert_eq!(ms.stat["zswapped"], stored * 4096);
 }

@@ -23,10 +23,11 @@
 //! the last pass is given a second chance (its `referenced` bit), and the worker
 //! gives up after MAX_RECLAIM_RETRIES passes that wrote nothing back.
 //!
-//! A stored page's compressed bytes are charged to its memory cgroup as kernel
-//! memory, forced over the limit since the store runs inside reclaim
-//! (`obj_cgroup_charge_zswap`), and counted in memory.stat's `zswap` and
-//! `zswapped`; /proc/meminfo's `Zswap` and `Zswapped` count the pool and the
+//! Under cgroup v2 a stored page's compressed bytes are charged to its memory
+//! cgroup as kernel memory, forced over the limit since the store runs inside
+//! reclaim (`obj_cgroup_charge_zswap`), and counted in memory.stat's `zswap` and
+//! `zswapped`; under cgroup v1 they are not charged at all (the function returns
+//! at once unless the memory controller is on the default hierarchy); /proc/meminfo's `Zswap` and `Zswapped` count the pool and the
 //! pages it holds.
 //!
 //! Simplifications: every page compresses to the one length `zswap_comp_ratio`
@@ -307,9 +308,10 @@ impl Kernel {
 
     /// Charges a stored page's compressed bytes to `objcg` (obj_cgroup_charge_zswap): from
     /// the CPU's byte stock, else whole pages forced over the limit (PF_MEMALLOC: the
-    /// store runs in reclaim); memory.stat's zswap and zswapped move.
+    /// store runs in reclaim); memory.stat's zswap and zswapped move. Under cgroup v1
+    /// nothing is charged (`!cgroup_subsys_on_dfl(memory_cgrp_subsys)`).
     fn obj_cgroup_charge_zswap(&mut self, objcg: u32) {
-        if objcg == NO_MEMCG {
+        if objcg == NO_MEMCG || !self.mm.memcg.dfl {
             return;
         }
         let size = self.zswap.length;
@@ -331,9 +333,9 @@ impl Kernel {
         e.zswapped += 1;
     }
 
-    /// Returns a freed entry's charge (obj_cgroup_uncharge_zswap).
+    /// Returns a freed entry's charge (obj_cgroup_uncharge_zswap; none under cgroup v1).
     fn obj_cgroup_uncharge_zswap(&mut self, objcg: u32) {
-        if objcg == NO_MEMCG {
+        if objcg == NO_MEMCG || !self.mm.memcg.dfl {
             return;
         }
         let size = self.zswap.length;
