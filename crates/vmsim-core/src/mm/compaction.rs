@@ -1452,6 +1452,17 @@ impl Kcompactd {
 }
 
 impl Kernel {
+    /// Runs compact_zone()'s loop until it ends or has used about `quantum` of CPU, so
+    /// that kcompactd lets other tasks run in between (its cond_resched()).
+    fn compact_zone_for(&mut self, cc: &mut CompactControl, quantum: u64) -> CompactResult {
+        loop {
+            let r = self.compact_zone_iter(cc);
+            if r != CompactResult::Continue || self.mm.cur.acc >= quantum {
+                return r;
+            }
+        }
+    }
+
     /// Whether a node's kswapd is awake (kswapd_is_running: its task is running).
     pub fn kswapd_is_running(&self, nid: usize) -> bool {
         self.mm.kcfg.kswapd && !self.mm.nodes[nid].kswapd_sleeping
@@ -1560,12 +1571,7 @@ impl Program<Kernel> for Kcompactd {
                             cc
                         }
                     };
-                    let ret = loop {
-                        let r = k.compact_zone_iter(&mut cc);
-                        if r != CompactResult::Continue || k.mm.cur.acc >= cx.quantum {
-                            break r;
-                        }
-                    };
+                    let ret = k.compact_zone_for(&mut cc, cx.quantum);
                     self.state = if ret == CompactResult::Continue {
                         KcompactdState::Proactive {
                             zt,
@@ -1624,13 +1630,7 @@ impl Program<Kernel> for Kcompactd {
                             cc
                         }
                     };
-                    // Compact in steps of about one quantum so other tasks run in between.
-                    let ret = loop {
-                        let r = k.compact_zone_iter(&mut cc);
-                        if r != CompactResult::Continue || k.mm.cur.acc >= cx.quantum {
-                            break r;
-                        }
-                    };
+                    let ret = k.compact_zone_for(&mut cc, cx.quantum);
                     if ret == CompactResult::Continue {
                         self.state = KcompactdState::Work {
                             order,
