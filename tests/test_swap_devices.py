@@ -165,3 +165,23 @@ def test_zswap_scenario_stores_in_memory_and_is_byte_identical(cli):
     off = json.loads(assert_ok(cli("run", path, "--json", "--set", "duration=3s",
                                    "--set", "kernel.zswap=false")))
     assert "zswap" not in off and off["vmstat_delta"].get("zswpout", 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needles"),
+    [
+        ('advice = "random"', 'advice = "sometimes"', ["unknown variant `sometimes`", "dontneed"]),
+        (
+            'file = "data", advice = "random"',
+            'file = "", advice = "random"',
+            ["fadvise", "non-empty"],
+        ),
+        ('file = "data", advice = "random"', 'file = "data"', ["missing field `advice`"]),
+    ],
+)
+def test_bad_fadvise_operations_are_one_line_errors(cli, tmp_path, old, new, needles):
+    text = (REPO / "scenarios" / "fadvise.toml").read_text()
+    assert old in text
+    path = tmp_path / "f.toml"
+    path.write_text(text.replace(old, new, 1))
+    assert_one_line_error(cli("run", path), *needles)
