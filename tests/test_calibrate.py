@@ -47,6 +47,9 @@ SANE = {
     "write_page": (0, 200_000),
     "read_call": (0, 500_000),
     "read_page": (0, 200_000),
+    # A large folio's share of reclaim beyond vmsim's own charge: per folio, per page.
+    "shrink_large_folio": (0, 500_000),
+    "shrink_folio_page": (0, 20_000),
 }
 
 
@@ -113,6 +116,10 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     # The limit reclaim of the clean file, run in vmsim too: the same kind of reclaims.
     (reclaim,) = [c for c in data["checks"] if c["operation"] == "limit reclaim, clean file"]
     assert reclaim["note"].startswith("vmsim: ") and " reclaims of " in reclaim["note"]
+    # The large-folio reclaims, run in vmsim too, one check per folio size.
+    large = [c for c in data["checks"] if c["kernel_function"] == "mem_cgroup_resize_max"]
+    assert [c["operation"] for c in large] == [
+        f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)]
     assert all(c["vmsim_ns"] > 0 and c["measured_ns"] > 0 for c in data["checks"])
     # Nothing it made is left.
     assert list(work.iterdir()) == []
@@ -169,6 +176,24 @@ def test_a_reclaim_call_counts_its_passes_from_its_last_priority() -> None:
     assert run.ns_per_call == pytest.approx(3000, abs=1)
 
 
+def test_large_folio_parts_are_the_least_squares_split_of_the_kernels_extra_time() -> None:
+    # Three folio sizes whose extra time per reclaim is exactly 2000 ns a folio plus 150
+    # ns a page: the fit gives both back, whatever vmsim's own time was.
+    real, own = {}, {}
+    for kib, folios in ((64, 2), (256, 1), (1024, 1)):
+        pages = folios * kib // 4
+        own_ns = 100.0 * pages
+        real[kib] = calibrate.ReclaimTrace(10 * (own_ns + 2000 * folios + 150 * pages),
+                                           10 * pages, 10, 10 * pages, 0)
+        own[kib] = calibrate.ReclaimTrace(10 * own_ns, 10 * pages, 10, 10 * pages, 0)
+    a, b = calibrate._large_folio_parts(real, own)
+    assert a == pytest.approx(2000) and b == pytest.approx(150)
+    # A size whose limit never reclaimed cannot be fitted.
+    own[256] = calibrate.ReclaimTrace(0, 0, 0, 0, 0)
+    with pytest.raises(calibrate.CalibrateError, match="no limit reclaim with 256 KiB"):
+        calibrate._large_folio_parts(real, own)
+
+
 def test_vmsim_charges_a_grouped_page_two_memcg_charge_more_than_a_root_one() -> None:
     """The charge measurement divides by this: a page charged to a group one level below
     the root costs one more level at the charge and one more at the uncharge."""
@@ -193,6 +218,63 @@ def test_a_profile_names_what_was_measured_and_what_is_estimated() -> None:
     assert prof["cost"]["shrink_page"] == base["cost"]["shrink_page"]
     parsed = json.loads(_vmsim.cost_profile(calibrate.profile_toml(prof)))
     assert parsed["name"] == "mine" and parsed["cost"] == prof["cost"]
+
+
+def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() -> None:
+    base = api.cost_profile("measured-6.18")
+    cal = calibrate.Calibration(machine={"machine": "m", "kernel": "k", "date": "2026-12-01"})
+    cal.knobs["shrink_large_folio"] = calibrate.Figure("shrink_large_folio", [900.0, 1100.0,
+                                                                              1000.0], "fit")
+    cal.knobs["shrink_folio_page"] = calibrate.Figure("shrink_folio_page", [90.0, 110.0,
+                                                                            100.0], "fit")
+    prof = calibrate.profile(cal, base, "measured-6.18", "large-folio-reclaim")
+    assert prof["cost"]["shrink_large_folio"] == 1000
+    assert prof["cost"]["shrink_folio_page"] == 100
+    assert "2026-12-01 by vmsim calibrate --only large-folio-reclaim" in (
+        prof["method"]["shrink_large_folio"])
+    # Every other knob keeps its base figure, spread and method, and the profile its date.
+    for knob in set(base["cost"]) - set(cal.knobs):
+        assert prof["cost"][knob] == base["cost"][knob], knob
+        assert prof["method"][knob] == base["method"][knob], knob
+        assert prof["spread"].get(knob) == base["spread"].get(knob), knob
+    assert prof["profile"]["date"] == base["date"]
+    text = calibrate.profile_toml(prof, ("large-folio-reclaim", "2026-12-01"))
+    assert text.startswith(f"# Cost profile measured-6.18: made by `vmsim calibrate` on "
+                           f"{base['date']}; its shrink_large_folio, shrink_folio_page "
+                           "measured again on 2026-12-01 (--only large-folio-reclaim).")
+    assert json.loads(_vmsim.cost_profile(text))["cost"] == prof["cost"]
+
+
+def test_an_unknown_family_is_one_line() -> None:
+    assert_one_line_error(vmsim("calibrate", "--only", "everything"),
+                          "--only: no family everything (one of large-folio-reclaim)")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the large-folio reclaim needs root")
+@pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
+    reason="no cgroup-v1 memory controller on this machine",
+)
+def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    prof = tmp_path / "p.toml"
+    out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "large-folio-reclaim",
+                          "--base", "measured-6.18", "-o", str(prof), "--dir", str(work)))
+    data = json.loads(out)
+    assert set(data["knobs"]) == {"shrink_large_folio", "shrink_folio_page"}
+    for knob, (lo, hi) in SANE.items():
+        if knob in data["knobs"]:
+            assert lo <= data["knobs"][knob]["ns"] <= hi, (knob, data["knobs"][knob])
+    # One check per folio size, run in vmsim with the new figures.
+    assert [c["operation"] for c in data["checks"]] == [
+        f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)]
+    written = api.cost_profile(str(prof))
+    base = api.cost_profile("measured-6.18")
+    assert {k for k in base["cost"] if written["cost"][k] != base["cost"][k]} <= set(
+        data["knobs"])
+    assert list(work.iterdir()) == []
+    assert leftovers("vmsim-calibrate-") == []
 
 
 def test_microbenchmarks_give_positive_figures() -> None:

@@ -387,6 +387,177 @@ def reclaim_clean_file(workdir: Path, sizes: Sizes, children: int = 0) -> Reclai
     return memcg_reclaim_calls(trace)
 
 
+# The folio sizes of the large-folio reclaim measurement: one write(2) of each length
+# makes one page-cache folio of that size (ext4 on 6.18), orders 4, 6 and 8.
+LARGE_FOLIO_KIB = (64, 256, 1024)
+
+# A child that joins a memory cgroup and writes a file in calls of a given length, then
+# fdatasync()s it, so that its pages are clean, charged to the group, one folio a call.
+_WRITE_IN_GROUP = r"""
+import os, sys
+procs, path, size, bs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with open(procs, "w") as f:
+    f.write(str(os.getpid()))
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+block = b"\x5a" * bs
+for _ in range(size // bs):
+    os.write(fd, block)
+os.fdatasync(fd)
+os.close(fd)
+"""
+
+
+def reclaim_large_folios(workdir: Path, sizes: Sizes, kib: int) -> ReclaimTrace:
+    """One repetition of the large-folio reclaim measurement: a process in a memory cgroup
+    writes a ``reclaim_file`` file ``kib`` KiB a write(2) (one folio of that size each) and
+    fdatasync()s it; the group's limit is then lowered to ``reclaim_limit``, and the
+    write to memory.limit_in_bytes reclaims the clean folios down to it
+    (mem_cgroup_resize_max: one-page limit reclaims, each freeing at least one folio);
+    those limit reclaims, from their tracepoints."""
+    tag = _tag()
+    file = workdir / f"large-folios-{kib}k.dat"
+    try:
+        with memcg(tag, None) as group:
+            r = subprocess.run(
+                [sys.executable, "-c", _WRITE_IN_GROUP, str(group / "cgroup.procs"), str(file),
+                 str(sizes.reclaim_file), str(kib << 10)],
+                capture_output=True, text=True, check=False)
+            if r.returncode != 0:
+                last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+                raise CalibrateError(f"calibrate large-folio reclaim: {last}")
+            with trace_instance(tag, RECLAIM_EVENTS) as inst:
+                kmem = int((group / "memory.kmem.usage_in_bytes").read_text())
+                try:
+                    (group / "memory.limit_in_bytes").write_text(str(sizes.reclaim_limit + kmem))
+                except OSError as e:
+                    raise CalibrateError(f"calibrate large-folio reclaim: lowering the "
+                                         f"limit: {e}") from None
+                (inst / "tracing_on").write_text("0\n")
+                trace = (inst / "trace").read_text(errors="replace")
+    finally:
+        file.unlink(missing_ok=True)
+    return memcg_reclaim_calls(trace)
+
+
+def _vmsim_reclaim_large(cost: dict[str, float], sizes: Sizes, kib: int) -> ReclaimTrace:
+    """vmsim's own limit reclaims in the large-folio measurement's shape (a file written
+    ``kib`` KiB a call in a group, left to the flushers until clean, then the group's
+    limit lowered with a cgroup_write), from the same tracepoints of its trace."""
+    sc = {
+        "name": "calibrate-check", "duration": "200s",
+        "machine": {"memory": "4GiB", "cpus": 2},
+        "cost": {n: int(round(v)) for n, v in cost.items()},
+        "cgroup": [{"path": "g"}],
+        "task": [{"name": "t", "cgroup": "g", "program": [
+            {"op": "write", "file": "f", "size": f"{sizes.reclaim_file >> 20}MiB",
+             "bs": f"{kib}KiB"},
+            {"op": "sleep", "time": "100s"},
+            {"op": "cgroup_write", "cgroup": "g", "file": "memory.limit_in_bytes",
+             "value": f"{sizes.reclaim_limit >> 20}MiB"},
+        ]}],
+    }
+    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
+        trace = Path(tmp) / "trace.txt"
+        api.run(sc, trace=trace, events=RECLAIM_EVENTS)
+        return memcg_reclaim_calls(trace.read_text())
+
+
+def _large_folio_parts(real: dict[int, ReclaimTrace], own: dict[int, ReclaimTrace]
+                       ) -> tuple[float, float]:
+    """(per folio, per page) [ns] the kernel spends on a large folio in reclaim beyond
+    vmsim's own charge: each folio size's time per limit reclaim less vmsim's, fitted by
+    least squares as folios x A + pages x B over the sizes (the folios and pages of one
+    reclaim are the kernel's own: pages reclaimed per call, over the folio size)."""
+    rows = []
+    for kib, r in real.items():
+        o = own[kib]
+        if r.calls <= 0 or o.calls <= 0:
+            raise CalibrateError(f"calibrate large-folio reclaim: no limit reclaim with "
+                                 f"{kib} KiB folios")
+        pages = r.pages / r.calls
+        rows.append((pages / (kib // 4), pages, r.ns_per_call - o.ns_per_call))
+    sff = sum(f * f for f, _, _ in rows)
+    sfp = sum(f * p for f, p, _ in rows)
+    spp = sum(p * p for _, p, _ in rows)
+    sfd = sum(f * d for f, _, d in rows)
+    spd = sum(p * d for _, p, d in rows)
+    det = sff * spp - sfp * sfp
+    if det <= 0:
+        raise CalibrateError("calibrate large-folio reclaim: the folio sizes do not separate "
+                             "a per-folio from a per-page cost")
+    return (sfd * spp - spd * sfp) / det, (sff * spd - sfp * sfd) / det
+
+
+def _large_folio_knobs(cal: Calibration, large: list[dict[int, ReclaimTrace]],
+                       cost: dict[str, float], sizes: Sizes) -> None:
+    """The two large-folio knobs (and a figure per folio size) from the kernel's limit
+    reclaims of each repetition, less vmsim's own for the same shapes under ``cost`` with
+    the two knobs at 0."""
+    cost = {**cost, "shrink_large_folio": 0, "shrink_folio_page": 0}
+    own = {kib: _vmsim_reclaim_large(cost, sizes, kib) for kib in LARGE_FOLIO_KIB}
+    parts = [_large_folio_parts(rep, own) for rep in large]
+    for kib in LARGE_FOLIO_KIB:
+        first = large[0][kib]
+        cal.figures[f"reclaim_{kib}k"] = Figure(
+            f"reclaim_{kib}k", [rep[kib].ns / max(1, rep[kib].pages) for rep in large],
+            f"time inside memory cgroup limit reclaim per page it reclaimed: a "
+            f"{sizes.reclaim_file >> 20} MiB file written {kib} KiB a write(2) (one folio "
+            f"each) and fdatasync()ed in a group, whose limit is then lowered to "
+            f"{sizes.reclaim_limit >> 20} MiB; {first.shape()}; vmsim's own with the two "
+            f"large-folio knobs at 0: {own[kib].ns / max(1, own[kib].pages):.0f} ns",
+        )
+    cal.knobs["shrink_large_folio"] = Figure(
+        "shrink_large_folio", [a for a, _ in parts],
+        "reclaim_64k, reclaim_256k and reclaim_1024k per limit reclaim less vmsim's own "
+        "for the same (with these two knobs at 0), fitted by least squares as folios x "
+        "shrink_large_folio + pages x shrink_folio_page: the per-folio part",
+    )
+    cal.knobs["shrink_folio_page"] = Figure(
+        "shrink_folio_page", [b for _, b in parts], "the per-page part of the same fit",
+    )
+
+
+# What `vmsim calibrate --only FAMILY` can measure alone, against the rest of a base
+# profile: the family's knobs.
+FAMILIES = {"large-folio-reclaim": ("shrink_large_folio", "shrink_folio_page")}
+
+
+def measure_family(
+    family: str,
+    quick: bool = False,
+    workdir: Path | None = None,
+    base_cost: dict[str, int] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Calibration:
+    """Measures one family's knobs alone, vmsim's own share of their paths charged with
+    ``base_cost`` for every other knob (the profile they will join)."""
+    if family not in FAMILIES:
+        raise CalibrateError(f"calibrate --only: no family {family!r} (one of "
+                             f"{', '.join(FAMILIES)})")
+    sizes = QUICK if quick else FULL
+    base = dict(base_cost or api.cost_profile("seed-era")["cost"])
+    cal = Calibration(machine=machine_facts())
+    say = progress or (lambda _s: None)
+    why = reclaim_available()
+    if why is not None:
+        raise CalibrateError(f"calibrate --only {family}: reclaim of clean large folios: {why}")
+    say("reclaim of clean large folios (64 KiB, 256 KiB, 1 MiB)")
+    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-", dir=workdir) as tmp:
+        large = [{kib: reclaim_large_folios(Path(tmp), sizes, kib) for kib in LARGE_FOLIO_KIB}
+                 for _ in range(sizes.repeat)]
+    say("vmsim's own charge for large-folio reclaim")
+    _large_folio_knobs(cal, large, {n: float(v) for n, v in base.items()}, sizes)
+    for name in FAMILIES[family]:
+        fig = cal.knobs[name]
+        if min(fig.values) < 0:
+            note = (f"; vmsim's own part exceeds the kernel's by {-fig.median:.0f} ns, so 0"
+                    if fig.median < 0 else "; a repetition below 0 counts as 0")
+            cal.knobs[name] = Figure(name, [max(0.0, x) for x in fig.values], fig.method + note)
+    cal.checks = _large_folio_checks(cal, {**base, **{n: f.median for n, f in cal.knobs.items()}},
+                                     sizes)
+    return cal
+
+
 # A child process that joins a memory cgroup (or several in turn) and runs benchmarks
 # there: this process stays where it is.
 _IN_GROUP = r"""
@@ -738,6 +909,7 @@ def measure(
         )
         why = reclaim_available()
         reclaim: list[ReclaimTrace] | None = None
+        large: list[dict[int, ReclaimTrace]] = []
         walk: list[ReclaimTrace] = []
         charge: list[float] = []
         if why is None:
@@ -748,8 +920,13 @@ def measure(
                 walk.append(reclaim_clean_file(Path(tmp), sizes, sizes.walk_groups))
             say("memcg charge")
             charge = [memcg_charge_pairs(sizes) for _ in range(sizes.repeat)]
+            say("reclaim of clean large folios (64 KiB, 256 KiB, 1 MiB)")
+            large = [{kib: reclaim_large_folios(Path(tmp), sizes, kib)
+                      for kib in LARGE_FOLIO_KIB} for _ in range(sizes.repeat)]
         else:
             cal.skipped["shrink_page"] = f"reclaim of clean page cache: {why}"
+            cal.skipped["shrink_large_folio"] = f"reclaim of clean large folios: {why}"
+            cal.skipped["shrink_folio_page"] = f"reclaim of clean large folios: {why}"
             cal.skipped["memcg_iter"] = f"reclaim beside empty groups: {why}"
             cal.skipped["memcg_shrink_lruvec"] = f"reclaim beside empty groups: {why}"
             cal.skipped["memcg_charge"] = f"faults in a memory cgroup: {why}"
@@ -879,6 +1056,9 @@ def measure(
         k["memcg_shrink_lruvec"] = Figure(
             "memcg_shrink_lruvec", [v * (1 - iter_share) for v in visit],
             "memcg_visit's shrink_lruvec and shrink_slab of an empty group" + split)
+    if large:
+        say("vmsim's own charge for large-folio reclaim")
+        _large_folio_knobs(cal, large, _cost_now(base, k), sizes)
     if compact:
         cal.figures["compact_migrated"] = Figure(
             "compact_migrated", [c[0] for c in compact],
@@ -958,7 +1138,8 @@ def measure(
             + ("allocation, copy, buffer_head, LRU add, charge)" if op == "write"
                else "the copy, the accessed marking)"),
         )
-    for name in ("write_call", "write_page", "read_call", "read_page", "unmap_page"):
+    for name in ("write_call", "write_page", "read_call", "read_page", "unmap_page",
+                 "shrink_large_folio", "shrink_folio_page"):
         if name not in k or min(k[name].values) >= 0:
             continue
         # Where vmsim's own charge for the rest of the path already exceeds the kernel's,
@@ -1137,16 +1318,44 @@ def _checks(cal: Calibration, base: dict[str, int], sizes: Sizes) -> list[dict[s
             "note": f"vmsim: {run.shape()}, {run.passes / max(1, run.calls):.1f} passes a "
                     "reclaim",
         })
+    return out + _large_folio_checks(cal, cost, sizes)
+
+
+def _large_folio_checks(cal: Calibration, cost: dict[str, float],
+                        sizes: Sizes) -> list[dict[str, Any]]:
+    """The large-folio limit reclaims measured against vmsim's with ``cost``, one row a
+    folio size."""
+    out = []
+    for kib in LARGE_FOLIO_KIB:
+        if f"reclaim_{kib}k" not in cal.figures:
+            continue
+        run = _vmsim_reclaim_large(cost, sizes, kib)
+        measured = cal.figures[f"reclaim_{kib}k"].median
+        modelled = run.ns / max(1, run.pages)
+        out.append({
+            "operation": f"limit reclaim, clean {kib} KiB folios",
+            "measured_ns": round(measured, 1),
+            "vmsim_ns": round(modelled, 1),
+            "ratio": round(modelled / measured, 2) if measured > 0 else None,
+            "kernel_function": "mem_cgroup_resize_max",
+            "note": f"vmsim: {run.shape()}",
+        })
     return out
 
 
-def profile(cal: Calibration, base: dict[str, Any], name: str) -> dict[str, Any]:
+def profile(cal: Calibration, base: dict[str, Any], name: str,
+            only: str | None = None) -> dict[str, Any]:
     """The cost profile a calibration makes, as the TOML tables of a profile file: measured
     knobs from it, the rest from ``base`` (a profile as api.cost_profile gives it) and
-    labelled as estimates."""
+    labelled as estimates; with ``only`` (a family measured alone) the rest keep ``base``'s
+    figures, spreads, methods and date, and the new knobs' methods say when they were
+    measured."""
     cost = dict(base["cost"])
     spread: dict[str, list[float]] = {}
     method: dict[str, str] = {}
+    if only is not None:
+        spread = {k: list(v) for k, v in base.get("spread", {}).items()}
+        method = dict(base.get("method", {}))
     for knob, fig in cal.knobs.items():
         cost[knob] = max(1 if knob == "msg_user" else 0, round(fig.median))
         lo, hi = fig.spread
@@ -1154,6 +1363,24 @@ def profile(cal: Calibration, base: dict[str, Any], name: str) -> dict[str, Any]
         method[knob] = f"measured: {fig.method}; median of {len(fig.values)}"
         if fig.median < 1 and knob == "msg_user":
             method[knob] += " (below what the measurement resolves: 1 ns)"
+        if only is not None:
+            method[knob] += (f" (measured on {cal.machine['date']} by vmsim calibrate --only "
+                             f"{only} against the rest of profile {base['name']})")
+    if only is not None:
+        spread = {k: spread[k] for k in cost if k in spread}
+        method = {k: method[k] for k in cost if k in method}
+        return {
+            "profile": {
+                "name": name,
+                "machine": base.get("machine", cal.machine["machine"]),
+                "kernel": base.get("kernel", cal.machine["kernel"]),
+                "date": base.get("date", cal.machine["date"]),
+                "source": f"vmsim calibrate {_vmsim.version()}",
+            },
+            "cost": cost,
+            "spread": spread,
+            "method": method,
+        }
     for knob in cost:
         if knob not in cal.knobs:
             why = cal.skipped.get(knob, "no microbenchmark of vmsim calibrate isolates it")
@@ -1173,14 +1400,20 @@ def profile(cal: Calibration, base: dict[str, Any], name: str) -> dict[str, Any]
     }
 
 
-def profile_toml(prof: dict[str, Any]) -> str:
-    """The profile file's text: a comment saying what made it, then its tables."""
+def profile_toml(prof: dict[str, Any], only: tuple[str, str] | None = None) -> str:
+    """The profile file's text: a comment saying what made it, then its tables; ``only``
+    (family, date) names a family re-measured later, alone."""
     import tomli_w
 
+    again = ""
+    if only is not None:
+        family, date = only
+        again = (f"; its {', '.join(FAMILIES[family])} measured again on {date} "
+                 f"(--only {family})")
     head = (
         f"# Cost profile {prof['profile']['name']}: made by `vmsim calibrate` on "
-        f"{prof['profile']['date']}.\n# Every figure is in ns; docs/cost-model.md gives each "
-        "method. Use it with vmsim run --costs FILE.\n\n"
+        f"{prof['profile']['date']}{again}.\n# Every figure is in ns; docs/cost-model.md "
+        "gives each method. Use it with vmsim run --costs FILE.\n\n"
     )
     return head + tomli_w.dumps(prof)
 
@@ -1199,12 +1432,18 @@ def as_json(cal: Calibration, prof: dict[str, Any]) -> dict[str, Any]:
                 "method": f.method}
             for n, f in cal.figures.items()
         },
-        "estimates": sorted(set(prof["cost"]) - set(cal.knobs)),
+        "estimates": _estimates(cal, prof),
         "overlaps_default": agreement(cal, api.cost_profile(api.default_cost_profile())),
         "skipped": cal.skipped,
         "checks": cal.checks,
         "profile": prof,
     }
+
+
+def _estimates(cal: Calibration, prof: dict[str, Any]) -> list[str]:
+    """The profile's knobs that no microbenchmark measured, here or in its base profile."""
+    return sorted(n for n in set(prof["cost"]) - set(cal.knobs)
+                  if not prof["method"].get(n, "").startswith("measured"))
 
 
 def agreement(cal: Calibration, default: dict[str, Any]) -> dict[str, bool | None]:
@@ -1256,9 +1495,12 @@ def report_text(cal: Calibration, prof: dict[str, Any], default: dict[str, Any])
         )
         if c.get("note"):
             out.append(f"    {c['note']}")
-    est = sorted(set(prof["cost"]) - set(cal.knobs))
+    est = _estimates(cal, prof)
     out += ["", f"estimates kept from the base profile (no microbenchmark isolates them): "
             f"{', '.join(est)}"]
+    kept = sorted(set(prof["cost"]) - set(cal.knobs) - set(est))
+    if kept:
+        out.append(f"measured knobs kept from the base profile as they were: {len(kept)}")
     for k, why in cal.skipped.items():
         out.append(f"not measured: {k}: {why}")
     return "\n".join(out)

@@ -1035,8 +1035,22 @@ def _vmsim_profile_check(text: str) -> None:
     show_default=True,
     help="Directory on the disk to measure, for the file microbenchmarks' temporary files.",
 )
+@click.option(
+    "--only",
+    "family",
+    default=None,
+    metavar="FAMILY",
+    help="Measure one family of knobs alone (large-folio-reclaim), the rest of the "
+    "profile taken whole from --base.",
+)
 def calibrate_cmd(
-    quick: bool, as_json: bool, output: Path | None, name: str | None, base: str, workdir: Path
+    quick: bool,
+    as_json: bool,
+    output: Path | None,
+    name: str | None,
+    base: str,
+    workdir: Path,
+    family: str | None,
 ) -> None:
     """Measure this machine's per-operation costs on its running kernel: microbenchmarks of
     one operation each (docs/cost-model.md), repeated, giving each [cost] knob they
@@ -1062,9 +1076,16 @@ def calibrate_cmd(
         if show:
             click.echo(f"\r\x1b[Kmeasuring {what} ...", err=True, nl=False)
 
+    if family is not None and family not in calibrate.FAMILIES:
+        raise UserError(f"--only: no family {shown(family)} (one of "
+                        f"{', '.join(calibrate.FAMILIES)})")
     try:
-        cal = calibrate.measure(quick, workdir, base_profile["cost"], progress,
-                                  base_profile["name"])
+        if family is not None:
+            cal = calibrate.measure_family(family, quick, workdir, base_profile["cost"],
+                                           progress)
+        else:
+            cal = calibrate.measure(quick, workdir, base_profile["cost"], progress,
+                                    base_profile["name"])
     except calibrate.CalibrateError as e:
         raise UserError(str(e)) from None
     except OSError as e:
@@ -1074,8 +1095,10 @@ def calibrate_cmd(
         if show:
             click.echo("\r\x1b[K", err=True, nl=False)
     prof_name = name or f"calibrated-{cal.machine['kernel']}"
-    prof = calibrate.profile(cal, base_profile, prof_name)
-    text = calibrate.profile_toml(prof)
+    prof = calibrate.profile(cal, base_profile, prof_name, family)
+    text = calibrate.profile_toml(
+        prof, (family, cal.machine["date"]) if family is not None else None
+    )
     try:
         _vmsim_profile_check(text)
     except ScenarioError as e:

@@ -43,6 +43,7 @@ OPS = (
     "compute", "touch", "unmap", "alloc", "free", "slab", "slab_free", "write", "read",
     "unlink", "madvise", "thp_fault", "fio_write", "fio_read", "signal", "wait",
     "nr_hugepages", "snapshot", "sleep", "exit", "drop_caches", "compact_memory", "sysctl",
+    "cgroup_write",
 )  # fmt: skip
 
 _INT_EDGES = [0, 1, -1, 2**31 - 1, 2**31, 2**32, 2**53, 2**63 - 1, -(2**63), 10**12, 10**18]
@@ -183,6 +184,10 @@ _VALID_OPS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
                                         "vm.min_free_kbytes", "vm.watermark_scale_factor",
                                         "vm.nr_hugepages", "vm.drop_caches", "vm.x"]),
                "value": _COUNTS},
+    "cgroup_write": {"cgroup": st.sampled_from(["A", "B", ""]),
+                     "file": st.sampled_from(["memory.limit_in_bytes", "memory.max",
+                                              "memory.high", "memory.x"]),
+                     "value": st.one_of(_COUNTS, _SIZES, st.sampled_from(["max", "-1"]))},
 }  # fmt: skip
 
 

@@ -686,6 +686,10 @@ section! {
         lru_lock_page: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One page through shrink_folio_list (references, rmap walk, freeing). Measured by vmsim calibrate on this machine kind (6.18): 765.6-1005 ns over 7 repetitions; docs/cost-model.md.
         shrink_page: u64 = 914, "[ns]", max MAX_OP_COST;
+        /// What freeing a large page-cache folio in reclaim adds to `shrink_page`, once per folio whatever its size (__remove_mapping of a multi-index entry, the uncharge and the free of a high-order page). Measured by vmsim calibrate --only large-folio-reclaim on this machine kind (6.18): 1072.2-1681.1 ns over 7 repetitions; docs/cost-model.md.
+        shrink_large_folio: u64 = 1266, "[ns]", max MAX_OP_COST;
+        /// Each page of a large page-cache folio freed in reclaim (the per-page work of freeing its buffers, its page-cache slots and its struct pages). Measured by vmsim calibrate --only large-folio-reclaim on this machine kind (6.18): 98.7-110.9 ns over 7 repetitions; docs/cost-model.md.
+        shrink_folio_page: u64 = 106, "[ns]", max MAX_OP_COST;
         /// Unmapping one page (try_to_unmap with the TLB flush share). Measured by vmsim calibrate on this machine kind (6.18): 2130-4756.5 ns over 7 repetitions; docs/cost-model.md.
         unmap_page: u64 = 3047, "[ns]", max MAX_OP_COST;
         /// Building and submitting one block request (submit_bio). Measured by vmsim calibrate on this machine kind (6.18): 16863.2-22527.9 ns over 7 repetitions; docs/cost-model.md.
@@ -1013,6 +1017,20 @@ pub enum Op {
         /// The value written.
         value: u64,
     },
+    /// `echo VALUE > FILE` in a memory cgroup's directory as root: a limit or protection
+    /// changed mid-run through the kernel's write handler. A hard limit below the usage
+    /// reclaims down to it first (mem_cgroup_resize_max for v1's memory.limit_in_bytes,
+    /// memory_max_write and memory_high_write for v2's memory.max and memory.high).
+    CgroupWrite {
+        /// The group's `[[cgroup]] path`.
+        cgroup: String,
+        /// The file: v1 `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`,
+        /// `memory.soft_limit_in_bytes`; v2 `memory.max`, `memory.high`, `memory.low`,
+        /// `memory.min`.
+        file: String,
+        /// A size (`"64MiB"`, or bytes), or no limit: `"max"` (v2) or `-1` (v1).
+        value: CgroupValue,
+    },
     /// `swapon PATH` as root: enables a `[[swap]]` device declared with `swapon = false`
     /// (or swapped off earlier); EBUSY if it is on.
     Swapon {
@@ -1200,6 +1218,48 @@ pub struct CgroupSpec {
     /// Empty groups to create below this one.
     #[serde(default)]
     pub generate: Option<CgroupGenerate>,
+}
+
+/// What a `cgroup_write` operation writes: a size or no limit (page_counter_memparse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupValue {
+    /// A size in bytes (rounded down to whole pages, as the kernel does).
+    Bytes(u64),
+    /// No limit: `max` in cgroup v2, `-1` in v1 (PAGE_COUNTER_MAX).
+    Max,
+}
+
+impl<'de> Deserialize<'de> for CgroupValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(i64),
+            Text(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("cgroup_write value must be a size, \"max\" or -1")
+        })? {
+            Raw::Int(-1) => Ok(CgroupValue::Max),
+            Raw::Int(n) if n >= 0 => Ok(CgroupValue::Bytes(n as u64)),
+            Raw::Int(n) => Err(serde::de::Error::custom(format!(
+                "cgroup_write value {n} is negative (only -1, no limit, is allowed)"
+            ))),
+            Raw::Text(t) if t.trim() == "max" || t.trim() == "-1" => Ok(CgroupValue::Max),
+            Raw::Text(t) => crate::units::parse_size(&t)
+                .map(CgroupValue::Bytes)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl Serialize for CgroupValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            CgroupValue::Bytes(b) => s.serialize_u64(*b),
+            CgroupValue::Max => s.serialize_str("max"),
+        }
+    }
 }
 
 /// A file on the disk when the run starts (`[[file]]`): it exists with its size and has
@@ -1870,6 +1930,23 @@ impl Scenario {
                             ""
                         }
                     ));
+                }
+                Op::CgroupWrite { cgroup, file, .. } => {
+                    let Some(spec) = self.cgroups.iter().find(|c| c.path == *cgroup) else {
+                        return at_op(format!(
+                            "cgroup_write: no [[cgroup]] has path \"{}\"",
+                            clip(&cgroup.escape_debug().to_string())
+                        ));
+                    };
+                    let v2 = spec.hierarchy == CgroupHierarchy::V2;
+                    if crate::mm::memcg_write::MemcgFile::parse(file, v2).is_none() {
+                        return at_op(format!(
+                            "cgroup_write: \"{}\" is not a cgroup {} file vmsim can write (one of {})",
+                            clip(&file.escape_debug().to_string()),
+                            if v2 { "v2" } else { "v1" },
+                            crate::mm::memcg_write::MemcgFile::names(v2)
+                        ));
+                    }
                 }
                 Op::DropCaches { value } if !(1..=4).contains(value) => {
                     return at_op(format!(

@@ -1067,3 +1067,165 @@ fn limit_reclaim_waits_for_its_swap_writes_and_goes_on() {
         "{out} written against {stolen} stolen"
     );
 }
+
+/// A group "L" holding `setup` (a program's first operations) before `write` changes one
+/// of its files; `kernel` and `hierarchy` as in [`scenario`].
+fn cgroup_write_run(hierarchy: &str, setup: &str, write: &str, swap: &str) -> RunResult {
+    let limit = if hierarchy == "v2" {
+        "max = \"200MiB\""
+    } else {
+        "limit_in_bytes = \"200MiB\""
+    };
+    let sc = scenario(
+        "512MiB",
+        swap,
+        USER_PAGES_ONLY,
+        &format!(
+            r#"
+[[cgroup]]
+path = "L"
+hierarchy = "{hierarchy}"
+{limit}
+[[task]]
+name = "t"
+cgroup = "L"
+program = [ {setup}, {{ op = "sleep", time = "40s" }}, {write}, {{ op = "sleep", time = "1s" }} ]
+"#
+        ),
+    );
+    run_checked(&sc)
+}
+
+#[test]
+fn lowering_a_v1_limit_below_the_usage_reclaims_down_to_it_first() {
+    // 96 MiB of page cache, clean after the flushers' 30 s, then the limit drops to 32 MiB:
+    // mem_cgroup_resize_max reclaims until the usage is under it, then sets it.
+    let r = cgroup_write_run(
+        "v1",
+        r#"{ op = "write", file = "f", size = "96MiB" }"#,
+        r#"{ op = "cgroup_write", cgroup = "L", file = "memory.limit_in_bytes", value = "32MiB" }"#,
+        "0",
+    );
+    let l = &r.memcg.as_ref().unwrap().groups["L"];
+    assert_eq!(l.limit_in_bytes, 32 << 20);
+    assert!(l.usage_in_bytes <= 32 << 20, "{}", l.usage_in_bytes);
+    assert!(l.max_usage_in_bytes >= 96 << 20);
+    assert!(stat(&r, "L", "total_pgsteal") >= (64 << 20) / 4096);
+    assert!(r.memcg.as_ref().unwrap().walk.limit_reclaims > 0);
+    assert_eq!(r.summary.oom_kills, 0);
+}
+
+#[test]
+fn a_v1_limit_that_reclaim_cannot_reach_is_refused_and_the_old_one_kept() {
+    // Anonymous memory and no swap: the first one-page reclaim frees nothing (EBUSY).
+    let r = cgroup_write_run(
+        "v1",
+        r#"{ op = "touch", size = "96MiB" }"#,
+        r#"{ op = "cgroup_write", cgroup = "L", file = "memory.limit_in_bytes", value = "32MiB" }"#,
+        "0",
+    );
+    let l = &r.memcg.as_ref().unwrap().groups["L"];
+    assert_eq!(l.limit_in_bytes, 200 << 20, "the old limit stays");
+    assert!(l.max_usage_in_bytes >= 96 << 20);
+    assert_eq!(stat(&r, "L", "total_pgsteal"), 0);
+    assert_eq!(r.summary.oom_kills, 0, "v1's write never OOM-kills");
+}
+
+#[test]
+fn a_v2_max_that_reclaim_cannot_reach_oom_kills_in_the_group() {
+    // memory_max_write sets the limit, fails to reclaim MAX_RECLAIM_RETRIES times, then
+    // OOM-kills the group's task.
+    let r = cgroup_write_run(
+        "v2",
+        r#"{ op = "touch", size = "96MiB" }"#,
+        r#"{ op = "cgroup_write", cgroup = "L", file = "memory.max", value = "32MiB" }"#,
+        "0",
+    );
+    let l = &r.memcg.as_ref().unwrap().groups["L"];
+    assert_eq!(l.limit_in_bytes, 32 << 20);
+    assert_eq!(r.tasks["t"].oom_killed, 1);
+}
+
+#[test]
+fn a_v2_high_write_reclaims_to_it_and_swaps_anonymous_memory_without_a_kill() {
+    let r = cgroup_write_run(
+        "v2",
+        r#"{ op = "touch", size = "96MiB" }"#,
+        r#"{ op = "cgroup_write", cgroup = "L", file = "memory.high", value = "32MiB" }"#,
+        "256MiB",
+    );
+    let l = &r.memcg.as_ref().unwrap().groups["L"];
+    assert_eq!(l.high, Some(32 << 20));
+    assert!(l.usage_in_bytes <= 32 << 20, "{}", l.usage_in_bytes);
+    assert!(r.vmstat["pswpout"] >= (64 << 20) / 4096);
+    assert_eq!(r.summary.oom_kills, 0);
+}
+
+#[test]
+fn cgroup_write_names_a_declared_group_and_a_file_of_its_hierarchy() {
+    let bad = |group: &str, file: &str, value: &str| {
+        let text = format!(
+            r#"
+[[cgroup]]
+path = "L"
+[[task]]
+name = "t"
+program = [ {{ op = "cgroup_write", cgroup = "{group}", file = "{file}", value = {value} }} ]
+"#
+        );
+        Scenario::from_toml(&text).unwrap_err().to_string()
+    };
+    let e = bad("M", "memory.limit_in_bytes", "\"1MiB\"");
+    assert!(e.contains("no [[cgroup]] has path \"M\""), "{e}");
+    let e = bad("L", "memory.max", "\"1MiB\"");
+    assert!(
+        e.contains("not a cgroup v1 file") && e.contains("memory.limit_in_bytes"),
+        "{e}"
+    );
+    let e = bad("L", "memory.limit_in_bytes", "-2");
+    assert!(e.contains("negative"), "{e}");
+    let e = bad("L", "memory.limit_in_bytes", "\"lots\"");
+    assert!(e.contains("not a size"), "{e}");
+    for ok in ["-1", "\"max\"", "\"-1\"", "1048576", "\"16MiB\""] {
+        let text = format!(
+            "[[cgroup]]\npath = \"L\"\n[[task]]\nname = \"t\"\nprogram = [ {{ op = \"cgroup_write\", cgroup = \"L\", file = \"memory.limit_in_bytes\", value = {ok} }} ]\n"
+        );
+        Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
+#[test]
+fn reclaiming_a_large_page_cache_folio_costs_its_folio_and_page_parts() {
+    // 64 MiB written 256 KiB a call (order-6 folios), cleaned by the flushers, then the
+    // limit lowered to 16 MiB: each large-folio knob raised by 1000 ns adds 1000 ns per
+    // folio, or per page, reclaimed to the writer's system time.
+    let sys = |folio: u64, page: u64| {
+        let text = format!(
+            r#"
+duration = "120s"
+[machine]
+memory = "512MiB"
+cpus = 1
+[cost]
+shrink_large_folio = {folio}
+shrink_folio_page = {page}
+[[cgroup]]
+path = "L"
+[[task]]
+name = "t"
+cgroup = "L"
+program = [ {{ op = "write", file = "f", size = "64MiB", bs = "256KiB" }},
+            {{ op = "sleep", time = "60s" }},
+            {{ op = "cgroup_write", cgroup = "L", file = "memory.limit_in_bytes", value = "16MiB" }} ]
+"#
+        );
+        let r = run(&Scenario::from_toml(&text).unwrap());
+        let steal = stat(&r, "L", "total_pgsteal") as i64;
+        (steal, (r.tasks["t"].sys_seconds * 1e9).round() as i64)
+    };
+    // At least the 48 MiB over the limit (the group's slab is charged too), whole folios.
+    let (steal, base) = sys(0, 0);
+    assert!(steal >= 48 << 8 && steal % 64 == 0, "{steal}");
+    assert_eq!(sys(1000, 0), (steal, base + steal / 64 * 1000));
+    assert_eq!(sys(0, 1000), (steal, base + steal * 1000));
+}

@@ -8,6 +8,7 @@ pub mod huge_memory;
 pub mod hugetlb;
 pub mod memcg_kmem;
 pub mod memcg_stock;
+pub mod memcg_write;
 pub mod memcontrol;
 pub mod memcontrol_v1;
 pub mod memory;

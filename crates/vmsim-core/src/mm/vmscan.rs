@@ -1528,12 +1528,20 @@ impl Kernel {
         sc.priority < 1
     }
 
-    /// Frees a clean, unmapped page that reclaim isolated (__remove_mapping + free).
+    /// Frees a clean, unmapped page that reclaim isolated (__remove_mapping + free); a
+    /// large page-cache folio costs `shrink_large_folio` + `shrink_folio_page` a page more.
     fn remove_mapping_and_free(&mut self, pfn: Pfn, cpu: usize) {
         let kind = self.mm.map[pfn as usize].kind();
         match kind {
             PageKind::Anon => self.delete_from_swap_cache_and_free(pfn, cpu),
-            PageKind::File => self.remove_file_page_and_free(pfn, cpu),
+            PageKind::File => {
+                let nr = self.mm.folio_nr_pages(pfn);
+                if nr > 1 {
+                    let c = &self.mm.cost;
+                    self.mm.cur.acc += c.shrink_large_folio + nr * c.shrink_folio_page;
+                }
+                self.remove_file_page_and_free(pfn, cpu)
+            }
             _ => unreachable!("only anon and file pages are on the LRU"),
         }
     }

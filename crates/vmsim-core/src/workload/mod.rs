@@ -105,6 +105,8 @@ pub struct OpProgram {
     swapoff: Option<usize>,
     /// The page order of a random `touch` (empty: sequential).
     touch_order: Vec<u32>,
+    /// How far the current `cgroup_write` has gone.
+    memcg_write: crate::mm::memcg_write::MemcgWrite,
 }
 
 /// Pages 0..n in a random order (Fisher–Yates from the task's stream).
@@ -197,6 +199,7 @@ impl OpProgram {
             read_pages: 0,
             thp: Default::default(),
             touch_order: Vec::new(),
+            memcg_write: Default::default(),
             syscalls: 0,
             rep: 0,
             until_exit: Rc::new(spec.until_exit.clone()),
@@ -342,6 +345,43 @@ impl OpProgram {
     }
 }
 
+impl OpProgram {
+    /// A step of a `cgroup_write` ([`Kernel::mem_cgroup_file_write`]); None once the
+    /// write has returned.
+    fn cgroup_write(
+        &mut self,
+        cx: &mut StepCtx,
+        cgroup: &str,
+        file: &str,
+        value: crate::config::CgroupValue,
+        user: u64,
+    ) -> Option<StepOut> {
+        use crate::mm::memcg_write::{value_pages, MemcgFile};
+        let memcg = &cx.k.mm.memcg;
+        // Both were checked against the scenario's groups when it was read.
+        let (Some(&id), Some(file)) = (memcg.paths.get(cgroup), MemcgFile::parse(file, memcg.dfl))
+        else {
+            self.left = 0;
+            return None;
+        };
+        let pages = value_pages(value);
+        let mut st = self.memcg_write;
+        let r =
+            cx.k.mem_cgroup_file_write(id, file, pages, cx.tid, cx.quantum, &mut st);
+        self.memcg_write = st;
+        match r {
+            Resize::Done => {
+                self.left = 0;
+                None
+            }
+            Resize::Yield | Resize::Sleep => Some(StepOut {
+                user_ns: user,
+                next: Step::Run,
+            }),
+        }
+    }
+}
+
 impl Program<Kernel> for OpProgram {
     /// Runs the program's operations for up to a quantum ([`OpProgram::run_ops`]); a step
     /// that would move the task on by no time at all costs `cost.syscall` for each
@@ -450,6 +490,10 @@ impl OpProgram {
                         self.unlink_list.len() as u64
                     }
                     Op::NrHugepages { .. } | Op::Sysctl { .. } => 1,
+                    Op::CgroupWrite { .. } => {
+                        self.memcg_write = Default::default();
+                        1
+                    }
                     Op::DropCaches { .. } | Op::CompactMemory {} => 1,
                     Op::Fadvise { file, .. } => {
                         let pid = cx.k.tasks[tid as usize].pid;
@@ -701,6 +745,15 @@ impl OpProgram {
                 Op::Sysctl { name, value } => {
                     cx.k.vm_sysctl_write(name, *value);
                     self.left = 0;
+                }
+                Op::CgroupWrite {
+                    cgroup,
+                    file,
+                    value,
+                } => {
+                    if let Some(out) = self.cgroup_write(cx, cgroup, file, *value, user) {
+                        return out;
+                    }
                 }
                 Op::Fadvise { advice, .. } => {
                     let ino = cx.k.lookup_or_create(&self.file);
