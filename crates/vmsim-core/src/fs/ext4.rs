@@ -27,7 +27,8 @@
 //! (rec_len = 8 + name length rounded up to 4; the 12-byte checksum tail);
 //! the name's hash picks the leaf (`dx_probe`), a split halves the leaf's
 //! hash range and entries. Simplified: no htree index blocks beyond the
-//! first, no mballoc buddy cache, no extent-status tree, no orphan list.
+//! first, no mballoc buddy cache, no orphan list. The extent status tree is
+//! fs/ext4_es.rs.
 
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
@@ -137,6 +138,8 @@ pub struct Ext4 {
     pub lg_used: Vec<u64>,
     /// Files placed in a locality group (group allocation of a small file).
     pub group_allocs: u64,
+    /// The extent status trees and their shrinker's list (fs/ext4_es.rs).
+    pub es: super::ext4_es::EsSb,
 }
 
 /// What the filesystem did in a run (the result's `ext4` object).
@@ -528,6 +531,7 @@ impl Kernel {
             }
             self.ext4.inode(ino).mapped = size;
             self.ext4.da_maps += 1;
+            self.ext4_es_map_written(tid, ino);
         }
     }
 
@@ -591,6 +595,7 @@ impl Kernel {
             }
         }
         self.kmem_cache_free_cached(dc, e.dentry, cpu);
+        self.ext4_es_remove(ino, cpu);
         self.ext4.inodes[ino as usize] = Ext4Inode::default();
         self.ext4.unlinks += 1;
     }

@@ -5,6 +5,7 @@
 pub mod buffer;
 pub mod drop_caches;
 pub mod ext4;
+pub mod ext4_es;
 pub mod files;
 pub mod jbd2;
 pub mod meminfo;

@@ -267,6 +267,7 @@ impl Kernel {
                 if self.fs_is_ext4() {
                     // ext4_da_write_begin → create_empty_buffers(); NOFAIL in the kernel.
                     let _ = self.folio_alloc_buffers(p, tid);
+                    self.ext4_es_da_map(tid, ino, index);
                 }
                 p
             }

@@ -368,6 +368,9 @@ impl Kernel {
             return;
         }
         let sector = self.inodes[ino as usize].start_sector + index * 8;
+        // ext4_mpage_readpages → ext4_map_blocks.
+        let tid = self.mm.cur.tid;
+        self.ext4_es_map_read(tid, ino);
         self.mm
             .count_vm_events(super::vmstat::Event::PGPGIN, 4 * nr);
         let done = self.submit_bio(Request::read(sector, nr as u32, 0), BioKind::FileRead);

@@ -21,6 +21,7 @@
 //! of their own.
 
 use super::gfp::{Gfp, __GFP_FS};
+use super::memcontrol::ROOT_MEM_CGROUP;
 use super::vmstat::Event;
 use crate::kernel::Kernel;
 use crate::trace::{TraceEvent, SHRINK_SUPER_CACHE_SCAN};
@@ -44,13 +45,54 @@ pub const SUPER_CACHES: [usize; 4] = [
     super::slab::builtin_index("xfs_inode"),
 ];
 
+/// What a shrinker counts and scans (its count_objects/scan_objects pair).
+#[derive(Debug, Clone, Copy)]
+pub enum Shrinker<'a> {
+    /// Unused objects on slab caches' lists: the superblock's shrinker (its dentry and
+    /// inode lists, `super_cache_count`/`super_cache_scan`) or a cache of its own.
+    Lists(&'a [usize]),
+    /// ext4's extent status entries (`ext4_es_count`/`ext4_es_scan`, fs/ext4_es.rs).
+    Ext4Es,
+}
+
+/// shrinker->batch of the superblock's shrinker (alloc_super: `s_shrink->batch = 1024`).
+pub const SUPER_BATCH: u64 = 1024;
+
+impl Shrinker<'_> {
+    /// The slab cache whose `nr_deferred` holds the shrinker's deferred work.
+    fn owner(&self) -> usize {
+        match self {
+            Shrinker::Lists(caches) => caches[0],
+            Shrinker::Ext4Es => super::slab::EXT4_EXTENT_STATUS,
+        }
+    }
+
+    /// Objects a call of scan_objects is given (shrinker->batch, SHRINK_BATCH when 0).
+    fn batch(&self) -> u64 {
+        match self {
+            Shrinker::Lists(caches) if caches[0] == SUPER_CACHES[0] => SUPER_BATCH,
+            _ => SHRINK_BATCH,
+        }
+    }
+
+    /// The scan function's name as mm_shrink_slab_start prints it.
+    fn name(&self) -> &'static str {
+        match self {
+            Shrinker::Lists(_) => SHRINK_SUPER_CACHE_SCAN,
+            Shrinker::Ext4Es => crate::trace::SHRINK_EXT4_ES_SCAN,
+        }
+    }
+}
+
 impl Kernel {
-    /// Runs every reclaimable cache's shrinker once at this priority over the objects of
-    /// group `memcg` (shrink_slab, shrink_slab_memcg for a group below the root: the
-    /// superblock shrinker is memcg-aware); returns pages freed.
+    /// Runs every shrinker once at this priority for group `memcg` (shrink_slab); below
+    /// the root only the memcg-aware ones (shrink_slab_memcg: the superblock's), in the
+    /// root's call the others too (ext4's extent status shrinker); returns pages freed.
     #[inline]
     pub fn shrink_slab(&mut self, gfp: Gfp, priority: i32, cpu: usize, memcg: u32) -> u64 {
-        if !gfp.has(__GFP_FS) || self.slab.lru_objects(memcg) == 0 {
+        let lists = gfp.has(__GFP_FS) && self.slab.lru_objects(memcg) > 0;
+        let es = memcg == ROOT_MEM_CGROUP && self.ext4_es_count() > 0;
+        if !lists && !es {
             // super_cache_scan() refuses to recurse into the filesystem; a group with
             // nothing on the lists has no shrinker to run.
             return 0;
@@ -68,15 +110,27 @@ impl Kernel {
         cpu: usize,
         memcg: u32,
     ) -> (u64, u64) {
-        // The superblock's shrinker: its dentries and inodes together.
-        let (mut objects, mut pages) =
-            self.do_shrink_slab(&SUPER_CACHES, gfp, priority, cpu, memcg);
-        for cache in 0..self.slab.caches.len() {
-            if self.slab.caches[cache].reclaimable && !SUPER_CACHES.contains(&cache) {
-                let (o, p) = self.do_shrink_slab(&[cache], gfp, priority, cpu, memcg);
-                objects += o;
-                pages += p;
+        let (mut objects, mut pages) = (0, 0);
+        if gfp.has(__GFP_FS) && self.slab.lru_objects(memcg) > 0 {
+            // The superblock's shrinker: its dentries and inodes together.
+            let (o, p) =
+                self.do_shrink_slab(Shrinker::Lists(&SUPER_CACHES), gfp, priority, cpu, memcg);
+            objects += o;
+            pages += p;
+            for cache in 0..self.slab.caches.len() {
+                if self.slab.caches[cache].reclaimable && !SUPER_CACHES.contains(&cache) {
+                    let (o, p) =
+                        self.do_shrink_slab(Shrinker::Lists(&[cache]), gfp, priority, cpu, memcg);
+                    objects += o;
+                    pages += p;
+                }
             }
+        }
+        if memcg == ROOT_MEM_CGROUP {
+            // Not memcg-aware: run in the root's call only (shrink_slab's global loop).
+            let (o, p) = self.do_shrink_slab(Shrinker::Ext4Es, gfp, priority, cpu, memcg);
+            objects += o;
+            pages += p;
         }
         (objects, pages)
     }
@@ -121,15 +175,55 @@ impl Kernel {
             .map(move |&c| self.slab.caches[c].lru.count(memcg) as u64)
     }
 
-    /// One shrinker pass over the unused objects of `caches` (one shrinker: the
-    /// superblock's covers its dentries and inodes), oldest first (do_shrink_slab);
-    /// returns `(objects freed, pages freed)`. The superblock shrinker counts
+    /// What a shrinker reports freeable (count_objects): the superblock's counts
     /// `vm.vfs_cache_pressure` percent of its unused objects (super_cache_count →
-    /// vfs_pressure_ratio) and shares each batch between its caches in proportion to
-    /// what each holds, one object more each (super_cache_scan).
+    /// vfs_pressure_ratio).
+    fn count_objects(&self, s: Shrinker, memcg: u32) -> u64 {
+        match s {
+            Shrinker::Lists(caches) => {
+                let unused: u64 = self.listed(caches, memcg).sum();
+                unused * self.mm.kcfg.vfs_cache_pressure / 100
+            }
+            Shrinker::Ext4Es => self.ext4_es_count(),
+        }
+    }
+
+    /// One call of a shrinker's scan_objects over `nr_to_scan` objects; returns
+    /// `(objects freed, pages freed)`. The superblock's shares the batch between its
+    /// caches in proportion to what each holds, one object more each, oldest first
+    /// (super_cache_scan → prune_dcache_sb, prune_icache_sb).
+    fn scan_objects(&mut self, s: Shrinker, nr_to_scan: u64, cpu: usize, memcg: u32) -> (u64, u64) {
+        let caches = match s {
+            Shrinker::Lists(caches) => caches,
+            Shrinker::Ext4Es => return self.ext4_es_scan(nr_to_scan, cpu),
+        };
+        let held: Vec<u64> = self.listed(caches, memcg).collect();
+        let total = held.iter().sum::<u64>().max(1);
+        let (mut freed, mut pages) = (0, 0);
+        for (i, &cache) in caches.iter().enumerate() {
+            if held[i] == 0 {
+                continue;
+            }
+            let share = nr_to_scan * held[i] / total + 1;
+            for _ in 0..share {
+                let Some(obj) = self.slab.lru_pop(cache, memcg) else {
+                    break;
+                };
+                self.mm.cur.acc += self.mm.cost.shrink_object;
+                pages += self.kmem_cache_free(cache, obj, cpu);
+                freed += 1;
+            }
+        }
+        (freed, pages)
+    }
+
+    /// One shrinker pass (do_shrink_slab): scans `freeable >> priority * 4 / seeks`
+    /// objects and the share of earlier calls' deferred work, a batch per call of
+    /// scan_objects, every batch counted in `slabs_scanned` whatever it freed; work
+    /// under a batch is deferred. Returns `(objects freed, pages freed)`.
     fn do_shrink_slab(
         &mut self,
-        caches: &[usize],
+        s: Shrinker,
         gfp: Gfp,
         priority: i32,
         cpu: usize,
@@ -137,14 +231,18 @@ impl Kernel {
     ) -> (u64, u64) {
         // A group with nothing on the lists costs no more than the look (its bit clear
         // in shrinker_info's map: shrink_slab_memcg skips the shrinker).
-        let unused: u64 = self.listed(caches, memcg).sum();
-        let freeable = unused * self.mm.kcfg.vfs_cache_pressure / 100;
+        let freeable = self.count_objects(s, memcg);
         if freeable == 0 {
             return (0, 0);
         }
-        let node = self.mm.cpu_to_node[cpu];
+        // ext4's extent status shrinker is not NUMA-aware: its work is node 0's.
+        let node = match s {
+            Shrinker::Lists(_) => self.mm.cpu_to_node[cpu],
+            Shrinker::Ext4Es => 0,
+        };
         let nid = node as i32;
-        let owner = caches[0];
+        let owner = s.owner();
+        let batch = s.batch();
         // The work earlier calls deferred, taken so no other call does it too
         // (xchg_nr_deferred).
         let nr = self.slab.caches[owner]
@@ -156,7 +254,7 @@ impl Kernel {
         let shr = shrinker_id(owner);
         self.trace(TraceEvent::MmShrinkSlabStart {
             shr,
-            shrink: SHRINK_SUPER_CACHE_SCAN,
+            shrink: s.name(),
             nid,
             nr_objects_to_shrink: nr as i64,
             gfp_flags: gfp.0,
@@ -166,42 +264,22 @@ impl Kernel {
             priority,
         });
         let first_total = total_scan;
-        let mut freed = 0u64;
-        let mut pages = 0;
-        let mut done = 0u64;
-        while total_scan >= SHRINK_BATCH || total_scan >= freeable {
-            let nr_to_scan = SHRINK_BATCH.min(total_scan);
+        let (mut freed, mut pages, mut scanned) = (0u64, 0, 0u64);
+        while total_scan >= batch || total_scan >= freeable {
+            let nr_to_scan = batch.min(total_scan);
             if nr_to_scan == 0 {
                 break;
             }
-            let held: Vec<u64> = self.listed(caches, memcg).collect();
-            let total = held.iter().sum::<u64>().max(1);
-            let mut batch_freed = 0;
-            for (i, &cache) in caches.iter().enumerate() {
-                if held[i] == 0 {
-                    continue;
-                }
-                let share = nr_to_scan * held[i] / total + 1;
-                for _ in 0..share {
-                    let Some(obj) = self.slab.lru_pop(cache, memcg) else {
-                        break;
-                    };
-                    self.mm.cur.acc += self.mm.cost.shrink_object;
-                    pages += self.kmem_cache_free(cache, obj, cpu);
-                    batch_freed += 1;
-                }
-            }
-            freed += batch_freed;
+            let (f, p) = self.scan_objects(s, nr_to_scan, cpu, memcg);
+            freed += f;
+            pages += p;
             self.mm.count_vm_events(Event::SLABS_SCANNED, nr_to_scan);
             total_scan -= nr_to_scan;
-            done += nr_to_scan;
-            if batch_freed < nr_to_scan {
-                break;
-            }
+            scanned += nr_to_scan;
         }
         // New work not done is deferred, old deferred work done is taken off; at most
         // twice the freeable objects (add_nr_deferred).
-        let next_deferred = (nr + delta).saturating_sub(done).min(2 * freeable);
+        let next_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
         let new_nr = {
             let d = self.slab.caches[owner]
                 .nr_deferred
@@ -213,7 +291,7 @@ impl Kernel {
         self.trace(TraceEvent::MmShrinkSlabEnd {
             shr,
             nid,
-            shrink: SHRINK_SUPER_CACHE_SCAN,
+            shrink: s.name(),
             unused_scan: nr as i64,
             new_scan: new_nr as i64,
             retval: freed as i32,
@@ -281,23 +359,20 @@ mod tests {
 
     #[test]
     fn work_under_a_batch_is_deferred_to_the_next_call() {
-        let mut k = with_dentries(200);
+        let mut k = with_dentries(2000);
         let scanned = |k: &Kernel| k.mm.events[Event::SLABS_SCANNED as usize];
-        // Priority 2: delta = (200 >> 2) * 4 / 2 = 100, under SHRINK_BATCH (128) and the
-        // 200 freeable objects: nothing scanned, 100 deferred.
+        // Priority 2: delta = (2000 >> 2) * 4 / 2 = 1000, under the superblock shrinker's
+        // batch (1024, alloc_super) and the 2000 freeable objects: nothing scanned, 1000
+        // deferred.
         k.shrink_slab(GFP_KERNEL, 2, 0, 0);
         assert_eq!(scanned(&k), 0);
-        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 100);
-        // (100 >> 2) + 100 = 125: still under a batch; 200 deferred (at most 2 x freeable).
-        k.shrink_slab(GFP_KERNEL, 2, 0, 0);
-        assert_eq!(scanned(&k), 0);
-        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 200);
-        // (200 >> 2) + 100 = 150: one batch of 128 is scanned, and 129 dentries freed
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 1000);
+        // (1000 >> 2) + 1000 = 1250: one batch of 1024 is scanned, and 1025 dentries freed
         // (super_cache_scan asks each cache for one object more than its share).
         k.shrink_slab(GFP_KERNEL, 2, 0, 0);
-        assert_eq!(scanned(&k), 128);
-        assert_eq!(k.slab.caches[DENTRY].lru.len(), 71);
-        // What was not done stays deferred: 200 + 100 - 128.
-        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 172);
+        assert_eq!(scanned(&k), 1024);
+        assert_eq!(k.slab.caches[DENTRY].lru.len(), 975);
+        // What was not done stays deferred: 1000 + 1000 - 1024.
+        assert_eq!(k.slab.caches[DENTRY].nr_deferred[&(0, 0)], 976);
     }
 }

@@ -39,6 +39,9 @@ pub const BUILTIN_CACHES: &[(&str, u32, u8, bool, bool)] = &[
     ("vm_area_struct", 176, 0, false, true),
     // SLAB_TEMPORARY (= SLAB_RECLAIM_ACCOUNT), 120 bytes, 34 a slab on this machine's 6.18.
     ("jbd2_journal_head", 120, 0, true, false),
+    // ext4's extent status entries: KMEM_CACHE(extent_status, SLAB_RECLAIM_ACCOUNT), 40
+    // bytes, 102 a slab on this machine's 6.18 (/sys/kernel/slab/extent_status).
+    ("extent_status", 40, 0, true, false),
 ];
 
 /// One allocated object: its slab and the group it is charged to (slab_obj_exts()[off].objcg).
@@ -94,6 +97,8 @@ pub const EXT4_INODE_CACHE: usize = builtin_index("ext4_inode_cache");
 pub const BUFFER_HEAD: usize = builtin_index("buffer_head");
 /// jbd2's journal_head cache.
 pub const JBD2_JOURNAL_HEAD: usize = builtin_index("jbd2_journal_head");
+/// ext4's extent status cache (ext4_es_cachep).
+pub const EXT4_EXTENT_STATUS: usize = builtin_index("extent_status");
 
 /// Names of all built-in caches.
 pub fn builtin_names() -> Vec<&'static str> {

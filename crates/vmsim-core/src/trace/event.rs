@@ -159,6 +159,8 @@ pub const WB_REASON_FOREIGN_FLUSH: i32 = 7;
 pub const SHRINK_SCAN_SHADOW_NODES: &str = "scan_shadow_nodes+0x0/0x30";
 /// `%pS` of the superblock (dentry/inode cache) shrinker.
 pub const SHRINK_SUPER_CACHE_SCAN: &str = "super_cache_scan+0x0/0x210";
+/// `%pS` of ext4's extent status shrinker, as this 6.18 kernel prints it.
+pub const SHRINK_EXT4_ES_SCAN: &str = "ext4_es_scan+0x0/0x3d0";
 
 // The tracepoints: one declaration per event (or per class of events sharing
 // fields and formats, as DECLARE_EVENT_CLASS/DEFINE_EVENT do), from which
