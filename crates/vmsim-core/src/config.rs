@@ -1026,7 +1026,7 @@ pub enum Op {
         cgroup: String,
         /// The file: v1 `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`,
         /// `memory.soft_limit_in_bytes`; v2 `memory.max`, `memory.high`, `memory.low`,
-        /// `memory.min`.
+        /// `memory.min`, `memory.reclaim` (proactive reclaim of the size written).
         file: String,
         /// A size (`"64MiB"`, or bytes), or no limit: `"max"` (v2) or `-1` (v1).
         value: CgroupValue,
@@ -1930,6 +1930,15 @@ impl Scenario {
                             ""
                         }
                     ));
+                }
+                Op::CgroupWrite {
+                    file,
+                    value: CgroupValue::Max,
+                    ..
+                } if file == "memory.reclaim" => {
+                    return at_op(
+                        "cgroup_write: memory.reclaim takes a size (\"max\" is not one)".into(),
+                    );
                 }
                 Op::CgroupWrite { cgroup, file, .. } => {
                     let Some(spec) = self.cgroups.iter().find(|c| c.path == *cgroup) else {

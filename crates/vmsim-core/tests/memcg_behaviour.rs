@@ -1186,6 +1186,9 @@ program = [ {{ op = "cgroup_write", cgroup = "{group}", file = "{file}", value =
     assert!(e.contains("negative"), "{e}");
     let e = bad("L", "memory.limit_in_bytes", "\"lots\"");
     assert!(e.contains("not a size"), "{e}");
+    let text = "[[cgroup]]\npath = \"L\"\nhierarchy = \"v2\"\n[[task]]\nname = \"t\"\nprogram = [ { op = \"cgroup_write\", cgroup = \"L\", file = \"memory.reclaim\", value = \"max\" } ]\n";
+    let e = Scenario::from_toml(text).unwrap_err().to_string();
+    assert!(e.contains("memory.reclaim takes a size"), "{e}");
     for ok in ["-1", "\"max\"", "\"-1\"", "1048576", "\"16MiB\""] {
         let text = format!(
             "[[cgroup]]\npath = \"L\"\n[[task]]\nname = \"t\"\nprogram = [ {{ op = \"cgroup_write\", cgroup = \"L\", file = \"memory.limit_in_bytes\", value = {ok} }} ]\n"
@@ -1228,4 +1231,34 @@ program = [ {{ op = "write", file = "f", size = "64MiB", bs = "256KiB" }},
     assert!(steal >= 48 << 8 && steal % 64 == 0, "{steal}");
     assert_eq!(sys(1000, 0), (steal, base + steal / 64 * 1000));
     assert_eq!(sys(0, 1000), (steal, base + steal * 1000));
+}
+
+#[test]
+fn memory_reclaim_takes_about_what_was_asked_and_gives_up_on_what_it_cannot_reclaim() {
+    // 96 MiB of clean page cache; memory.reclaim of 32 MiB reclaims in quarters of what is
+    // left (user_proactive_reclaim), so it ends close to 32 MiB, above it by at most a
+    // reclaim's overshoot.
+    let r = cgroup_write_run(
+        "v2",
+        r#"{ op = "write", file = "f", size = "96MiB" }"#,
+        r#"{ op = "cgroup_write", cgroup = "L", file = "memory.reclaim", value = "32MiB" }"#,
+        "0",
+    );
+    let steal = stat(&r, "L", "pgsteal");
+    assert!((8192..8192 + 1024).contains(&steal), "{steal}");
+    assert_eq!(
+        r.memcg.as_ref().unwrap().groups["L"].limit_in_bytes,
+        200 << 20
+    );
+    // Anonymous memory without swap: every reclaim frees nothing, the write gives up
+    // (EAGAIN) after MAX_RECLAIM_RETRIES + 1 of them, and nobody is killed.
+    let r = cgroup_write_run(
+        "v2",
+        r#"{ op = "touch", size = "96MiB" }"#,
+        r#"{ op = "cgroup_write", cgroup = "L", file = "memory.reclaim", value = "32MiB" }"#,
+        "0",
+    );
+    assert_eq!(stat(&r, "L", "pgsteal"), 0);
+    assert_eq!(r.memcg.as_ref().unwrap().walk.limit_reclaims, 17);
+    assert_eq!(r.summary.oom_kills, 0);
 }

@@ -2,8 +2,9 @@
 //!
 //! Models the write handlers of the memory controller's files as of 6.18:
 //! cgroup v1's `mem_cgroup_write` → `mem_cgroup_resize_max` (mm/memcontrol-v1.c) and
-//! v2's `memory_max_write`, `memory_high_write`, `memory_low_write` and
-//! `memory_min_write` (mm/memcontrol.c). A hard limit set below the group's usage is
+//! v2's `memory_max_write`, `memory_high_write`, `memory_low_write`,
+//! `memory_min_write` and `memory_reclaim` (mm/memcontrol.c, mm/vmscan.c's
+//! `user_proactive_reclaim`). A hard limit set below the group's usage is
 //! reached by limit reclaim in the writer's context before the write returns: v1 retries
 //! a one-page `try_to_free_mem_cgroup_pages` until the new limit holds and gives up
 //! (EBUSY, the old limit kept) on the first call that reclaims nothing; v2 sets the limit
@@ -41,6 +42,8 @@ pub enum MemcgFile {
     Low,
     /// v2 memory.min.
     Min,
+    /// v2 memory.reclaim: proactive reclaim of the amount written.
+    Reclaim,
 }
 
 /// The files of each hierarchy, by name.
@@ -49,11 +52,12 @@ const V1_FILES: [(&str, MemcgFile); 3] = [
     ("memory.memsw.limit_in_bytes", MemcgFile::MemswLimitInBytes),
     ("memory.soft_limit_in_bytes", MemcgFile::SoftLimitInBytes),
 ];
-const V2_FILES: [(&str, MemcgFile); 4] = [
+const V2_FILES: [(&str, MemcgFile); 5] = [
     ("memory.max", MemcgFile::Max),
     ("memory.high", MemcgFile::High),
     ("memory.low", MemcgFile::Low),
     ("memory.min", MemcgFile::Min),
+    ("memory.reclaim", MemcgFile::Reclaim),
 ];
 
 impl MemcgFile {
@@ -87,6 +91,8 @@ pub struct MemcgWrite {
     pub failures: u32,
     /// v2's new value was set (the handlers set it before they reclaim).
     pub set: bool,
+    /// Pages memory.reclaim has reclaimed so far (nr_reclaimed).
+    pub reclaimed: u64,
 }
 
 impl Kernel {
@@ -122,7 +128,41 @@ impl Kernel {
                 self.mm.memcg.groups[id as usize].memory.min = pages;
                 Resize::Done
             }
+            MemcgFile::Reclaim => self.user_proactive_reclaim(id, pages, tid, quantum, st),
         }
+    }
+
+    /// cgroup v2's memory.reclaim write (memory_reclaim → user_proactive_reclaim):
+    /// limit reclaims of a quarter of what is left each (at least SWAP_CLUSTER_MAX)
+    /// until the amount is reclaimed, or EAGAIN once MAX_RECLAIM_RETRIES + 1 of them
+    /// have reclaimed nothing. Simplified: the reclaims are not marked proactive
+    /// (MEMCG_RECLAIM_PROACTIVE), which 6.18 counts as `pgscan_proactive`.
+    fn user_proactive_reclaim(
+        &mut self,
+        id: u32,
+        nr_to_reclaim: u64,
+        tid: TaskId,
+        quantum: u64,
+        st: &mut MemcgWrite,
+    ) -> Resize {
+        while st.reclaimed < nr_to_reclaim {
+            if self.mm.cur.acc >= quantum {
+                return Resize::Yield;
+            }
+            let batch_size = (nr_to_reclaim - st.reclaimed) / 4;
+            let reclaimed = self.try_to_free_mem_cgroup_pages(id, batch_size, tid);
+            if reclaimed == 0 {
+                if st.failures == MAX_RECLAIM_RETRIES {
+                    return Resize::Done;
+                }
+                st.failures += 1;
+            }
+            st.reclaimed += reclaimed;
+            if self.mm.cur.sleep > 0 {
+                return Resize::Sleep;
+            }
+        }
+        Resize::Done
     }
 
     /// cgroup v1's limit write (mem_cgroup_resize_max): the limit is set only once the
