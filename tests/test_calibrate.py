@@ -49,7 +49,7 @@ SANE = {
     "read_page": (0, 200_000),
     # A large folio's share of reclaim beyond vmsim's own charge: per folio, per page.
     "shrink_large_folio": (0, 500_000),
-    "shrink_folio_page": (0, 20_000),
+    "free_buffer_head": (0, 20_000),
 }
 
 
@@ -225,11 +225,11 @@ def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() ->
     cal = calibrate.Calibration(machine={"machine": "m", "kernel": "k", "date": "2026-12-01"})
     cal.knobs["shrink_large_folio"] = calibrate.Figure("shrink_large_folio", [900.0, 1100.0,
                                                                               1000.0], "fit")
-    cal.knobs["shrink_folio_page"] = calibrate.Figure("shrink_folio_page", [90.0, 110.0,
+    cal.knobs["free_buffer_head"] = calibrate.Figure("free_buffer_head", [90.0, 110.0,
                                                                             100.0], "fit")
     prof = calibrate.profile(cal, base, "measured-6.18", "large-folio-reclaim")
     assert prof["cost"]["shrink_large_folio"] == 1000
-    assert prof["cost"]["shrink_folio_page"] == 100
+    assert prof["cost"]["free_buffer_head"] == 100
     assert "2026-12-01 by vmsim calibrate --only large-folio-reclaim" in (
         prof["method"]["shrink_large_folio"])
     # Every other knob keeps its base figure, spread and method, and the profile its date.
@@ -240,7 +240,7 @@ def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() ->
     assert prof["profile"]["date"] == base["date"]
     text = calibrate.profile_toml(prof, ("large-folio-reclaim", "2026-12-01"))
     assert text.startswith(f"# Cost profile measured-6.18: made by `vmsim calibrate` on "
-                           f"{base['date']}; its shrink_large_folio, shrink_folio_page "
+                           f"{base['date']}; its shrink_large_folio, free_buffer_head "
                            "measured again on 2026-12-01 (--only large-folio-reclaim).")
     assert json.loads(_vmsim.cost_profile(text))["cost"] == prof["cost"]
 
@@ -262,7 +262,7 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
     out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "large-folio-reclaim",
                           "--base", "measured-6.18", "-o", str(prof), "--dir", str(work)))
     data = json.loads(out)
-    assert set(data["knobs"]) == {"shrink_large_folio", "shrink_folio_page"}
+    assert set(data["knobs"]) == {"shrink_large_folio", "free_buffer_head"}
     for knob, (lo, hi) in SANE.items():
         if knob in data["knobs"]:
             assert lo <= data["knobs"][knob]["ns"] <= hi, (knob, data["knobs"][knob])

@@ -1058,3 +1058,53 @@ def test_kernel_diff_marks_only_differences_beyond_the_spread(capsys):
     # memcg.failcnt differs in every experiment recorded on both; nr_dirtied in none.
     lines = [ln for ln in out.splitlines() if "memcg.failcnt" in ln or "nr_dirtied" in ln]
     assert lines and all(("differs" in ln) == ("failcnt" in ln) for ln in lines)
+
+
+LOWERING = """
+name = "lowering"
+metrics = ["vmstat.pgsteal_file@lower", "memcg.cache@lower"]
+[cgroup]
+[[file]]
+name = "data"
+size = "16MiB"
+[[task]]
+name = "reader"
+cgroup = true
+[[phase]]
+name = "read"
+steps = [{ task = "reader", op = "read", file = "data" }]
+[[phase]]
+name = "lower"
+steps = [{ op = "cgroup_limit", size = "8MiB" }]
+"""
+
+
+def test_a_cgroup_limit_step_is_root_writing_the_groups_limit_in_vmsim_too():
+    e = exp_of(LOWERING, "lowering")
+    sc, missing = fc.vmsim_scenario(e, MACHINE)
+    ops = [op for t in sc["task"] for op in t["program"] if op["op"] == "cgroup_write"]
+    assert ops == [{"op": "cgroup_write", "cgroup": fc.CGROUP,
+                    "file": "memory.limit_in_bytes", "value": 8 << 20}]
+    assert not missing
+    # A step that takes a task, or an experiment without a group, is one line.
+    bad = LOWERING.replace('{ op = "cgroup_limit"', '{ task = "reader", op = "cgroup_limit"')
+    with pytest.raises(FidelityError, match="is an operator step"):
+        exp_of(bad, "lowering")
+    no_group = LOWERING.replace("[cgroup]\n", "").replace("cgroup = true\n", "")
+    with pytest.raises(FidelityError, match="a cgroup_limit step needs a \\[cgroup\\] table"):
+        exp_of(no_group, "lowering")
+
+
+def test_the_kernel_reclaims_down_to_a_lowered_limit_before_the_write_returns(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("real-kernel experiment: needs root")
+    if host.mount_of(tmp_path)[2] in ("tmpfs", "ramfs"):
+        pytest.skip("real-kernel experiment: the work directory must be on a disk")
+    e = exp_of(LOWERING, "lowering")
+    run = load_recording(record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False))["runs"][0]
+    lower = [p for p in run["phases"] if p["name"] == "lower"][0]
+    assert lower["cgroup_limit"] == [[8 << 20, "ok"]]
+    cache = fc.real_value(parse_metric("memcg.cache@lower", ["read", "lower"], "t"), run,
+                          ["read", "lower"])
+    assert cache is not None and cache <= 8 << 20
+    assert leftovers(tmp_path) == []

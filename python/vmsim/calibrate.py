@@ -493,7 +493,7 @@ def _large_folio_knobs(cal: Calibration, large: list[dict[int, ReclaimTrace]],
     """The two large-folio knobs (and a figure per folio size) from the kernel's limit
     reclaims of each repetition, less vmsim's own for the same shapes under ``cost`` with
     the two knobs at 0."""
-    cost = {**cost, "shrink_large_folio": 0, "shrink_folio_page": 0}
+    cost = {**cost, "shrink_large_folio": 0, "free_buffer_head": 0}
     own = {kib: _vmsim_reclaim_large(cost, sizes, kib) for kib in LARGE_FOLIO_KIB}
     parts = [_large_folio_parts(rep, own) for rep in large]
     for kib in LARGE_FOLIO_KIB:
@@ -510,16 +510,31 @@ def _large_folio_knobs(cal: Calibration, large: list[dict[int, ReclaimTrace]],
         "shrink_large_folio", [a for a, _ in parts],
         "reclaim_64k, reclaim_256k and reclaim_1024k per limit reclaim less vmsim's own "
         "for the same (with these two knobs at 0), fitted by least squares as folios x "
-        "shrink_large_folio + pages x shrink_folio_page: the per-folio part",
+        "shrink_large_folio + buffer heads x free_buffer_head (a written file has one a "
+        "4 KiB block, as many as its pages): the per-folio part",
     )
-    cal.knobs["shrink_folio_page"] = Figure(
-        "shrink_folio_page", [b for _, b in parts], "the per-page part of the same fit",
+    cal.knobs["free_buffer_head"] = Figure(
+        "free_buffer_head", [b for _, b in parts],
+        "the per-buffer-head part of the same fit (try_to_free_buffers)",
+    )
+
+
+def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]],
+                      sizes: Sizes) -> None:
+    """The readahead shape's time per page reclaimed, a figure for the checks only."""
+    first, ra_kb = runs[0]
+    cal.figures["reclaim_readahead"] = Figure(
+        "reclaim_readahead", [r.ns / max(1, r.pages) for r, _ in runs],
+        f"time inside memory cgroup limit reclaim per page it reclaimed: a "
+        f"{sizes.reclaim_file >> 20} MiB file read with cat in a group (readahead's large "
+        f"folios, no buffer heads; read_ahead_kb {ra_kb}), whose limit is then lowered to "
+        f"{sizes.reclaim_limit >> 20} MiB; {first.shape()}; a check, not a knob",
     )
 
 
 # What `vmsim calibrate --only FAMILY` can measure alone, against the rest of a base
 # profile: the family's knobs.
-FAMILIES = {"large-folio-reclaim": ("shrink_large_folio", "shrink_folio_page")}
+FAMILIES = {"large-folio-reclaim": ("shrink_large_folio", "free_buffer_head")}
 
 
 def measure_family(
@@ -545,6 +560,9 @@ def measure_family(
     with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-", dir=workdir) as tmp:
         large = [{kib: reclaim_large_folios(Path(tmp), sizes, kib) for kib in LARGE_FOLIO_KIB}
                  for _ in range(sizes.repeat)]
+        say("reclaim of readahead folios (the check)")
+        _readahead_figure(cal, [reclaim_readahead_folios(Path(tmp), sizes)
+                                for _ in range(sizes.repeat)], sizes)
     say("vmsim's own charge for large-folio reclaim")
     _large_folio_knobs(cal, large, {n: float(v) for n, v in base.items()}, sizes)
     for name in FAMILIES[family]:
@@ -923,10 +941,12 @@ def measure(
             say("reclaim of clean large folios (64 KiB, 256 KiB, 1 MiB)")
             large = [{kib: reclaim_large_folios(Path(tmp), sizes, kib)
                       for kib in LARGE_FOLIO_KIB} for _ in range(sizes.repeat)]
+            _readahead_figure(cal, [reclaim_readahead_folios(Path(tmp), sizes)
+                                    for _ in range(sizes.repeat)], sizes)
         else:
             cal.skipped["shrink_page"] = f"reclaim of clean page cache: {why}"
             cal.skipped["shrink_large_folio"] = f"reclaim of clean large folios: {why}"
-            cal.skipped["shrink_folio_page"] = f"reclaim of clean large folios: {why}"
+            cal.skipped["free_buffer_head"] = f"reclaim of clean large folios: {why}"
             cal.skipped["memcg_iter"] = f"reclaim beside empty groups: {why}"
             cal.skipped["memcg_shrink_lruvec"] = f"reclaim beside empty groups: {why}"
             cal.skipped["memcg_charge"] = f"faults in a memory cgroup: {why}"
@@ -1139,7 +1159,7 @@ def measure(
                else "the copy, the accessed marking)"),
         )
     for name in ("write_call", "write_page", "read_call", "read_page", "unmap_page",
-                 "shrink_large_folio", "shrink_folio_page"):
+                 "shrink_large_folio", "free_buffer_head"):
         if name not in k or min(k[name].values) >= 0:
             continue
         # Where vmsim's own charge for the rest of the path already exceeds the kernel's,
@@ -1321,11 +1341,82 @@ def _checks(cal: Calibration, base: dict[str, int], sizes: Sizes) -> list[dict[s
     return out + _large_folio_checks(cal, cost, sizes)
 
 
+def reclaim_readahead_folios(workdir: Path, sizes: Sizes) -> tuple[ReclaimTrace, int]:
+    """The check's shape without buffer heads: a process in a memory cgroup reads a
+    ``reclaim_file`` file (written and dropped first) with `cat`, so readahead caches it in
+    large folios that carry no buffer heads (ext4_mpage_readpages), then the group's limit
+    is lowered to ``reclaim_limit``; the limit reclaims, and the device's read_ahead_kb."""
+    tag = _tag()
+    file = _reclaim_file(workdir / "readahead.dat", sizes.reclaim_file)
+    try:
+        _drop_file(file)
+        with memcg(tag, None) as group:
+            r = subprocess.run(
+                ["sh", "-c", f'echo $$ > "{group / "cgroup.procs"}" && exec cat "{file}"'],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+            if r.returncode != 0:
+                raise CalibrateError(f"calibrate readahead reclaim: {r.stderr.strip()}")
+            with trace_instance(tag, RECLAIM_EVENTS) as inst:
+                kmem = int((group / "memory.kmem.usage_in_bytes").read_text())
+                (group / "memory.limit_in_bytes").write_text(str(sizes.reclaim_limit + kmem))
+                (inst / "tracing_on").write_text("0\n")
+                trace = (inst / "trace").read_text(errors="replace")
+    finally:
+        file.unlink(missing_ok=True)
+    return memcg_reclaim_calls(trace), _read_ahead_kb(workdir)
+
+
+def _read_ahead_kb(path: Path) -> int:
+    """read_ahead_kb of the block device holding ``path`` (128, the default, if unknown)."""
+    try:
+        dev = os.stat(path).st_dev
+        sysdev = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+        queue = sysdev / "queue" if (sysdev / "queue").exists() else sysdev / ".." / "queue"
+        return int((queue / "read_ahead_kb").read_text())
+    except (OSError, ValueError):
+        return 128
+
+
+def _vmsim_reclaim_readahead(cost: dict[str, float], sizes: Sizes, ra_kb: int) -> ReclaimTrace:
+    """vmsim's own limit reclaims in the readahead shape (a file on the disk read 128 KiB a
+    call, as `cat` does, with the device's read_ahead_kb, then the limit lowered)."""
+    sc = {
+        "name": "calibrate-check", "duration": "120s",
+        "machine": {"memory": "4GiB", "cpus": 2},
+        "disk": {"read_ahead_kb": ra_kb},
+        "cost": {n: int(round(v)) for n, v in cost.items()},
+        "file": [{"name": "f", "size": f"{sizes.reclaim_file >> 20}MiB"}],
+        "cgroup": [{"path": "g"}],
+        "task": [{"name": "t", "cgroup": "g", "program": [
+            {"op": "read", "file": "f", "bs": "128KiB"},
+            {"op": "cgroup_write", "cgroup": "g", "file": "memory.limit_in_bytes",
+             "value": f"{sizes.reclaim_limit >> 20}MiB"},
+        ]}],
+    }
+    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
+        trace = Path(tmp) / "trace.txt"
+        api.run(sc, trace=trace, events=RECLAIM_EVENTS)
+        return memcg_reclaim_calls(trace.read_text())
+
+
 def _large_folio_checks(cal: Calibration, cost: dict[str, float],
                         sizes: Sizes) -> list[dict[str, Any]]:
     """The large-folio limit reclaims measured against vmsim's with ``cost``, one row a
-    folio size."""
+    folio size, and the readahead shape's (folios without buffer heads) when measured."""
     out = []
+    ra = cal.figures.get("reclaim_readahead")
+    if ra is not None:
+        run = _vmsim_reclaim_readahead(cost, sizes, int(ra.method.split("read_ahead_kb ")[1]
+                                                          .split(")")[0]))
+        modelled = run.ns / max(1, run.pages)
+        out.append({
+            "operation": "limit reclaim, readahead folios",
+            "measured_ns": round(ra.median, 1),
+            "vmsim_ns": round(modelled, 1),
+            "ratio": round(modelled / ra.median, 2) if ra.median > 0 else None,
+            "kernel_function": "mem_cgroup_resize_max",
+            "note": f"vmsim: {run.shape()}; no buffer heads",
+        })
     for kib in LARGE_FOLIO_KIB:
         if f"reclaim_{kib}k" not in cal.figures:
             continue

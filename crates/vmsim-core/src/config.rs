@@ -686,10 +686,10 @@ section! {
         lru_lock_page: u64 = 40, "[ns]", max MAX_OP_COST;
         /// One page through shrink_folio_list (references, rmap walk, freeing). Measured by vmsim calibrate on this machine kind (6.18): 765.6-1005 ns over 7 repetitions; docs/cost-model.md.
         shrink_page: u64 = 914, "[ns]", max MAX_OP_COST;
-        /// What freeing a large page-cache folio in reclaim adds to `shrink_page`, once per folio whatever its size (__remove_mapping of a multi-index entry, the uncharge and the free of a high-order page). Measured by vmsim calibrate --only large-folio-reclaim on this machine kind (6.18): 1072.2-1681.1 ns over 7 repetitions; docs/cost-model.md.
-        shrink_large_folio: u64 = 1266, "[ns]", max MAX_OP_COST;
-        /// Each page of a large page-cache folio freed in reclaim (the per-page work of freeing its buffers, its page-cache slots and its struct pages). Measured by vmsim calibrate --only large-folio-reclaim on this machine kind (6.18): 98.7-110.9 ns over 7 repetitions; docs/cost-model.md.
-        shrink_folio_page: u64 = 106, "[ns]", max MAX_OP_COST;
+        /// What freeing a large page-cache folio in reclaim adds to `shrink_page`, once per folio whatever its size (__remove_mapping of a multi-index entry, the uncharge and the free of a high-order page). Measured by vmsim calibrate --only large-folio-reclaim on this machine kind (6.18): 520.8-1600.6 ns over 7 repetitions; docs/cost-model.md.
+        shrink_large_folio: u64 = 1191, "[ns]", max MAX_OP_COST;
+        /// Each buffer_head freed with its folio (try_to_free_buffers → drop_buffers, free_buffer_head), beyond the slab free. Measured by vmsim calibrate --only large-folio-reclaim on this machine kind (6.18): 124.4-160.1 ns over 7 repetitions; docs/cost-model.md.
+        free_buffer_head: u64 = 130, "[ns]", max MAX_OP_COST;
         /// Unmapping one page (try_to_unmap with the TLB flush share). Measured by vmsim calibrate on this machine kind (6.18): 2130-4756.5 ns over 7 repetitions; docs/cost-model.md.
         unmap_page: u64 = 3047, "[ns]", max MAX_OP_COST;
         /// Building and submitting one block request (submit_bio). Measured by vmsim calibrate on this machine kind (6.18): 16863.2-22527.9 ns over 7 repetitions; docs/cost-model.md.

@@ -1200,8 +1200,9 @@ program = [ {{ op = "cgroup_write", cgroup = "{group}", file = "{file}", value =
 #[test]
 fn reclaiming_a_large_page_cache_folio_costs_its_folio_and_page_parts() {
     // 64 MiB written 256 KiB a call (order-6 folios), cleaned by the flushers, then the
-    // limit lowered to 16 MiB: each large-folio knob raised by 1000 ns adds 1000 ns per
-    // folio, or per page, reclaimed to the writer's system time.
+    // limit lowered to 16 MiB: shrink_large_folio raised by 1000 ns adds 1000 ns per folio
+    // reclaimed to the writer's system time, free_buffer_head 1000 ns per page (one
+    // buffer_head a 4 KiB block).
     let sys = |folio: u64, page: u64| {
         let text = format!(
             r#"
@@ -1211,7 +1212,7 @@ memory = "512MiB"
 cpus = 1
 [cost]
 shrink_large_folio = {folio}
-shrink_folio_page = {page}
+free_buffer_head = {page}
 [[cgroup]]
 path = "L"
 [[task]]

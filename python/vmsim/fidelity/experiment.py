@@ -72,6 +72,8 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "nr_hugepages": (("pages",), (), "operator"),
     "compact_memory": ((), (), "operator"),
     "drop_caches": (("value",), (), "operator"),
+    # echo SIZE > memory.limit_in_bytes of the experiment's group (mem_cgroup_resize_max).
+    "cgroup_limit": (("size",), (), "operator"),
 }
 
 # What vmsim lacks for an op it cannot express (the next issues' work).
@@ -474,6 +476,8 @@ def parse_experiment(text: str, path: Path) -> Experiment:
         phases.append(Phase(pn, steps))
     if not phases:
         raise FidelityError(f"{where}: at least one [[phase]] is needed")
+    if "cgroup" not in data and any(s.op == "cgroup_limit" for p in phases for s in p.steps):
+        raise FidelityError(f"{where}: a cgroup_limit step needs a [cgroup] table")
     names = [p.name for p in phases]
     raw_metrics = data.get("metrics")
     if not isinstance(raw_metrics, list) or not raw_metrics:

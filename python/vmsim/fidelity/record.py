@@ -24,6 +24,7 @@ success, error, Ctrl-C or SIGTERM alike.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -148,6 +149,14 @@ def run_once(
                     host.sysctl_path("vm.compact_memory").write_text("1\n")
                 elif s.op == "drop_caches":
                     host.sysctl_path("vm.drop_caches").write_text(f"{s.args['value']}\n")
+                elif s.op == "cgroup_limit" and cg is not None:
+                    # The kernel refuses a limit reclaim cannot reach (EBUSY): recorded.
+                    try:
+                        (cg / "memory.limit_in_bytes").write_text(f"{s.args['size']}\n")
+                        outcome = "ok"
+                    except OSError as e:
+                        outcome = errno.errorcode.get(e.errno or 0, str(e))
+                    record.setdefault("cgroup_limit", []).append([s.args["size"], outcome])
                 elif s.op == "sleep":
                     time.sleep(s.args["time"])
             for w in workers.values():

@@ -85,7 +85,8 @@ impl Kernel {
     }
 
     /// Frees a folio's buffer_heads as it leaves the page cache
-    /// (filemap_release_folio → try_to_free_buffers → free_buffer_head).
+    /// (filemap_release_folio → try_to_free_buffers → free_buffer_head), each for
+    /// `free_buffer_head`.
     pub fn try_to_free_buffers(&mut self, p: Pfn, cpu: usize) {
         if self.buffers.bh.is_empty() {
             return;
@@ -97,8 +98,11 @@ impl Kernel {
                 .bh_objcg
                 .remove(&p)
                 .unwrap_or(crate::mm::memcontrol::NO_MEMCG);
+            let cost = self.mm.cost.free_buffer_head;
+            self.mm.cur.acc += cost;
             self.kmem_cache_free(cache, SlabObj { id, objcg }, cpu);
             for id in self.buffers.bh_rest.remove(&p).unwrap_or_default() {
+                self.mm.cur.acc += cost;
                 self.kmem_cache_free(cache, SlabObj { id, objcg }, cpu);
             }
         }

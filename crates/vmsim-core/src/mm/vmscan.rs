@@ -389,7 +389,8 @@ impl Kernel {
                 self.mm.count_vm_events(ev, n);
             }
         }
-        let hold = (scan + skipped.len() as u64) * self.mm.cost.lru_lock_page;
+        // lru_lock is held per folio moved (list_move, folio_test_clear_lru), whatever its size.
+        let hold = (taken.len() + skipped.len()) as u64 * self.mm.cost.lru_lock_page;
         let at = self.mm.clock();
         self.mm.cur.acc += hold + self.mm.scan_lruvec_mut(nid).lru_lock.acquire(at, hold);
         self.trace(TraceEvent::MmVmscanLruIsolate {
@@ -1529,7 +1530,8 @@ impl Kernel {
     }
 
     /// Frees a clean, unmapped page that reclaim isolated (__remove_mapping + free); a
-    /// large page-cache folio costs `shrink_large_folio` + `shrink_folio_page` a page more.
+    /// large page-cache folio costs `shrink_large_folio` more (its buffers are charged
+    /// by try_to_free_buffers).
     fn remove_mapping_and_free(&mut self, pfn: Pfn, cpu: usize) {
         let kind = self.mm.map[pfn as usize].kind();
         match kind {
@@ -1537,8 +1539,7 @@ impl Kernel {
             PageKind::File => {
                 let nr = self.mm.folio_nr_pages(pfn);
                 if nr > 1 {
-                    let c = &self.mm.cost;
-                    self.mm.cur.acc += c.shrink_large_folio + nr * c.shrink_folio_page;
+                    self.mm.cur.acc += self.mm.cost.shrink_large_folio;
                 }
                 self.remove_file_page_and_free(pfn, cpu)
             }
