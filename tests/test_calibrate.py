@@ -118,7 +118,7 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     assert reclaim["note"].startswith("vmsim: ") and " reclaims of " in reclaim["note"]
     # The large-folio reclaims, run in vmsim too, one check per folio size.
     large = [c for c in data["checks"] if c["kernel_function"] == "mem_cgroup_resize_max"]
-    assert [c["operation"] for c in large] == [
+    assert [c["operation"] for c in large] == ["limit reclaim, readahead folios"] + [
         f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)]
     assert all(c["vmsim_ns"] > 0 and c["measured_ns"] > 0 for c in data["checks"])
     # Nothing it made is left.
@@ -266,8 +266,9 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
     for knob, (lo, hi) in SANE.items():
         if knob in data["knobs"]:
             assert lo <= data["knobs"][knob]["ns"] <= hi, (knob, data["knobs"][knob])
-    # One check per folio size, run in vmsim with the new figures.
-    assert [c["operation"] for c in data["checks"]] == [
+    # One check per folio size, run in vmsim with the new figures, and the readahead
+    # shape's (folios without buffer heads).
+    assert [c["operation"] for c in data["checks"]] == ["limit reclaim, readahead folios"] + [
         f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)]
     written = api.cost_profile(str(prof))
     base = api.cost_profile("measured-6.18")

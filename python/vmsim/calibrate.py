@@ -439,6 +439,15 @@ def reclaim_large_folios(workdir: Path, sizes: Sizes, kib: int) -> ReclaimTrace:
     return memcg_reclaim_calls(trace)
 
 
+def _vmsim_reclaims(sc: dict[str, Any]) -> ReclaimTrace:
+    """vmsim's limit reclaims in a run of scenario ``sc``, from the tracepoints a real
+    measurement reads (mm_vmscan_memcg_reclaim_begin/_end, lru_shrink_inactive)."""
+    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
+        trace = Path(tmp) / "trace.txt"
+        api.run(sc, trace=trace, events=RECLAIM_EVENTS)
+        return memcg_reclaim_calls(trace.read_text())
+
+
 def _vmsim_reclaim_large(cost: dict[str, float], sizes: Sizes, kib: int) -> ReclaimTrace:
     """vmsim's own limit reclaims in the large-folio measurement's shape (a file written
     ``kib`` KiB a call in a group, left to the flushers until clean, then the group's
@@ -456,10 +465,7 @@ def _vmsim_reclaim_large(cost: dict[str, float], sizes: Sizes, kib: int) -> Recl
              "value": f"{sizes.reclaim_limit >> 20}MiB"},
         ]}],
     }
-    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
-        trace = Path(tmp) / "trace.txt"
-        api.run(sc, trace=trace, events=RECLAIM_EVENTS)
-        return memcg_reclaim_calls(trace.read_text())
+    return _vmsim_reclaims(sc)
 
 
 def _large_folio_parts(real: dict[int, ReclaimTrace], own: dict[int, ReclaimTrace]
@@ -1289,10 +1295,7 @@ def _vmsim_reclaim_clean(cost: dict[str, float], sizes: Sizes) -> ReclaimTrace:
         "task": [{"name": "t", "cgroup": "g",
                   "program": [{"op": "read", "file": "f", "bs": "4KiB"}]}],
     }
-    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
-        trace = Path(tmp) / "trace.txt"
-        api.run(sc, trace=trace, events=RECLAIM_EVENTS)
-        return memcg_reclaim_calls(trace.read_text())
+    return _vmsim_reclaims(sc)
 
 
 def _checks(cal: Calibration, base: dict[str, int], sizes: Sizes) -> list[dict[str, Any]]:
@@ -1393,10 +1396,7 @@ def _vmsim_reclaim_readahead(cost: dict[str, float], sizes: Sizes, ra_kb: int) -
              "value": f"{sizes.reclaim_limit >> 20}MiB"},
         ]}],
     }
-    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
-        trace = Path(tmp) / "trace.txt"
-        api.run(sc, trace=trace, events=RECLAIM_EVENTS)
-        return memcg_reclaim_calls(trace.read_text())
+    return _vmsim_reclaims(sc)
 
 
 def _large_folio_checks(cal: Calibration, cost: dict[str, float],

@@ -216,6 +216,31 @@ impl Kernel {
         }
     }
 
+    /// The head of each turn of memory_max_write's and memory_high_write's loops: Done
+    /// once the usage is at most `target`, the group's charge stocks drained once
+    /// (drain_all_stock), Yield when the step's time is used; else the usage [pages].
+    fn over_target(
+        &mut self,
+        id: u32,
+        target: u64,
+        quantum: u64,
+        st: &mut MemcgWrite,
+    ) -> Result<u64, Resize> {
+        let nr_pages = self.mm.memcg.groups[id as usize].memory.usage;
+        if nr_pages <= target {
+            return Err(Resize::Done);
+        }
+        if !st.drained {
+            self.mm.memcg.drain_all_stock(id);
+            st.drained = true;
+            return self.over_target(id, target, quantum, st);
+        }
+        if self.mm.cur.acc >= quantum {
+            return Err(Resize::Yield);
+        }
+        Ok(nr_pages)
+    }
+
     /// cgroup v2's memory.max write (memory_max_write): the limit is set first, then the
     /// excess is reclaimed with up to MAX_RECLAIM_RETRIES failed calls, then the group's
     /// tasks are OOM-killed until it fits or none is left.
@@ -232,18 +257,10 @@ impl Kernel {
             st.set = true;
         }
         loop {
-            let nr_pages = self.mm.memcg.groups[id as usize].memory.usage;
-            if nr_pages <= max {
-                return Resize::Done;
-            }
-            if !st.drained {
-                self.mm.memcg.drain_all_stock(id);
-                st.drained = true;
-                continue;
-            }
-            if self.mm.cur.acc >= quantum {
-                return Resize::Yield;
-            }
+            let nr_pages = match self.over_target(id, max, quantum, st) {
+                Ok(n) => n,
+                Err(r) => return r,
+            };
             if st.failures < MAX_RECLAIM_RETRIES {
                 if self.try_to_free_mem_cgroup_pages(id, nr_pages - max, tid) == 0 {
                     st.failures += 1;
@@ -276,18 +293,10 @@ impl Kernel {
             st.set = true;
         }
         loop {
-            let nr_pages = self.mm.memcg.groups[id as usize].memory.usage;
-            if nr_pages <= high {
-                return Resize::Done;
-            }
-            if !st.drained {
-                self.mm.memcg.drain_all_stock(id);
-                st.drained = true;
-                continue;
-            }
-            if self.mm.cur.acc >= quantum {
-                return Resize::Yield;
-            }
+            let nr_pages = match self.over_target(id, high, quantum, st) {
+                Ok(n) => n,
+                Err(r) => return r,
+            };
             let reclaimed = self.try_to_free_mem_cgroup_pages(id, nr_pages - high, tid);
             if reclaimed == 0 {
                 // `if (!reclaimed && !nr_retries--) break;`
