@@ -431,6 +431,9 @@ swap = "256MiB"
 [kernel]
 thp_enabled = "never"
 soft_limit_reclaim = "base"
+# The flushers start late, so reclaim meets dirty pages no one queued and wakes them.
+dirty_background_ratio = 50
+dirty_ratio = 80
 [[cgroup]]
 path = "soft"
 soft_limit_in_bytes = "16MiB"
