@@ -125,6 +125,8 @@ class Calibration:
     skipped: dict[str, str] = field(default_factory=dict)
     checks: list[dict[str, Any]] = field(default_factory=list)
     machine: dict[str, str] = field(default_factory=dict)
+    # read_ahead_kb of the device the readahead check ran on (None: not run).
+    readahead_kb: int | None = None
 
 
 def cpu_model() -> str:
@@ -529,6 +531,7 @@ def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]],
                       sizes: Sizes) -> None:
     """The readahead shape's time per page reclaimed, a figure for the checks only."""
     first, ra_kb = runs[0]
+    cal.readahead_kb = ra_kb
     cal.figures["reclaim_readahead"] = Figure(
         "reclaim_readahead", [r.ns / max(1, r.pages) for r, _ in runs],
         f"time inside memory cgroup limit reclaim per page it reclaimed: a "
@@ -1406,8 +1409,7 @@ def _large_folio_checks(cal: Calibration, cost: dict[str, float],
     out = []
     ra = cal.figures.get("reclaim_readahead")
     if ra is not None:
-        run = _vmsim_reclaim_readahead(cost, sizes, int(ra.method.split("read_ahead_kb ")[1]
-                                                          .split(")")[0]))
+        run = _vmsim_reclaim_readahead(cost, sizes, cal.readahead_kb or 128)
         modelled = run.ns / max(1, run.pages)
         out.append({
             "operation": "limit reclaim, readahead folios",

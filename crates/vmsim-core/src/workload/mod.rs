@@ -331,12 +331,18 @@ impl OpProgram {
         user: u64,
     ) -> Option<StepOut> {
         let nid = node.map(|n| n as usize);
-        match cx.k.set_max_huge_pages(pages, nid, cx.tid, cx.quantum) {
+        let r = cx.k.set_max_huge_pages(pages, nid, cx.tid, cx.quantum);
+        self.resize_step(r, user)
+    }
+
+    /// How a step of a write that may take several steps ends: None once it returned,
+    /// else the task runs again (cond_resched(), or asleep in reclaim: it goes on after).
+    fn resize_step(&mut self, r: Resize, user: u64) -> Option<StepOut> {
+        match r {
             Resize::Done => {
                 self.left = 0;
                 None
             }
-            // cond_resched(), or asleep in reclaim: the write goes on after.
             Resize::Yield | Resize::Sleep => Some(StepOut {
                 user_ns: user,
                 next: Step::Run,
@@ -369,16 +375,7 @@ impl OpProgram {
         let r =
             cx.k.mem_cgroup_file_write(id, file, pages, cx.tid, cx.quantum, &mut st);
         self.memcg_write = st;
-        match r {
-            Resize::Done => {
-                self.left = 0;
-                None
-            }
-            Resize::Yield | Resize::Sleep => Some(StepOut {
-                user_ns: user,
-                next: Step::Run,
-            }),
-        }
+        self.resize_step(r, user)
     }
 }
 
