@@ -1,12 +1,12 @@
 # One entry point for what CI runs: `make all` installs the test dependencies
-# (and what vmsim fidelity's guests need, and chromium for the report's browser
-# tests), checks formatting, lints and types
+# (and what vmsim fidelity's guests need, chromium for the report's browser
+# tests and perf for calibrate's kernel paths), checks formatting, lints and types
 # (mypy), and runs every test (Rust and Python).
 PYTHON ?= python3
 
-.PHONY: all install fidelity-vm browser lint test test-rust test-python bench docs fmt fuzz profile profile-tools
+.PHONY: all install fidelity-vm browser perf lint test test-rust test-python bench docs fmt fuzz profile profile-tools
 
-all: install fidelity-vm browser lint test
+all: install fidelity-vm browser perf lint test
 
 install:
 	$(PYTHON) -m pip install --quiet -e '.[test]'
@@ -24,6 +24,14 @@ fidelity-vm:
 browser:
 	-command -v chromium >/dev/null || { apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
+
+# Debian's linux-perf (apt-get, as root): `vmsim calibrate` samples the kernel's own
+# functions with it (the kernel-paths knobs, docs/cost-model.md) and `make profile`
+# records vmsim. Where it cannot be installed, make goes on and calibrate keeps those
+# knobs' estimates, saying why.
+perf:
+	-command -v perf >/dev/null || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends linux-perf; }
 
 lint:
 	cargo fmt --all --check
@@ -64,9 +72,7 @@ profile: profile-tools
 	mv $(PROFILE_OUT)/flamegraph.svg.tmp $(PROFILE_OUT)/flamegraph.svg
 	@echo "$(PROFILE_OUT)/flamegraph.svg"
 
-profile-tools:
-	command -v perf >/dev/null || { apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends linux-perf; }
+profile-tools: perf
 	test -x target/tools/bin/inferno-flamegraph || \
 		cargo install inferno --version =$(INFERNO_VERSION) --locked --root target/tools
 

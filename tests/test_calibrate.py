@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from test_cli import assert_ok, assert_one_line_error
-from vmsim import _vmsim, api, calibrate
+from vmsim import _vmsim, api, calibrate, kprofile
 
 # What a machine can physically take for each measured knob [ns]: a figure outside is a
 # broken method, not a slow machine.
@@ -50,6 +50,15 @@ SANE = {
     # A large folio's share of reclaim beyond vmsim's own charge: per folio, per page.
     "shrink_large_folio": (0, 500_000),
     "free_buffer_head": (0, 20_000),
+    # The kernel's own time in its allocator, LRU and slab functions (perf samples); the
+    # buddy parts are differences of two sampled times, 0 when within the noise.
+    "pcp_alloc": (1, 20_000),
+    "pcp_free": (1, 20_000),
+    "buddy_alloc": (0, 20_000),
+    "buddy_free": (0, 20_000),
+    "lru_add": (0, 20_000),
+    "lru_lock_page": (1, 20_000),
+    "slab_object": (1, 20_000),
 }
 
 
@@ -238,16 +247,95 @@ def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() ->
         assert prof["method"][knob] == base["method"][knob], knob
         assert prof["spread"].get(knob) == base["spread"].get(knob), knob
     assert prof["profile"]["date"] == base["date"]
-    text = calibrate.profile_toml(prof, ("large-folio-reclaim", "2026-12-01"))
-    assert text.startswith(f"# Cost profile measured-6.18: made by `vmsim calibrate` on "
-                           f"{base['date']}; its shrink_large_folio, free_buffer_head "
-                           "measured again on 2026-12-01 (--only large-folio-reclaim).")
+    text = calibrate.profile_toml(prof)
+    head = text.splitlines()[0]
+    assert head.startswith(f"# Cost profile measured-6.18: made by `vmsim calibrate` on "
+                           f"{base['date']}; its "), head
+    # Each family measured again alone is named once, with its own knobs and date.
+    assert ("; its shrink_large_folio, free_buffer_head measured again on 2026-12-01 "
+            "(--only large-folio-reclaim)") in head
+    assert head.count("(--only large-folio-reclaim)") == 1
     assert json.loads(_vmsim.cost_profile(text))["cost"] == prof["cost"]
 
 
 def test_an_unknown_family_is_one_line() -> None:
     assert_one_line_error(vmsim("calibrate", "--only", "everything"),
-                          "--only: no family everything (one of large-folio-reclaim)")
+                          "--only: no family everything (one of large-folio-reclaim, "
+                          "kernel-paths)")
+
+
+PERF_SCRIPT = """\
+ 4242
+\tffffffff81633255 clear_page_erms
+\tffffffff81633000 get_page_from_freelist
+\tffffffff81632000 __alloc_frozen_pages_noprof
+\tffffffff81631000 do_anonymous_page
+
+ 4242
+\tffffffff81633255 __rmqueue_pcplist
+\tffffffff81633000 get_page_from_freelist
+\tffffffff81632000 __alloc_frozen_pages_noprof
+
+ 17
+\tffffffff81633255 _raw_spin_unlock_irqrestore
+\tffffffff81633000 __alloc_frozen_pages_noprof
+\tffffffff81632000 clear_page_erms
+
+ 4242
+\t          24fd40 [unknown]
+"""
+
+
+def test_kernel_samples_are_read_as_call_chains_leaf_first() -> None:
+    s = kprofile.Samples(kprofile.parse_script(PERF_SCRIPT), 1000)
+    assert s.stacks[0] == ["clear_page_erms", "get_page_from_freelist",
+                           "__alloc_frozen_pages_noprof", "do_anonymous_page"]
+    assert len(s.stacks) == 4 and s.stacks[3] == ["[unknown]"]
+    assert s.count("__alloc_frozen_pages_noprof") == 3
+    assert s.ns("__alloc_frozen_pages_noprof") == 3000
+    # Less what was called below it: clear_page_erms above it (a caller) does not count.
+    assert s.ns("__alloc_frozen_pages_noprof", ["clear_page_erms"]) == 2000
+    assert s.ns("get_page_from_freelist", ["__rmqueue_pcplist"]) == 1000
+    assert s.ns("no_such_function") == 0
+
+
+def test_kernel_path_knobs_take_the_repetitions_that_exercised_them() -> None:
+    def rep(alloc: float, buddy: float | None) -> dict[str, float | None]:
+        return {"pcp_alloc": alloc, "pcp_free": 30.0, "buddy_alloc": buddy,
+                "buddy_free": None, "lru_add": -2.0, "lru_lock_page": 90.0,
+                "slab_object": 80.0, "pages_refilled": 1e5, "pages_drained": 0.0,
+                "slab_objects_per_file": 12.0}
+    cal = calibrate.Calibration()
+    calibrate._kernel_path_knobs(cal, [rep(100.0, 60.0), rep(120.0, None), rep(110.0, 70.0)],
+                                 calibrate.QUICK)
+    assert cal.knobs["pcp_alloc"].values == [100.0, 120.0, 110.0]
+    assert cal.knobs["buddy_alloc"].values == [60.0, 70.0]
+    assert cal.knobs["buddy_alloc"].method.endswith("; 2 of 3 repetitions")
+    assert cal.knobs["lru_add"].values == [0.0, 0.0, 0.0]
+    assert "below 0 counts as 0" in cal.knobs["lru_add"].method
+    assert "buddy_free" not in cal.knobs
+    assert cal.skipped["buddy_free"].startswith("kernel paths: no repetition moved pages")
+    assert cal.figures["pages_drained"].values == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.skipif(kprofile.unavailable() is not None,
+                    reason=f"kernel paths: {kprofile.unavailable()}")
+def test_the_kernel_path_family_alone_measures_its_knobs(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "kernel-paths",
+                          "--base", "measured-6.18", "--dir", str(work)))
+    data = json.loads(out)
+    assert set(data["knobs"]) == set(calibrate.KERNEL_PATH_KNOBS), data["skipped"]
+    for knob in data["knobs"]:
+        lo, hi = SANE[knob]
+        assert lo <= data["knobs"][knob]["ns"] <= hi, (knob, data["knobs"][knob])
+    # The large cycle went past the per-CPU lists both ways, as its method says.
+    assert min(data["figures"]["pages_refilled"]["values"]) > 0
+    assert min(data["figures"]["pages_drained"]["values"]) > 0
+    assert [c["operation"] for c in data["checks"]] == ["anonymous write fault",
+                                                        "anonymous read fault"]
+    assert list(work.iterdir()) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the large-folio reclaim needs root")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vmsim import _vmsim, api
+from vmsim import _vmsim, api, kprofile
 
 MEMCG_ROOT = Path("/sys/fs/cgroup/memory")
 
@@ -59,6 +59,10 @@ class Sizes:
     swap_anon: int  # anonymous memory pushed through a limited group to swap
     swap_limit: int
     compact_layout: int  # the least anonymous memory the compaction layout may write
+    recycle_rounds: int  # map, fault and unmap 32 pages this many times (kernel paths)
+    pcp_cycle: int  # bytes faulted and unmapped at once: past the per-CPU lists' reach
+    pcp_cycles: int  # how many times
+    slab_files: int  # empty files created and unlinked (slab objects)
 
 
 QUICK = Sizes(
@@ -78,6 +82,10 @@ QUICK = Sizes(
     swap_anon=48 << 20,
     swap_limit=16 << 20,
     compact_layout=1 << 30,
+    recycle_rounds=15_000,
+    pcp_cycle=2 << 30,
+    pcp_cycles=1,
+    slab_files=30_000,
 )
 FULL = Sizes(
     repeat=7,
@@ -96,6 +104,10 @@ FULL = Sizes(
     swap_anon=192 << 20,
     swap_limit=64 << 20,
     compact_layout=1 << 30,
+    recycle_rounds=60_000,
+    pcp_cycle=2 << 30,
+    pcp_cycles=3,
+    slab_files=100_000,
 )
 
 
@@ -541,9 +553,183 @@ def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]],
     )
 
 
+# The kernel functions each kernel-path knob is timed in (6.18's names; kprofile.py).
+KERNEL_PATH_KNOBS = ("pcp_alloc", "pcp_free", "buddy_alloc", "buddy_free", "lru_add",
+                     "lru_lock_page", "slab_object")
+# A repetition whose large cycle moved fewer pages than this share through the buddy
+# lists (the per-CPU lists held them all) gives no buddy figure.
+_BUDDY_SHARE = 0.05
+_SLAB_EVENTS = ["kmem:kmem_cache_alloc", "kmem:kmem_cache_free"]
+
+
+@contextmanager
+def _pinned(cpu: int) -> Iterator[None]:
+    """Runs the calling thread on ``cpu`` alone, its affinity restored on return."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _pcp_cycles(sizes: Sizes) -> dict[str, float]:
+    """``sizes.pcp_cycles`` pcp_cycle runs: pages faulted, and of them the pages the faults
+    took from the buddy lists and the unmaps gave back to them."""
+    out = {"pages": 0.0, "refilled": 0.0, "drained": 0.0}
+    for _ in range(sizes.pcp_cycles):
+        c = _bench("pcp_cycle", sizes.pcp_cycle)
+        out["pages"] += c["pages"]
+        out["refilled"] += c["pages"] + c["pcp_faulted"] - c["pcp_before"]
+        out["drained"] += c["pages"] - (c["pcp_after"] - c["pcp_faulted"])
+    return out
+
+
+def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> dict[str, float | None]:
+    """One repetition of the kernel-path knobs: the kernel's own time in the allocator's,
+    the LRU's and the slab allocator's functions, sampled by perf on the CPU the
+    microbenchmarks run on, per page or object they handled (None: not exercised)."""
+    cpu = max(os.sched_getaffinity(0))
+    with _pinned(cpu):
+        rounds = sizes.recycle_rounds
+        _, small = kprofile.sampled(lambda: _bench("fault_cycles", 32 * 4096, cpu=rounds), cpu)
+        big, large = kprofile.sampled(lambda: _pcp_cycles(sizes), cpu)
+        files = sizes.slab_files
+        _, counts = kprofile.tracepoint_counts(
+            lambda: _bench("create_unlink", files, path=str(workdir)), cpu, _SLAB_EVENTS)
+        _, slab = kprofile.sampled(lambda: _bench("create_unlink", files, path=str(workdir)), cpu)
+    n_small = 32 * rounds
+    n, refilled, drained = big["pages"], big["refilled"], big["drained"]
+    # What the per-CPU lists' own side costs a page, from the shape that never leaves them.
+    pcp_pop = small.ns("__rmqueue_pcplist") / n_small
+    pcp_push = small.ns("free_frozen_page_commit") / n_small
+    out: dict[str, float | None] = {
+        # Allocation entry, zonelist walk, watermark check, the per-CPU list's pop,
+        # prep_new_page: all of __alloc_frozen_pages but the zeroing (clear_page's knob).
+        "pcp_alloc": small.ns("__alloc_frozen_pages_noprof", ["clear_page_erms"]) / n_small,
+        "pcp_free": small.ns("free_unref_folios") / n_small,
+        "buddy_alloc": None, "buddy_free": None,
+        # Under lru_lock: lru_add and the LRU size counters, a folio at a time.
+        "lru_lock_page": large.ns("folio_batch_move_lru", ["folios_put_refs"]) / n,
+        "lru_add": large.ns("__folio_batch_add_and_move", ["folio_batch_move_lru"]) / n,
+        "pages_refilled": refilled, "pages_drained": drained,
+    }
+    if refilled >= _BUDDY_SHARE * n:
+        # rmqueue_bulk (inlined in __rmqueue_pcplist) under zone->lock, a __rmqueue a
+        # page: splitting a block of 2^k pages down to single pages takes 2^k - 1
+        # expand() steps, one a page (buddy_split's).
+        out["buddy_alloc"] = (large.ns("__rmqueue_pcplist") - pcp_pop * n) / refilled - buddy_split
+    if drained >= _BUDDY_SHARE * n:
+        # free_pcppages_bulk (inlined in free_frozen_page_commit): __free_one_page a page,
+        # merging back up (a merge a page).
+        out["buddy_free"] = (large.ns("free_frozen_page_commit") - pcp_push * n) / drained \
+            - buddy_split
+    no_pages = ["allocate_slab", "free_slab", "__free_slab"]
+    slab_ns = sum(slab.ns(fn, no_pages) for fn in
+                  ("kmem_cache_alloc_noprof", "kmem_cache_alloc_lru_noprof", "kmem_cache_free"))
+    objects = counts["kmem_cache_alloc"] + counts["kmem_cache_free"]
+    out["slab_object"] = slab_ns / max(1, objects)
+    out["slab_objects_per_file"] = objects / files
+    return out
+
+
+def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]],
+                       sizes: Sizes) -> None:
+    """The kernel-path knobs from their repetitions (those that exercised them)."""
+    period = kprofile.PERIOD_NS // 1000
+    where = (f"perf samples (cpu-clock, one per {period} us, kernel call chains) on the CPU "
+             f"the microbenchmark ran on")
+    small = (f"{where}; map, write-fault and unmap 32 pages {sizes.recycle_rounds} times "
+             f"(fault_cycles: the pages go round the per-CPU lists, never the buddy lists)")
+    large = (f"{where}; {sizes.pcp_cycles} x write-fault {sizes.pcp_cycle >> 20} MiB and "
+             f"unmap it (pcp_cycle), the per-CPU list's count from /proc/zoneinfo before, "
+             f"between and after")
+    methods = {
+        "pcp_alloc": f"__alloc_frozen_pages_noprof's time less clear_page_erms below it, per "
+                     f"page: {small}",
+        "pcp_free": f"free_unref_folios' time per page: {small}",
+        "buddy_alloc": f"__rmqueue_pcplist's time less its per-CPU list pops (as measured by "
+                       f"fault_cycles), per page it refilled from the buddy lists "
+                       f"(rmqueue_bulk), less a buddy_split step a page: {large}",
+        "buddy_free": f"free_frozen_page_commit's time less its per-CPU list pushes (as "
+                      f"measured by fault_cycles), per page it drained to the buddy lists "
+                      f"(free_pcppages_bulk), less a buddy_split merge a page: {large}",
+        "lru_lock_page": f"folio_batch_move_lru's time (under lru_lock: lru_add and the LRU "
+                         f"counters) less the folios_put_refs it ends with, per page: {large}",
+        "lru_add": f"__folio_batch_add_and_move's time less folio_batch_move_lru, per page: "
+                   f"{large}",
+        "slab_object": f"kmem_cache_alloc_noprof's, kmem_cache_alloc_lru_noprof's and "
+                       f"kmem_cache_free's time less new and freed slab pages (allocate_slab, "
+                       f"free_slab), per object allocated or freed, counted by the "
+                       f"kmem:kmem_cache_alloc and kmem_cache_free tracepoints in a run of "
+                       f"its own: {where}; create, close and unlink {sizes.slab_files} "
+                       f"empty files (create_unlink)",
+    }
+    for name in KERNEL_PATH_KNOBS:
+        values = [float(v) for r in runs if (v := r[name]) is not None]
+        if not values:
+            cal.skipped[name] = ("kernel paths: no repetition moved pages through the buddy "
+                                 "lists (the per-CPU lists held them all)")
+            continue
+        shown = f"; {len(values)} of {len(runs)} repetitions" if len(values) < len(runs) else ""
+        if min(values) < 0:
+            # A difference of two sampled times: below 0 when the part is within the noise.
+            shown += "; a repetition below 0 counts as 0"
+        cal.knobs[name] = Figure(name, [max(0.0, v) for v in values], methods[name] + shown)
+    for name, method in (("pages_refilled", "pages pcp_cycle's faults took from the buddy "
+                          "lists (their count plus the per-CPU list's growth)"),
+                         ("pages_drained", "pages pcp_cycle's unmap gave back to the buddy "
+                          "lists (their count less the per-CPU list's growth)"),
+                         ("slab_objects_per_file", "slab objects allocated or freed per "
+                          "file of create_unlink")):
+        cal.figures[name] = Figure(name, [float(r[name] or 0) for r in runs],
+                                   f"{method}; a count, not ns")
+
+
+# The anonymous fault figures (benchmark, method): the fault checks' measured side.
+FAULT_FIGURES = {
+    "touch_sequential": ("touch_seq", "the same reads in address order (what a first-touch "
+                         "loop adds to each of its faults)"),
+    "fault_read": ("fault_read", "first read of each page of a fresh MADV_NOHUGEPAGE "
+                   "anonymous mapping (do_anonymous_page maps the zero page: no allocation, "
+                   "no zeroing)"),
+    "fault_write": ("fault_write", "first write of each page of a fresh anonymous mapping "
+                    "(allocation, clear_page, memcg charge, LRU add, rmap)"),
+}
+
+
+def _fault_checks(f: dict[str, Figure], cost: dict[str, float]) -> list[tuple[str, float, float,
+                                                                             str]]:
+    """The anonymous fault checks' rows: (operation, measured, vmsim, kernel function)."""
+    n = CHECK_PAGES
+    return [
+        ("anonymous write fault", f["fault_write"].median - f["touch_sequential"].median,
+         _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB"}], n),
+         "do_anonymous_page"),
+        ("anonymous read fault", f["fault_read"].median - f["touch_sequential"].median,
+         _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB", "write": False}], n),
+         "do_anonymous_page (the zero page)"),
+    ]
+
+
+def _check_rows(rows: list[tuple[str, float, float, str]]) -> list[dict[str, Any]]:
+    """Check rows as the report and --json give them."""
+    return [
+        {
+            "operation": what,
+            "measured_ns": round(measured, 1),
+            "vmsim_ns": round(modelled, 1),
+            "ratio": round(modelled / measured, 2) if measured > 0 else None,
+            "kernel_function": fn,
+        }
+        for what, measured, modelled, fn in rows
+    ]
+
+
 # What `vmsim calibrate --only FAMILY` can measure alone, against the rest of a base
 # profile: the family's knobs.
-FAMILIES = {"large-folio-reclaim": ("shrink_large_folio", "free_buffer_head")}
+FAMILIES = {"large-folio-reclaim": ("shrink_large_folio", "free_buffer_head"),
+            "kernel-paths": KERNEL_PATH_KNOBS}
 
 
 def measure_family(
@@ -562,11 +748,26 @@ def measure_family(
     base = dict(base_cost or api.cost_profile("seed-era")["cost"])
     cal = Calibration(machine=machine_facts())
     say = progress or (lambda _s: None)
-    why = reclaim_available()
-    if why is not None:
-        raise CalibrateError(f"calibrate --only {family}: reclaim of clean large folios: {why}")
-    say("reclaim of clean large folios (64 KiB, 256 KiB, 1 MiB)")
     with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-", dir=workdir) as tmp:
+        if family == "kernel-paths":
+            why = kprofile.unavailable()
+            if why is not None:
+                raise CalibrateError(f"calibrate --only {family}: {why}")
+            say("kernel paths (perf samples of the allocator, the LRU, the slab allocator)")
+            _kernel_path_knobs(cal, [kernel_paths(Path(tmp), sizes, base["buddy_split"])
+                                     for _ in range(sizes.repeat)], sizes)
+            say("anonymous faults (the checks)")
+            for name, (bench, method) in FAULT_FIGURES.items():
+                cal.figures[name] = Figure(name, [_bench(bench, sizes.mem)["ns"]
+                                                  for _ in range(sizes.repeat)], method)
+            cost = {**base, **{n: f.median for n, f in cal.knobs.items()}}
+            cal.checks = _check_rows(_fault_checks(cal.figures, cost))
+            return cal
+        why = reclaim_available()
+        if why is not None:
+            raise CalibrateError(f"calibrate --only {family}: reclaim of clean large folios: "
+                                 f"{why}")
+        say("reclaim of clean large folios (64 KiB, 256 KiB, 1 MiB)")
         large = [{kib: reclaim_large_folios(Path(tmp), sizes, kib) for kib in LARGE_FOLIO_KIB}
                  for _ in range(sizes.repeat)]
         say("reclaim of readahead folios (the check)")
@@ -847,10 +1048,8 @@ def measure(
         "pages in shuffled order (independent loads overlap, as in a workload's loop)",
         lambda: _bench("touch_random", mem)["ns"],
     )
-    touch_seq = rep(
-        "touch_sequential", "the same reads in address order (what a first-touch loop adds to "
-        "each of its faults)", lambda: _bench("touch_seq", mem)["ns"],
-    )
+    touch_seq = rep("touch_sequential", FAULT_FIGURES["touch_sequential"][1],
+                    lambda: _bench("touch_seq", mem)["ns"])
     clear = rep(
         "clear_page", f"memset of each 4 KiB page of a populated {mem >> 20} MiB buffer "
         "(rep stosb, as clear_page_erms)", lambda: _bench("clear", mem)["ns"],
@@ -859,15 +1058,9 @@ def measure(
         "copy_page", f"memcpy of each 4 KiB page between two populated {mem >> 20} MiB buffers",
         lambda: _bench("copy", mem)["ns"],
     )
-    fault_read = rep(
-        "fault_read", "first read of each page of a fresh MADV_NOHUGEPAGE anonymous mapping "
-        "(do_anonymous_page maps the zero page: no allocation, no zeroing)",
-        lambda: _bench("fault_read", mem)["ns"],
-    )
-    rep(
-        "fault_write", "first write of each page of a fresh anonymous mapping (allocation, "
-        "clear_page, memcg charge, LRU add, rmap)", lambda: _bench("fault_write", mem)["ns"],
-    )
+    fault_read = rep("fault_read", FAULT_FIGURES["fault_read"][1],
+                     lambda: _bench("fault_read", mem)["ns"])
+    rep("fault_write", FAULT_FIGURES["fault_write"][1], lambda: _bench("fault_write", mem)["ns"])
     rep("munmap", "munmap of a populated anonymous mapping, per page",
         lambda: _bench("unmap", mem)["ns"])
     pair = rep(
@@ -981,6 +1174,14 @@ def measure(
             anon = [reclaim_anon_swap(Path(tmp), sizes) for _ in range(sizes.repeat)]
         else:
             cal.skipped["unmap_page"] = f"reclaim of anonymous memory to swap: {why_swap}"
+        why_paths = kprofile.unavailable()
+        if why_paths is None:
+            say("kernel paths (perf samples of the allocator, the LRU, the slab allocator)")
+            _kernel_path_knobs(cal, [kernel_paths(Path(tmp), sizes, base["buddy_split"])
+                                     for _ in range(sizes.repeat)], sizes)
+        else:
+            for name in KERNEL_PATH_KNOBS:
+                cal.skipped[name] = f"kernel paths: {why_paths}"
 
     # The knobs, each from its figures, repetition by repetition.
     k = cal.knobs
@@ -1039,8 +1240,8 @@ def measure(
             "memcg_charge a page: the charge and the uncharge, one level more each)",
         )
     if reclaim is not None:
-        memcg_charge = k["memcg_charge"].median if "memcg_charge" in k else base["memcg_charge"]
-        others = base["lru_lock_page"] + base["pcp_free"] + memcg_charge
+        now = _cost_now(base, k)
+        others = now["lru_lock_page"] + now["pcp_free"] + now["memcg_charge"]
         for run in reclaim + walk:
             if run.pages <= 0:
                 raise CalibrateError("calibrate reclaim: the limited group reclaimed nothing")
@@ -1105,10 +1306,11 @@ def measure(
             "the per-page-scanned part of the same two passes (the scanners step over free "
             "blocks a page at a time in the counters, as vmsim charges them)",
         )
+        buddy_free = _cost_now(base, k)["buddy_free"]
         k["migrate_page"] = Figure(
-            "migrate_page", [c[0] - base["buddy_free"] for c in compact],
+            "migrate_page", [c[0] - buddy_free for c in compact],
             "compact_migrated less what vmsim charges besides migrate_page for an order-0 "
-            f"page it migrates (buddy_free of the old page, {base['buddy_free']} ns)",
+            f"page it migrates (buddy_free of the old page, {buddy_free:.0f} ns)",
         )
     if anon:
         cost_now = {**_cost_now(base, k), "unmap_page": 0}
@@ -1308,28 +1510,13 @@ def _checks(cal: Calibration, base: dict[str, int], sizes: Sizes) -> list[dict[s
     cost: dict[str, float] = {**base, **{n: f.median for n, f in cal.knobs.items()}}
     f = cal.figures
     n = CHECK_PAGES
-    rows = [
-        ("anonymous write fault", f["fault_write"].median - f["touch_sequential"].median,
-         _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB"}], n),
-         "do_anonymous_page"),
-        ("anonymous read fault", f["fault_read"].median - f["touch_sequential"].median,
-         _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB", "write": False}], n),
-         "do_anonymous_page (the zero page)"),
+    rows = _fault_checks(f, cost) + [
         ("buffered write, 1 MiB a call", f["pagecache_write_1m"].median,
          _vmsim_sys_per_page(cost, _write(1024), n), "generic_perform_write"),
         ("cached read, 1 MiB a call", f["pagecache_read_1m"].median,
          _vmsim_sys_per_page(cost, _read(1024), n, _write(1024)), "filemap_read"),
     ]
-    out = [
-        {
-            "operation": what,
-            "measured_ns": round(measured, 1),
-            "vmsim_ns": round(modelled, 1),
-            "ratio": round(modelled / measured, 2) if measured > 0 else None,
-            "kernel_function": fn,
-        }
-        for what, measured, modelled, fn in rows
-    ]
+    out = _check_rows(rows)
     if "reclaim_clean" in f:
         # The same reclaim in vmsim: its time per page, and how the reclaims went.
         run = _vmsim_reclaim_clean(cost, sizes)
@@ -1493,19 +1680,24 @@ def profile(cal: Calibration, base: dict[str, Any], name: str,
     }
 
 
-def profile_toml(prof: dict[str, Any], only: tuple[str, str] | None = None) -> str:
-    """The profile file's text: a comment saying what made it, then its tables; ``only``
-    (family, date) names a family re-measured later, alone."""
+_AGAIN = re.compile(r"\(measured on (\S+) by vmsim calibrate --only (\S+) against")
+
+
+def profile_toml(prof: dict[str, Any]) -> str:
+    """The profile file's text: a comment saying what made it (and which families were
+    measured again later, alone: their knobs' methods say so), then its tables."""
     import tomli_w
 
-    again = ""
-    if only is not None:
-        family, date = only
-        again = (f"; its {', '.join(FAMILIES[family])} measured again on {date} "
-                 f"(--only {family})")
+    again: dict[tuple[str, str], list[str]] = {}
+    for knob, text in prof["method"].items():
+        m = _AGAIN.search(text)
+        if m is not None:
+            again.setdefault((m.group(2), m.group(1)), []).append(knob)
+    later = "".join(f"; its {', '.join(knobs)} measured again on {date} (--only {family})"
+                    for (family, date), knobs in again.items())
     head = (
         f"# Cost profile {prof['profile']['name']}: made by `vmsim calibrate` on "
-        f"{prof['profile']['date']}{again}.\n# Every figure is in ns; docs/cost-model.md "
+        f"{prof['profile']['date']}{later}.\n# Every figure is in ns; docs/cost-model.md "
         "gives each method. Use it with vmsim run --costs FILE.\n\n"
     )
     return head + tomli_w.dumps(prof)

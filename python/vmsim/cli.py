@@ -1096,9 +1096,7 @@ def calibrate_cmd(
             click.echo("\r\x1b[K", err=True, nl=False)
     prof_name = name or f"calibrated-{cal.machine['kernel']}"
     prof = calibrate.profile(cal, base_profile, prof_name, family)
-    text = calibrate.profile_toml(
-        prof, (family, cal.machine["date"]) if family is not None else None
-    )
+    text = calibrate.profile_toml(prof)
     try:
         _vmsim_profile_check(text)
     except ScenarioError as e:

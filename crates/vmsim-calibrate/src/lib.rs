@@ -217,6 +217,113 @@ pub fn fault(bytes: usize, write: bool) -> Result<f64> {
     Ok(dt as f64 / n as f64)
 }
 
+/// `rounds` times: maps `bytes` of anonymous memory, write-faults each page, unmaps it
+/// [ns a page, fault and unmap]. A small mapping recycles its pages through the per-CPU
+/// lists (free_unref_folios puts them there, rmqueue_pcplist takes them back) without
+/// reaching the buddy lists; a large one refills from and drains to them.
+pub fn fault_cycles(bytes: usize, rounds: usize) -> Result<f64> {
+    let n = pages_of(bytes)?;
+    let t0 = thread_cpu();
+    for _ in 0..rounds {
+        let m = Mapping::new(n * PAGE, true)?;
+        drop(m);
+    }
+    let dt = thread_cpu() - t0;
+    Ok(dt as f64 / (n * rounds.max(1)) as f64)
+}
+
+/// The pages on this CPU's per-CPU free lists, all zones (the `count:` lines of
+/// /proc/zoneinfo under `cpu: N`).
+fn pcp_count(cpu: usize) -> Result<u64> {
+    let text =
+        std::fs::read_to_string("/proc/zoneinfo").map_err(|e| format!("/proc/zoneinfo: {e}"))?;
+    let (mut here, mut sum) = (false, 0u64);
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(c) = line.strip_prefix("cpu:") {
+            here = c.trim().parse::<usize>().ok() == Some(cpu);
+        } else if let (true, Some(n)) = (here, line.strip_prefix("count:")) {
+            sum += n.trim().parse::<u64>().unwrap_or(0);
+            here = false;
+        } else if line.starts_with("Node") {
+            here = false;
+        }
+    }
+    Ok(sum)
+}
+
+/// Write-faults every page of a fresh `bytes` anonymous mapping, then unmaps it, and
+/// reads this CPU's per-CPU list count before, between and after: the pages the faults
+/// took from the buddy lists (rmqueue_bulk) and the unmap gave back to them
+/// (free_pcppages_bulk) follow from the counts, as the kernel keeps them.
+pub struct PcpCycle {
+    pub pages: u64,
+    pub fault_ns: f64,
+    pub unmap_ns: f64,
+    /// Pages on this CPU's lists before the faults, after them, after the unmap.
+    pub pcp: [u64; 3],
+}
+
+/// Runs a [`PcpCycle`] on the calling thread's CPU (pin it first).
+pub fn pcp_cycle(bytes: usize) -> Result<PcpCycle> {
+    let n = pages_of(bytes)?;
+    // SAFETY: no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        return Err(os_error("sched_getcpu"));
+    }
+    let cpu = cpu as usize;
+    let m = Mapping::new(n * PAGE, false)?;
+    let p0 = pcp_count(cpu)?;
+    let t0 = thread_cpu();
+    for i in 0..n {
+        // SAFETY: a page of the mapping.
+        unsafe { m.page(i).write_volatile(1) };
+    }
+    let t1 = thread_cpu();
+    let p1 = pcp_count(cpu)?;
+    let t2 = thread_cpu();
+    drop(m);
+    let t3 = thread_cpu();
+    let p2 = pcp_count(cpu)?;
+    Ok(PcpCycle {
+        pages: n as u64,
+        fault_ns: (t1 - t0) as f64 / n as f64,
+        unmap_ns: (t3 - t2) as f64 / n as f64,
+        pcp: [p0, p1, p2],
+    })
+}
+
+/// `count` times: creates an empty file in `dir` (open O_CREAT|O_EXCL), closes and
+/// unlinks it [ns each]: a dentry, an inode, a struct file and the filesystem's own
+/// objects allocated from and freed to their slab caches.
+pub fn create_unlink(dir: &str, count: usize) -> Result<f64> {
+    let pid = std::process::id();
+    let t0 = thread_cpu();
+    for i in 0..count {
+        let name = std::ffi::CString::new(format!("{dir}/vmsim-calibrate-{pid}-{i}"))
+            .map_err(|_| format!("{dir}: a NUL byte in the directory"))?;
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe {
+            libc::open(
+                name.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(os_error("open"));
+        }
+        // SAFETY: our descriptor and path.
+        unsafe {
+            libc::close(fd);
+            libc::unlink(name.as_ptr());
+        }
+    }
+    let dt = thread_cpu() - t0;
+    Ok(dt as f64 / count.max(1) as f64)
+}
+
 /// munmap of a populated anonymous mapping, per page [ns each] (zap_pte_range,
 /// the rmap and LRU removal, the uncharge, free_unref_folios).
 pub fn unmap(bytes: usize) -> Result<f64> {

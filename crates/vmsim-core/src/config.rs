@@ -650,16 +650,16 @@ section! {
     /// They are the default cost profile's figures (`costs::DEFAULT_PROFILE`,
     /// crates/vmsim-core/costs/): a test fails when the two differ.
     Cost, "cost" {
-        /// Order-0 allocation served from the per-CPU list (rmqueue_pcplist). Source: an estimate (tens of ns for a per-CPU list operation with IRQs off); docs/cost-model.md.
-        pcp_alloc: u64 = 60, "[ns]", max MAX_OP_COST;
-        /// Order-0 free onto the per-CPU list (free_unref_page). Source: an estimate, as pcp_alloc; docs/cost-model.md.
-        pcp_free: u64 = 50, "[ns]", max MAX_OP_COST;
-        /// One page taken from the buddy lists under zone->lock (__rmqueue). Source: an estimate (a free-list operation under zone->lock with cache misses on struct page); docs/cost-model.md.
-        buddy_alloc: u64 = 120, "[ns]", max MAX_OP_COST;
+        /// An order-0 allocation served from the per-CPU list: the allocator entry, zonelist walk, watermark check, list pop and prep_new_page (__alloc_frozen_pages less the zeroing). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 109.4-143.8 ns over 7 repetitions; docs/cost-model.md.
+        pcp_alloc: u64 = 129, "[ns]", max MAX_OP_COST;
+        /// An order-0 free onto the per-CPU list (free_unref_folios). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 27.1-34.9 ns over 7 repetitions; docs/cost-model.md.
+        pcp_free: u64 = 31, "[ns]", max MAX_OP_COST;
+        /// One page taken from the buddy lists under zone->lock (__rmqueue in rmqueue_bulk). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 43.4-106.8 ns over 7 repetitions; docs/cost-model.md.
+        buddy_alloc: u64 = 99, "[ns]", max MAX_OP_COST;
         /// One split step of expand() or merge step of __free_one_page. Source: an estimate; docs/cost-model.md.
         buddy_split: u64 = 15, "[ns]", max MAX_OP_COST;
-        /// One page returned to the buddy lists under zone->lock (__free_one_page). Source: an estimate, as buddy_alloc; docs/cost-model.md.
-        buddy_free: u64 = 80, "[ns]", max MAX_OP_COST;
+        /// One page returned to the buddy lists under zone->lock (__free_one_page in free_pcppages_bulk). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 31.2-62.2 ns over 7 repetitions; docs/cost-model.md.
+        buddy_free: u64 = 48, "[ns]", max MAX_OP_COST;
         /// Entering the allocator slow path (__alloc_pages_slowpath), per pass. Source: an estimate; docs/cost-model.md.
         slowpath: u64 = 500, "[ns]", max MAX_OP_COST;
         /// A page fault's fixed overhead (exception entry, handle_mm_fault, return). Measured by vmsim calibrate on this machine kind (6.18): 668.5-744.2 ns over 7 repetitions; docs/cost-model.md.
@@ -668,8 +668,8 @@ section! {
         clear_page: u64 = 190, "[ns]", max MAX_OP_COST;
         /// User access to an already-mapped page (cache miss and TLB). Measured by vmsim calibrate on this machine kind (6.18): 17.4-26.3 ns over 7 repetitions; docs/cost-model.md.
         touch_page: u64 = 20, "[ns]", max MAX_OP_COST;
-        /// One slab object allocation or free (kmem_cache_alloc fast path). Source: an estimate (kmem_cache_alloc fast path); docs/cost-model.md.
-        slab_object: u64 = 40, "[ns]", max MAX_OP_COST;
+        /// One slab object allocation or free (kmem_cache_alloc, kmem_cache_free, their memcg hooks). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 56-94.5 ns over 7 repetitions; docs/cost-model.md.
+        slab_object: u64 = 74, "[ns]", max MAX_OP_COST;
         /// One object scanned by a shrinker (do_shrink_slab). Source: an estimate (freeing one dentry or inode); docs/cost-model.md.
         shrink_object: u64 = 100, "[ns]", max MAX_OP_COST;
         /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured by vmsim calibrate on this machine kind (6.18): 166.8-185.8 ns over 7 repetitions; docs/cost-model.md.
@@ -680,10 +680,10 @@ section! {
         fork: u64 = 19239, "[ns]", max MAX_OP_COST;
         /// Selecting and killing a victim in the OOM killer (out_of_memory). Source: an estimate (scanning the tasks and killing one); docs/cost-model.md.
         oom_kill: u64 = 200000, "[ns]", max MAX_OP_COST;
-        /// Adding a page to a per-CPU LRU batch (folio_add_lru). Source: an estimate, no measurement; docs/cost-model.md.
-        lru_add: u64 = 30, "[ns]", max MAX_OP_COST;
-        /// Holding lru_lock per page moved on or off an LRU list. Source: an estimate, no measurement; docs/cost-model.md.
-        lru_lock_page: u64 = 40, "[ns]", max MAX_OP_COST;
+        /// Adding a page to a per-CPU LRU batch (folio_add_lru, outside lru_lock). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 13.4-18.4 ns over 7 repetitions; docs/cost-model.md.
+        lru_add: u64 = 17, "[ns]", max MAX_OP_COST;
+        /// Holding lru_lock per page moved on or off an LRU list (lru_add and the LRU counters in folio_batch_move_lru). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 76.3-93.5 ns over 7 repetitions; docs/cost-model.md.
+        lru_lock_page: u64 = 85, "[ns]", max MAX_OP_COST;
         /// One page through shrink_folio_list (references, rmap walk, freeing). Measured by vmsim calibrate on this machine kind (6.18): 765.6-1005 ns over 7 repetitions; docs/cost-model.md.
         shrink_page: u64 = 914, "[ns]", max MAX_OP_COST;
         /// What freeing a large page-cache folio in reclaim adds to `shrink_page`, once per folio whatever its size (__remove_mapping of a multi-index entry, the uncharge and the free of a high-order page). Measured by vmsim calibrate --only large-folio-reclaim on this machine kind (6.18): 520.8-1600.6 ns over 7 repetitions; docs/cost-model.md.

@@ -15,7 +15,7 @@ type Figures = BTreeMap<&'static str, f64>;
 
 /// Runs the microbenchmark `name` with a size (`bytes`, or a count of operations) and,
 /// for the file ones, a directory; `cpu` is the CPU of ping_pong, the number of
-/// mappings of fork and the pages per call of page_cache. Releases the GIL while it measures.
+/// mappings of fork, the pages per call of page_cache and the rounds of fault_cycles. Releases the GIL while it measures.
 #[pyfunction]
 #[pyo3(signature = (name, size, path=None, cpu=0))]
 pub fn calibrate_bench(
@@ -39,6 +39,19 @@ pub fn calibrate_bench(
             "fault_read" => one("ns", cal::fault(size, false).map_err(os)?),
             "fault_write" => one("ns", cal::fault(size, true).map_err(os)?),
             "unmap" => one("ns", cal::unmap(size).map_err(os)?),
+            "fault_cycles" => one("ns", cal::fault_cycles(size, cpu.max(1)).map_err(os)?),
+            "pcp_cycle" => {
+                let c = cal::pcp_cycle(size).map_err(os)?;
+                BTreeMap::from([
+                    ("pages", c.pages as f64),
+                    ("fault", c.fault_ns),
+                    ("unmap", c.unmap_ns),
+                    ("pcp_before", c.pcp[0] as f64),
+                    ("pcp_faulted", c.pcp[1] as f64),
+                    ("pcp_after", c.pcp[2] as f64),
+                ])
+            }
+            "create_unlink" => one("ns", cal::create_unlink(&path, size).map_err(os)?),
             "pipe_pair" => one("ns", cal::pipe_pair(size).map_err(os)?),
             "ping_pong" => one("ns", cal::ping_pong(size, cpu).map_err(os)?),
             "clone_vm" => one("ns", cal::clone_vm(size).map_err(os)?),
