@@ -59,6 +59,8 @@ SANE = {
     "lru_add": (0, 20_000),
     "lru_lock_page": (1, 20_000),
     "slab_object": (1, 20_000),
+    # A dentry or inode freed by the superblock shrinker, ext4's eviction included.
+    "shrink_object": (10, 200_000),
 }
 
 
@@ -261,7 +263,7 @@ def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() ->
 def test_an_unknown_family_is_one_line() -> None:
     assert_one_line_error(vmsim("calibrate", "--only", "everything"),
                           "--only: no family everything (one of large-folio-reclaim, "
-                          "kernel-paths)")
+                          "kernel-paths, shrinker)")
 
 
 PERF_SCRIPT = """\
@@ -362,6 +364,29 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
     base = api.cost_profile("measured-6.18")
     assert {k for k in base["cost"] if written["cost"][k] != base["cost"][k]} <= set(
         data["knobs"])
+    assert list(work.iterdir()) == []
+    assert leftovers("vmsim-calibrate-") == []
+    assert leftovers("vmsim-calibrate-") == []
+
+
+@pytest.mark.skipif(kprofile.unavailable() is not None,
+                    reason=f"the shrinker's figure: {kprofile.unavailable()}")
+@pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
+    reason="no cgroup-v1 memory controller on this machine",
+)
+def test_the_shrinker_family_alone_frees_a_dentry_and_an_inode_a_file(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "shrinker",
+                          "--base", "measured-6.18", "--dir", str(work)))
+    data = json.loads(out)
+    assert set(data["knobs"]) == {"shrink_object"}, data["skipped"]
+    lo, hi = SANE["shrink_object"]
+    assert lo <= data["knobs"]["shrink_object"]["ns"] <= hi, data["knobs"]
+    # The limit reclaim freed the group's dentries and inodes: two objects a file.
+    files = calibrate.QUICK.slab_files
+    assert all(files <= n <= 2.2 * files for n in data["figures"]["shrunk_objects"]["values"])
     assert list(work.iterdir()) == []
     assert leftovers("vmsim-calibrate-") == []
 

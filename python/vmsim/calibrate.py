@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -556,6 +557,13 @@ def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]],
 # The kernel functions each kernel-path knob is timed in (6.18's names; kprofile.py).
 KERNEL_PATH_KNOBS = ("pcp_alloc", "pcp_free", "buddy_alloc", "buddy_free", "lru_add",
                      "lru_lock_page", "slab_object")
+# Why a repetition gave no figure for a knob (None in kernel_paths' result).
+_NOT_EXERCISED = {
+    "buddy_alloc": "no repetition moved pages through the buddy lists (the per-CPU lists "
+                   "held them all)",
+    "buddy_free": "no repetition moved pages through the buddy lists (the per-CPU lists "
+                  "held them all)",
+}
 # A repetition whose large cycle moved fewer pages than this share through the buddy
 # lists (the per-CPU lists held them all) gives no buddy figure.
 _BUDDY_SHARE = 0.05
@@ -582,6 +590,71 @@ def _pcp_cycles(sizes: Sizes) -> dict[str, float]:
         out["pages"] += c["pages"]
         out["refilled"] += c["pages"] + c["pcp_faulted"] - c["pcp_before"]
         out["drained"] += c["pages"] - (c["pcp_after"] - c["pcp_faulted"])
+    return out
+
+
+# A child process that joins a memory cgroup and creates (or looks up) files there: their
+# dentries and inodes are charged to the group.
+_FILES_IN_GROUP = r"""
+import os, sys
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+for i in range(int(sys.argv[4])):
+    path = os.path.join(sys.argv[2], f"f{i}")
+    if sys.argv[3] == "create":
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    else:
+        os.stat(path)
+"""
+
+
+def _fs_objects() -> int:
+    """Dentries and inodes in memory (/proc/sys/fs/dentry-state, inode-nr: the first
+    field of each)."""
+    return sum(int(Path(f).read_text().split()[0]) for f in
+               ("/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr"))
+
+
+def _files_in_group(group: Path, where: str, how: str, files: int) -> None:
+    """Runs _FILES_IN_GROUP (``how``: create or stat) in a child that joins ``group``."""
+    r = subprocess.run([sys.executable, "-c", _FILES_IN_GROUP, str(group / "cgroup.procs"),
+                        where, how, str(files)], capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        raise CalibrateError(f"calibrate shrinker: {last}")
+
+
+def _shrink_group(group: Path) -> None:
+    """Lowers ``group``'s limit to 1 MiB: its reclaim shrinks what it can (EBUSY when it
+    cannot reach the limit; the old limit stays)."""
+    with suppress(OSError):
+        (group / "memory.limit_in_bytes").write_text(str(1 << 20))
+
+
+def shrink_dentries_inodes(workdir: Path, files: int, cpu: int,
+                           repeat: int) -> list[tuple[float, int] | None]:
+    """``files`` empty files are created once (by a child in a memory cgroup, whose limit
+    is then lowered so that their dentries and inodes leave memory, unmeasured). Each
+    repetition: a child in a fresh group looks every file up (stat: a dentry and an inode
+    each, charged to the group, read from the cached inode table) and exits; this thread
+    (on ``cpu``) lowers the group's limit to 1 MiB, whose reclaim (mem_cgroup_resize_max,
+    shrink_slab) frees them through super_cache_scan. Per repetition: its sampled time per
+    object freed (the fall of the dentry and inode counts) and the objects, or None when
+    the reclaim freed under one object a file."""
+    out: list[tuple[float, int] | None] = []
+    with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-", dir=workdir) as tmp:
+        with memcg(_tag(), None) as group:
+            _files_in_group(group, tmp, "create", files)
+            _shrink_group(group)
+        for _ in range(repeat):
+            with memcg(_tag(), None) as group:
+                _files_in_group(group, tmp, "stat", files)
+                before = _fs_objects()
+                _, samples = kprofile.sampled(partial(_shrink_group, group), cpu)
+                freed = before - _fs_objects()
+            # A dentry and an inode a file.
+            out.append((samples.ns("super_cache_scan") / freed, freed) if freed >= files
+                       else None)
     return out
 
 
@@ -633,6 +706,39 @@ def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> dict[str, f
     return out
 
 
+def _measure_kernel_paths(cal: Calibration, workdir: Path, sizes: Sizes,
+                          base: dict[str, Any]) -> None:
+    """The kernel-path knobs, ``sizes.repeat`` repetitions."""
+    _kernel_path_knobs(cal, [kernel_paths(workdir, sizes, base["buddy_split"])
+                             for _ in range(sizes.repeat)], sizes)
+
+
+def _measure_shrinker(cal: Calibration, workdir: Path, sizes: Sizes) -> None:
+    """shrink_object from ``sizes.repeat`` limit reclaims of a group's dentries and inodes
+    (perf samples of super_cache_scan), and the objects each freed as a figure."""
+    cpu = max(os.sched_getaffinity(0))
+    with _pinned(cpu):
+        runs = shrink_dentries_inodes(workdir, sizes.slab_files, cpu, sizes.repeat)
+    done = [r for r in runs if r is not None]
+    if not done:
+        cal.skipped["shrink_object"] = ("shrinker: no limit reclaim freed the group's "
+                                        "dentries and inodes")
+        return
+    period = kprofile.PERIOD_NS // 1000
+    shown = f"; {len(done)} of {len(runs)} repetitions" if len(done) < len(runs) else ""
+    cal.knobs["shrink_object"] = Figure(
+        "shrink_object", [ns for ns, _ in done],
+        f"super_cache_scan's time (prune_dcache_sb, prune_icache_sb and ext4's eviction) per "
+        f"dentry or inode freed (the fall of /proc/sys/fs/dentry-state and inode-nr; the "
+        f"objects' own kmem_cache_free comes later, from RCU: slab_object's), perf samples "
+        f"(cpu-clock, one per {period} us, kernel call chains) on the CPU of the reclaim: a "
+        f"process in a memory cgroup looks up {sizes.slab_files} empty files (stat) and "
+        f"exits, then the group's limit is lowered to 1 MiB{shown}")
+    cal.figures["shrunk_objects"] = Figure(
+        "shrunk_objects", [float(n) for _, n in done],
+        "dentries and inodes the shrinker's limit reclaim freed; a count, not ns")
+
+
 def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]],
                        sizes: Sizes) -> None:
     """The kernel-path knobs from their repetitions (those that exercised them)."""
@@ -668,8 +774,7 @@ def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]],
     for name in KERNEL_PATH_KNOBS:
         values = [float(v) for r in runs if (v := r[name]) is not None]
         if not values:
-            cal.skipped[name] = ("kernel paths: no repetition moved pages through the buddy "
-                                 "lists (the per-CPU lists held them all)")
+            cal.skipped[name] = f"kernel paths: {_NOT_EXERCISED[name]}"
             continue
         shown = f"; {len(values)} of {len(runs)} repetitions" if len(values) < len(runs) else ""
         if min(values) < 0:
@@ -729,7 +834,8 @@ def _check_rows(rows: list[tuple[str, float, float, str]]) -> list[dict[str, Any
 # What `vmsim calibrate --only FAMILY` can measure alone, against the rest of a base
 # profile: the family's knobs.
 FAMILIES = {"large-folio-reclaim": ("shrink_large_folio", "free_buffer_head"),
-            "kernel-paths": KERNEL_PATH_KNOBS}
+            "kernel-paths": KERNEL_PATH_KNOBS,
+            "shrinker": ("shrink_object",)}
 
 
 def measure_family(
@@ -749,13 +855,20 @@ def measure_family(
     cal = Calibration(machine=machine_facts())
     say = progress or (lambda _s: None)
     with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-", dir=workdir) as tmp:
+        if family == "shrinker":
+            why = kprofile.unavailable() or reclaim_available()
+            if why is not None:
+                raise CalibrateError(f"calibrate --only {family}: {why}")
+            say("the superblock shrinker (perf samples of a limit reclaim of dentries and "
+                "inodes)")
+            _measure_shrinker(cal, Path(tmp), sizes)
+            return cal
         if family == "kernel-paths":
             why = kprofile.unavailable()
             if why is not None:
                 raise CalibrateError(f"calibrate --only {family}: {why}")
             say("kernel paths (perf samples of the allocator, the LRU, the slab allocator)")
-            _kernel_path_knobs(cal, [kernel_paths(Path(tmp), sizes, base["buddy_split"])
-                                     for _ in range(sizes.repeat)], sizes)
+            _measure_kernel_paths(cal, Path(tmp), sizes, base)
             say("anonymous faults (the checks)")
             for name, (bench, method) in FAULT_FIGURES.items():
                 cal.figures[name] = Figure(name, [_bench(bench, sizes.mem)["ns"]
@@ -1177,10 +1290,15 @@ def measure(
         why_paths = kprofile.unavailable()
         if why_paths is None:
             say("kernel paths (perf samples of the allocator, the LRU, the slab allocator)")
-            _kernel_path_knobs(cal, [kernel_paths(Path(tmp), sizes, base["buddy_split"])
-                                     for _ in range(sizes.repeat)], sizes)
+            _measure_kernel_paths(cal, Path(tmp), sizes, base)
+            why_shrink = reclaim_available()
+            if why_shrink is None:
+                say("the superblock shrinker (perf samples of a limit reclaim)")
+                _measure_shrinker(cal, Path(tmp), sizes)
+            else:
+                cal.skipped["shrink_object"] = f"shrinker: {why_shrink}"
         else:
-            for name in KERNEL_PATH_KNOBS:
+            for name in (*KERNEL_PATH_KNOBS, "shrink_object"):
                 cal.skipped[name] = f"kernel paths: {why_paths}"
 
     # The knobs, each from its figures, repetition by repetition.
@@ -1771,8 +1889,9 @@ def report_text(cal: Calibration, prof: dict[str, Any], default: dict[str, Any])
     for n, f in cal.figures.items():
         lo, hi = f.spread
         out.append(f"  {n:<18s} {f.median:>11.1f}  {lo:.1f}..{hi:.1f}")
-    out += ["", "checks: whole operations, measured and as vmsim charges them with this profile "
-            "(system time per page of a run; not used to set anything):"]
+    if cal.checks:
+        out += ["", "checks: whole operations, measured and as vmsim charges them with this "
+                "profile (system time per page of a run; not used to set anything):"]
     for c in cal.checks:
         out.append(
             f"  {c['operation']:<30s} measured {c['measured_ns']:>7.0f}  vmsim "

@@ -670,8 +670,8 @@ section! {
         touch_page: u64 = 20, "[ns]", max MAX_OP_COST;
         /// One slab object allocation or free (kmem_cache_alloc, kmem_cache_free, their memcg hooks). Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 56-94.5 ns over 7 repetitions; docs/cost-model.md.
         slab_object: u64 = 74, "[ns]", max MAX_OP_COST;
-        /// One object scanned by a shrinker (do_shrink_slab). Source: an estimate (freeing one dentry or inode); docs/cost-model.md.
-        shrink_object: u64 = 100, "[ns]", max MAX_OP_COST;
+        /// Freeing one dentry or inode in a shrinker (prune_dcache_sb, prune_icache_sb with the filesystem's eviction; the object's own kmem_cache_free is slab_object's); the extent-status and shadow-node shrinkers are charged the same. Measured by vmsim calibrate on this machine kind (6.18), perf samples of the kernel's own functions: 1130-1525 ns over 7 repetitions; docs/cost-model.md.
+        shrink_object: u64 = 1320, "[ns]", max MAX_OP_COST;
         /// A system call's entry and return (entry_SYSCALL_64 to sysret, mitigations included): what a step of program operations that enter the kernel and take no other time costs per operation. Measured by vmsim calibrate on this machine kind (6.18): 166.8-185.8 ns over 7 repetitions; docs/cost-model.md.
         syscall: u64 = 174, "[ns]", max MAX_OP_COST;
         /// A context switch (schedule, switch_mm). Measured by vmsim calibrate on this machine kind (6.18): 1824.3-1913.4 ns over 7 repetitions; docs/cost-model.md.
