@@ -267,29 +267,31 @@ def test_an_unknown_family_is_one_line() -> None:
 
 
 PERF_SCRIPT = """\
- 4242
+84611.239707:
 \tffffffff81633255 clear_page_erms
 \tffffffff81633000 get_page_from_freelist
 \tffffffff81632000 __alloc_frozen_pages_noprof
 \tffffffff81631000 do_anonymous_page
 
- 4242
+84611.240707:
 \tffffffff81633255 __rmqueue_pcplist
 \tffffffff81633000 get_page_from_freelist
 \tffffffff81632000 __alloc_frozen_pages_noprof
 
- 17
+84611.241707:
 \tffffffff81633255 _raw_spin_unlock_irqrestore
 \tffffffff81633000 __alloc_frozen_pages_noprof
 \tffffffff81632000 clear_page_erms
 
- 4242
+84612.5:
 \t          24fd40 [unknown]
 """
 
 
 def test_kernel_samples_are_read_as_call_chains_leaf_first() -> None:
-    s = kprofile.Samples(kprofile.parse_script(PERF_SCRIPT), 1000)
+    parsed = kprofile.parse_script(PERF_SCRIPT)
+    assert [t for t, _ in parsed] == [84611.239707, 84611.240707, 84611.241707, 84612.5]
+    s = kprofile.Samples([stack for _, stack in parsed], 1000)
     assert s.stacks[0] == ["clear_page_erms", "get_page_from_freelist",
                            "__alloc_frozen_pages_noprof", "do_anonymous_page"]
     assert len(s.stacks) == 4 and s.stacks[3] == ["[unknown]"]
@@ -299,6 +301,17 @@ def test_kernel_samples_are_read_as_call_chains_leaf_first() -> None:
     assert s.ns("__alloc_frozen_pages_noprof", ["clear_page_erms"]) == 2000
     assert s.ns("get_page_from_freelist", ["__rmqueue_pcplist"]) == 1000
     assert s.ns("no_such_function") == 0
+
+
+def test_one_recording_gives_each_benchmark_the_samples_of_its_own_window() -> None:
+    parsed = kprofile.parse_script(PERF_SCRIPT)
+    windows = [("a", 84611.0, 84611.2400), ("b", 84611.2401, 84611.3), ("idle", 84613.0, 84614.0)]
+    got = kprofile.by_window(parsed, windows)
+    assert [s[0] for s in got["a"]] == ["clear_page_erms"]
+    assert [s[0] for s in got["b"]] == ["__rmqueue_pcplist", "_raw_spin_unlock_irqrestore"]
+    # A window with no sample is empty, and a sample outside every window is no one's.
+    assert got["idle"] == []
+    assert sum(len(v) for v in got.values()) == 3
 
 
 def test_kernel_path_knobs_take_the_repetitions_that_exercised_them() -> None:

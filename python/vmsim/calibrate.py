@@ -568,6 +568,11 @@ _NOT_EXERCISED = {
 # lists (the per-CPU lists held them all) gives no buddy figure.
 _BUDDY_SHARE = 0.05
 _SLAB_EVENTS = ["kmem:kmem_cache_alloc", "kmem:kmem_cache_free"]
+# Where create_unlink makes its files: a tmpfs. On ext4, creating files costs 850 us a
+# file instead of 15 for minutes after many files were deleted in the same block group
+# (__ext4_new_inode's find_inode_bit skips every recently_deleted() inode), which the
+# shrinker's figure and earlier runs do; the slab objects' own cost is the same.
+SLAB_DIR = Path("/dev/shm")
 
 
 @contextmanager
@@ -646,32 +651,48 @@ def shrink_dentries_inodes(workdir: Path, files: int, cpu: int,
         with memcg(_tag(), None) as group:
             _files_in_group(group, tmp, "create", files)
             _shrink_group(group)
-        for _ in range(repeat):
-            with memcg(_tag(), None) as group:
-                _files_in_group(group, tmp, "stat", files)
-                before = _fs_objects()
-                _, samples = kprofile.sampled(partial(_shrink_group, group), cpu)
-                freed = before - _fs_objects()
-            # A dentry and an inode a file.
-            out.append((samples.ns("super_cache_scan") / freed, freed) if freed >= files
-                       else None)
+        freed: list[int] = []
+        with kprofile.Recording(cpu) as rec:
+            for i in range(repeat):
+                with memcg(_tag(), None) as group:
+                    _files_in_group(group, tmp, "stat", files)
+                    before = _fs_objects()
+                    rec.window(str(i), partial(_shrink_group, group))
+                    freed.append(before - _fs_objects())
+    for i, n in enumerate(freed):
+        # A dentry and an inode a file.
+        out.append((rec.samples(str(i)).ns("super_cache_scan") / n, n) if n >= files else None)
     return out
 
 
-def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> dict[str, float | None]:
-    """One repetition of the kernel-path knobs: the kernel's own time in the allocator's,
-    the LRU's and the slab allocator's functions, sampled by perf on the CPU the
-    microbenchmarks run on, per page or object they handled (None: not exercised)."""
+def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> list[dict[str, float | None]]:
+    """``sizes.repeat`` repetitions of the kernel-path knobs: the kernel's own time in the
+    allocator's, the LRU's and the slab allocator's functions, sampled by perf (one
+    recording, a window of it per microbenchmark) on the CPU the microbenchmarks run on,
+    per page or object they handled (None: not exercised)."""
     cpu = max(os.sched_getaffinity(0))
-    with _pinned(cpu):
-        rounds = sizes.recycle_rounds
-        _, small = kprofile.sampled(lambda: _bench("fault_cycles", 32 * 4096, cpu=rounds), cpu)
-        big, large = kprofile.sampled(lambda: _pcp_cycles(sizes), cpu)
-        files = sizes.slab_files
-        _, counts = kprofile.tracepoint_counts(
-            lambda: _bench("create_unlink", files, path=str(workdir)), cpu, _SLAB_EVENTS)
-        _, slab = kprofile.sampled(lambda: _bench("create_unlink", files, path=str(workdir)), cpu)
-    n_small = 32 * rounds
+    files, rounds = sizes.slab_files, sizes.recycle_rounds
+    raw: list[tuple[dict[str, float], dict[str, int]]] = []
+    with (_pinned(cpu), kprofile.Recording(cpu) as rec,
+          tempfile.TemporaryDirectory(prefix="vmsim-calibrate-",
+                                      dir=SLAB_DIR if SLAB_DIR.is_dir() else workdir) as d):
+        for i in range(sizes.repeat):
+            rec.window(f"{i} small", lambda: _bench("fault_cycles", 32 * 4096, cpu=rounds))
+            big = rec.window(f"{i} large", lambda: _pcp_cycles(sizes))
+            _, counts = kprofile.tracepoint_counts(
+                lambda: _bench("create_unlink", files, path=d), cpu, _SLAB_EVENTS)
+            rec.window(f"{i} slab", lambda: _bench("create_unlink", files, path=d))
+            raw.append((big, counts))
+    return [_kernel_path_rep(rec.samples(f"{i} small"), rec.samples(f"{i} large"),
+                             rec.samples(f"{i} slab"), big, counts, sizes, buddy_split)
+            for i, (big, counts) in enumerate(raw)]
+
+
+def _kernel_path_rep(small: kprofile.Samples, large: kprofile.Samples, slab: kprofile.Samples,
+                     big: dict[str, float], counts: dict[str, int], sizes: Sizes,
+                     buddy_split: float) -> dict[str, float | None]:
+    """One repetition's kernel-path figures from its three windows' samples."""
+    n_small = 32 * sizes.recycle_rounds
     n, refilled, drained = big["pages"], big["refilled"], big["drained"]
     # What the per-CPU lists' own side costs a page, from the shape that never leaves them.
     pcp_pop = small.ns("__rmqueue_pcplist") / n_small
@@ -702,15 +723,14 @@ def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> dict[str, f
                   ("kmem_cache_alloc_noprof", "kmem_cache_alloc_lru_noprof", "kmem_cache_free"))
     objects = counts["kmem_cache_alloc"] + counts["kmem_cache_free"]
     out["slab_object"] = slab_ns / max(1, objects)
-    out["slab_objects_per_file"] = objects / files
+    out["slab_objects_per_file"] = objects / sizes.slab_files
     return out
 
 
 def _measure_kernel_paths(cal: Calibration, workdir: Path, sizes: Sizes,
                           base: dict[str, Any]) -> None:
     """The kernel-path knobs, ``sizes.repeat`` repetitions."""
-    _kernel_path_knobs(cal, [kernel_paths(workdir, sizes, base["buddy_split"])
-                             for _ in range(sizes.repeat)], sizes)
+    _kernel_path_knobs(cal, kernel_paths(workdir, sizes, base["buddy_split"]), sizes)
 
 
 def _measure_shrinker(cal: Calibration, workdir: Path, sizes: Sizes) -> None:
@@ -769,7 +789,7 @@ def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]],
                        f"free_slab), per object allocated or freed, counted by the "
                        f"kmem:kmem_cache_alloc and kmem_cache_free tracepoints in a run of "
                        f"its own: {where}; create, close and unlink {sizes.slab_files} "
-                       f"empty files (create_unlink)",
+                       f"empty files in a tmpfs directory (create_unlink in /dev/shm)",
     }
     for name in KERNEL_PATH_KNOBS:
         values = [float(v) for r in runs if (v := r[name]) is not None]

@@ -6,7 +6,9 @@ whose caller holds a spinlock with interrupts off (zone->lock, lru_lock) gets th
 samples of that section at its ``spin_unlock_irqrestore``, still inside the caller.
 Per-call figures divide such a time by a count the benchmark itself knows (pages
 faulted, per-CPU list counts read from /proc/zoneinfo, objects counted by
-tracepoints in a separate run)."""
+tracepoints in a separate run). One ``Recording`` serves many microbenchmarks: its
+samples carry CLOCK_MONOTONIC times (``perf record -k``) and each benchmark's window
+of time names its own."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -66,50 +69,104 @@ class Samples:
         return sum(1 for s in self.stacks if fn in s)
 
 
-def parse_script(text: str) -> list[list[str]]:
-    """The call chains of ``perf script -F tid,ip,sym`` output, leaf first: a sample is a
-    header line, then one ``ADDRESS SYMBOL`` line a frame, then a blank line."""
-    stacks: list[list[str]] = []
+def parse_script(text: str) -> list[tuple[float, list[str]]]:
+    """The samples of ``perf script -F time,ip,sym`` output: (time [s], call chain leaf
+    first) each; a sample is a header line (``TIME:``), then one ``ADDRESS SYMBOL`` line a
+    frame, then a blank line."""
+    samples: list[tuple[float, list[str]]] = []
     cur: list[str] | None = None
+    when = 0.0
     for line in text.splitlines():
         if not line.strip():
             if cur is not None:
-                stacks.append(cur)
+                samples.append((when, cur))
             cur = None
         elif cur is None:
             cur = []
+            head = line.strip().rstrip(":")
+            try:
+                when = float(head.split()[-1].rstrip(":")) if head else 0.0
+            except ValueError:
+                when = 0.0
         else:
             parts = line.split(None, 1)
             cur.append(parts[1].strip() if len(parts) > 1 else "[unknown]")
     if cur is not None:
-        stacks.append(cur)
-    return stacks
+        samples.append((when, cur))
+    return samples
 
 
-def sampled(run: Callable[[], T], cpu: int, period_ns: int = PERIOD_NS) -> tuple[T, Samples]:
-    """Runs ``run()`` (already pinned to ``cpu``) while perf samples that CPU; its result
-    and the samples."""
-    with tempfile.TemporaryDirectory(prefix="vmsim-kprofile-") as tmp:
-        data = Path(tmp) / "perf.data"
-        rec = subprocess.Popen(
-            ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(period_ns), "-g",
-             "-C", str(cpu), "-o", str(data)],
+def by_window(samples: list[tuple[float, list[str]]],
+              windows: list[tuple[str, float, float]]) -> dict[str, list[list[str]]]:
+    """The call chains of the samples taken inside each named window [start, end]; a
+    sample outside every window belongs to none."""
+    out: dict[str, list[list[str]]] = {name: [] for name, _, _ in windows}
+    for when, stack in samples:
+        for name, t0, t1 in windows:
+            if t0 <= when <= t1:
+                out[name].append(stack)
+                break
+    return out
+
+
+def _now() -> float:
+    """CLOCK_MONOTONIC [s], the clock perf record stamps its samples with (-k)."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+class Recording:
+    """``perf record`` of one CPU's kernel call chains for as long as the ``with`` block
+    lasts; ``window(name, run)`` runs ``run()`` and names the samples taken meanwhile,
+    which ``samples(name)`` gives once the block has ended. One recording serves many
+    microbenchmarks: perf starts and stops once."""
+
+    def __init__(self, cpu: int, period_ns: int = PERIOD_NS) -> None:
+        self.cpu, self.period_ns = cpu, period_ns
+        self.windows: list[tuple[str, float, float]] = []
+        self._by_name: dict[str, list[list[str]]] = {}
+        self._stack = ExitStack()
+
+    def __enter__(self) -> Recording:
+        tmp = Path(self._stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="vmsim-kprofile-")))
+        self._data = tmp / "perf.data"
+        self._rec = subprocess.Popen(
+            ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-c",
+             str(self.period_ns), "-g", "-C", str(self.cpu), "-o", str(self._data)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _wait_started(self._rec, self._data)
+        return self
+
+    def window(self, name: str, run: Callable[[], T]) -> T:
+        """Runs ``run()``; the samples taken meanwhile are ``name``'s."""
+        t0 = _now()
         try:
-            _wait_started(rec, data)
-            result = run()
+            return run()
         finally:
-            rec.send_signal(signal.SIGINT)
-            _, err = rec.communicate(timeout=120)
-        if rec.returncode not in (0, -signal.SIGINT) or not data.exists():
-            last = (err.strip().splitlines() or [f"exit {rec.returncode}"])[-1]
-            raise OSError(f"perf record: {last}")
-        out = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,ip,sym"],
-                             capture_output=True, text=True, check=False, timeout=600)
-        if out.returncode != 0:
-            last = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
-            raise OSError(f"perf script: {last}")
-    return result, Samples(parse_script(out.stdout), period_ns)
+            self.windows.append((name, t0, _now()))
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._rec.send_signal(signal.SIGINT)
+            _, err = self._rec.communicate(timeout=120)
+            if exc[0] is not None:
+                return
+            if self._rec.returncode not in (0, -signal.SIGINT) or not self._data.exists():
+                last = (err.strip().splitlines() or [f"exit {self._rec.returncode}"])[-1]
+                raise OSError(f"perf record: {last}")
+            out = subprocess.run(["perf", "script", "-i", str(self._data), "-F",
+                                  "time,ip,sym"], capture_output=True, text=True,
+                                 check=False, timeout=600)
+            if out.returncode != 0:
+                last = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+                raise OSError(f"perf script: {last}")
+            self._by_name = by_window(parse_script(out.stdout), self.windows)
+        finally:
+            self._stack.close()
+
+    def samples(self, name: str) -> Samples:
+        """The samples of window ``name`` (after the recording)."""
+        return Samples(self._by_name.get(name, []), self.period_ns)
 
 
 def _wait_started(rec: subprocess.Popen[str], data: Path, timeout: float = 10.0) -> None:
