@@ -314,6 +314,18 @@ def test_one_recording_gives_each_benchmark_the_samples_of_its_own_window() -> N
     assert sum(len(v) for v in got.values()) == 3
 
 
+def test_a_kernel_function_perf_never_saw_is_one_clear_error_not_a_zero() -> None:
+    # A kernel whose functions are named otherwise (or hidden symbols): no sample in them.
+    empty = kprofile.Samples([["[unknown]"], ["do_syscall_64"]], 1_000_000)
+    with pytest.raises(calibrate.CalibrateError,
+                       match="perf saw no sample in __alloc_frozen_pages_noprof, "
+                             "free_unref_folios during fault_cycles"):
+        calibrate._kernel_path_rep(empty, empty, empty, {"pages": 1.0, "refilled": 0.0,
+                                                         "drained": 0.0},
+                                   {"kmem_cache_alloc": 1, "kmem_cache_free": 1},
+                                   calibrate.QUICK, 15.0)
+
+
 def test_kernel_path_knobs_take_the_repetitions_that_exercised_them() -> None:
     def rep(alloc: float, buddy: float | None) -> dict[str, float | None]:
         return {"pcp_alloc": alloc, "pcp_free": 30.0, "buddy_alloc": buddy,

@@ -660,6 +660,8 @@ def shrink_dentries_inodes(workdir: Path, files: int, cpu: int,
                     rec.window(str(i), partial(_shrink_group, group))
                     freed.append(before - _fs_objects())
     for i, n in enumerate(freed):
+        if n >= files:
+            _require_functions(rec.samples(str(i)), ["super_cache_scan"], "the shrinker")
         # A dentry and an inode a file.
         out.append((rec.samples(str(i)).ns("super_cache_scan") / n, n) if n >= files else None)
     return out
@@ -688,10 +690,26 @@ def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> list[dict[s
             for i, (big, counts) in enumerate(raw)]
 
 
+def _require_functions(samples: kprofile.Samples, names: list[str], bench: str) -> None:
+    """A figure timed in a function perf never saw would be 0, not a measurement: the
+    kernel's symbols are hidden (kptr_restrict) or its functions have other names (these
+    are 6.18's)."""
+    missing = [n for n in names if samples.count(n) == 0]
+    if missing:
+        raise CalibrateError(
+            f"calibrate kernel paths: perf saw no sample in {', '.join(missing)} during "
+            f"{bench} ({len(samples.stacks)} samples): kernel symbols hidden "
+            f"(/proc/sys/kernel/kptr_restrict) or a kernel whose functions are named "
+            f"otherwise (vmsim times 6.18's)")
+
+
 def _kernel_path_rep(small: kprofile.Samples, large: kprofile.Samples, slab: kprofile.Samples,
                      big: dict[str, float], counts: dict[str, int], sizes: Sizes,
                      buddy_split: float) -> dict[str, float | None]:
     """One repetition's kernel-path figures from its three windows' samples."""
+    _require_functions(small, ["__alloc_frozen_pages_noprof", "free_unref_folios"], "fault_cycles")
+    _require_functions(large, ["folio_batch_move_lru", "__rmqueue_pcplist"], "pcp_cycle")
+    _require_functions(slab, ["kmem_cache_alloc_lru_noprof"], "create_unlink")
     n_small = 32 * sizes.recycle_rounds
     n, refilled, drained = big["pages"], big["refilled"], big["drained"]
     # What the per-CPU lists' own side costs a page, from the shape that never leaves them.
