@@ -237,6 +237,12 @@ pub fn fault_cycles(bytes: usize, rounds: usize) -> Result<f64> {
 fn pcp_count(cpu: usize) -> Result<u64> {
     let text =
         std::fs::read_to_string("/proc/zoneinfo").map_err(|e| format!("/proc/zoneinfo: {e}"))?;
+    Ok(pcp_count_in(&text, cpu))
+}
+
+/// The `count:` lines under `cpu: N` of a /proc/zoneinfo text, summed over its zones
+/// (zoneinfo_show_print's pagesets).
+fn pcp_count_in(text: &str, cpu: usize) -> u64 {
     let (mut here, mut sum) = (false, 0u64);
     for line in text.lines() {
         let line = line.trim();
@@ -249,7 +255,7 @@ fn pcp_count(cpu: usize) -> Result<u64> {
             here = false;
         }
     }
-    Ok(sum)
+    sum
 }
 
 /// Write-faults every page of a fresh `bytes` anonymous mapping, then unmaps it, and
@@ -853,6 +859,31 @@ mod tests {
         assert!(copy(4 << 20).unwrap() > 1.0);
         assert!(touch(4 << 20, false).unwrap() > 0.1);
         assert!(unmap(4 << 20).unwrap() > 1.0);
+    }
+
+    #[test]
+    fn per_cpu_list_counts_are_summed_over_zones_for_one_cpu() {
+        // The layout of 6.18's /proc/zoneinfo (../shared/formats/proc-zoneinfo.txt).
+        let text = "Node 0, zone      DMA\n  pagesets\n    cpu: 0\n              count:    3\n              high:     0\n  vm stats threshold: 4\n    cpu: 1\n              count:    5\n              high:     0\nNode 0, zone   Normal\n  pagesets\n    cpu: 0\n              count:    700\n              high:     7388\n    cpu: 1\n              count:    11\n              high:     7388\n";
+        assert_eq!(pcp_count_in(text, 0), 703);
+        assert_eq!(pcp_count_in(text, 1), 16);
+        assert_eq!(pcp_count_in(text, 2), 0);
+    }
+
+    #[test]
+    fn kernel_path_shapes_run() {
+        assert!(fault_cycles(32 * PAGE, 10).unwrap() > 1.0);
+        let c = pcp_cycle(16 << 20).unwrap();
+        assert_eq!(c.pages, 4096);
+        assert!(
+            c.fault_ns > 1.0 && c.unmap_ns > 1.0,
+            "{} {}",
+            c.fault_ns,
+            c.unmap_ns
+        );
+        let dir = std::env::temp_dir();
+        assert!(create_unlink(dir.to_str().unwrap(), 50).unwrap() > 1.0);
+        assert!(create_unlink("/no/such/dir", 1).is_err());
     }
 
     #[test]
