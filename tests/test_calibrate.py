@@ -350,6 +350,7 @@ def test_kernel_path_knobs_take_the_repetitions_that_exercised_them() -> None:
 def test_the_kernel_path_family_alone_measures_its_knobs(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
+    mounts = kprofile._trace_mounts()
     out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "kernel-paths",
                           "--base", "measured-6.18", "--dir", str(work)))
     data = json.loads(out)
@@ -363,6 +364,10 @@ def test_the_kernel_path_family_alone_measures_its_knobs(tmp_path: Path) -> None
     assert [c["operation"] for c in data["checks"]] == ["anonymous write fault",
                                                         "anonymous read fault"]
     assert list(work.iterdir()) == []
+    assert leftovers("vmsim-calibrate-") == []
+    # perf mounts tracefs to count tracepoints; what it mounted is unmounted again.
+    assert kprofile._trace_mounts() == mounts
+    assert not [p for p in Path("/dev/shm").iterdir() if p.name.startswith("vmsim-")]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the large-folio reclaim needs root")

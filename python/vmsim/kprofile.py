@@ -18,8 +18,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -181,18 +181,42 @@ def _wait_started(rec: subprocess.Popen[str], data: Path, timeout: float = 10.0)
         time.sleep(0.05)
 
 
+def _trace_mounts() -> set[str]:
+    """The mount points of tracefs and debugfs (/proc/mounts)."""
+    out = set()
+    for line in Path("/proc/mounts").read_text().splitlines():
+        f = line.split()
+        if len(f) > 2 and f[2] in ("tracefs", "debugfs"):
+            out.add(f[1])
+    return out
+
+
+@contextmanager
+def mounts_kept() -> Iterator[None]:
+    """Unmounts, on return, the tracefs and debugfs that perf mounted meanwhile (it mounts
+    tracefs to read a tracepoint's format and leaves it)."""
+    before = _trace_mounts()
+    try:
+        yield
+    finally:
+        # Deepest first: tracefs may sit on a debugfs perf mounted too.
+        for path in sorted(_trace_mounts() - before, key=len, reverse=True):
+            subprocess.run(["umount", path], capture_output=True, check=False)
+
+
 def tracepoint_counts(run: Callable[[], T], cpu: int,
                       events: list[str]) -> tuple[T, dict[str, int]]:
     """Runs ``run()`` while ``perf stat`` counts ``events`` (tracepoints) on ``cpu``; its
     result and the counts, by event name without its system."""
-    rec = subprocess.Popen(["perf", "stat", "-x,", "-C", str(cpu), "-e", ",".join(events)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(0.3)
-        result = run()
-    finally:
-        rec.send_signal(signal.SIGINT)
-        _, err = rec.communicate(timeout=60)
+    with mounts_kept():
+        rec = subprocess.Popen(["perf", "stat", "-x,", "-C", str(cpu), "-e", ",".join(events)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.3)
+            result = run()
+        finally:
+            rec.send_signal(signal.SIGINT)
+            _, err = rec.communicate(timeout=60)
     counts: dict[str, int] = {}
     for line in err.splitlines():
         f = line.split(",")
