@@ -326,6 +326,17 @@ def test_a_kernel_function_perf_never_saw_is_one_clear_error_not_a_zero() -> Non
                                    calibrate.QUICK, 15.0)
 
 
+def test_without_perf_the_kernel_path_families_say_why(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    monkeypatch.setattr(kprofile.shutil, "which", lambda _name: None)
+    why = "perf not found" if os.geteuid() == 0 else "needs root"
+    for family in ("kernel-paths", "shrinker"):
+        with pytest.raises(calibrate.CalibrateError, match=f"--only {family}: .*{why}"):
+            calibrate.measure_family(family, quick=True, workdir=tmp_path)
+    # The reason a full calibration prints beside the estimates it keeps.
+    assert kprofile.unavailable() is not None and why in kprofile.unavailable()
+
+
 def test_kernel_path_knobs_take_the_repetitions_that_exercised_them() -> None:
     def rep(alloc: float, buddy: float | None) -> dict[str, float | None]:
         return {"pcp_alloc": alloc, "pcp_free": 30.0, "buddy_alloc": buddy,
