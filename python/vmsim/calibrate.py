@@ -557,13 +557,8 @@ def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]],
 # The kernel functions each kernel-path knob is timed in (6.18's names; kprofile.py).
 KERNEL_PATH_KNOBS = ("pcp_alloc", "pcp_free", "buddy_alloc", "buddy_free", "lru_add",
                      "lru_lock_page", "slab_object")
-# Why a repetition gave no figure for a knob (None in kernel_paths' result).
-_NOT_EXERCISED = {
-    "buddy_alloc": "no repetition moved pages through the buddy lists (the per-CPU lists "
-                   "held them all)",
-    "buddy_free": "no repetition moved pages through the buddy lists (the per-CPU lists "
-                  "held them all)",
-}
+# Why a buddy knob has no figure (None in every repetition of kernel_paths).
+_NO_BUDDY = "no repetition moved pages through the buddy lists (the per-CPU lists held them all)"
 # A repetition whose large cycle moved fewer pages than this share through the buddy
 # lists (the per-CPU lists held them all) gives no buddy figure.
 _BUDDY_SHARE = 0.05
@@ -812,7 +807,8 @@ def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]],
     for name in KERNEL_PATH_KNOBS:
         values = [float(v) for r in runs if (v := r[name]) is not None]
         if not values:
-            cal.skipped[name] = f"kernel paths: {_NOT_EXERCISED[name]}"
+            # Only the buddy knobs can be None (kernel_paths).
+            cal.skipped[name] = f"kernel paths: {_NO_BUDDY}"
             continue
         shown = f"; {len(values)} of {len(runs)} repetitions" if len(values) < len(runs) else ""
         if min(values) < 0:

@@ -83,9 +83,8 @@ def parse_script(text: str) -> list[tuple[float, list[str]]]:
             cur = None
         elif cur is None:
             cur = []
-            head = line.strip().rstrip(":")
             try:
-                when = float(head.split()[-1].rstrip(":")) if head else 0.0
+                when = float(line.split()[-1].rstrip(":"))
             except ValueError:
                 when = 0.0
         else:
