@@ -578,13 +578,19 @@ impl Kernel {
             }
         };
         req.tag = tag;
-        self.mm.cur.acc += self.mm.cost.submit_bio;
         // The disk sees one non-decreasing clock: a step's I/O may be timed after another
         // CPU's earlier-starting step already talked to it.
-        let now = self.mm.clock().max(self.io_clock);
-        self.io_clock = now;
+        let start = self.mm.clock().max(self.io_clock);
+        self.io_clock = start;
+        // The request is stamped when it is allocated (blk_mq_rq_ctx_init's start_time_ns,
+        // from which blk_account_io_done times /proc/diskstats and so `disk.latency`),
+        // before the submission's CPU work: dispatch and the driver's doorbell
+        // (virtqueue_notify, an exit to the hypervisor on a virtual machine). That work
+        // overlaps the device's time rather than preceding it.
+        self.mm.cur.acc += self.mm.cost.submit_bio;
+        let now = self.mm.clock().max(start);
         if self.pending_reqs.is_empty() {
-            match self.disk.submit(now, req) {
+            match self.disk.submit(start, req) {
                 Submitted::Queued { completes_at } => return completes_at,
                 Submitted::Full { retry_at } => {
                     self.pending_reqs.push_back(req);
