@@ -348,6 +348,26 @@ def test_file_and_drop_caches_errors_are_one_line():
 # The vmsim side
 
 
+def test_the_ordered_reads_make_the_round_trip_and_the_rest_positioning():
+    machine = dict(MACHINE, disk=dict(MACHINE["disk"], latency_ns=60_000, latency_seq_ns=50_000))
+    sc, _ = fc.vmsim_scenario(exp_of(SMALL), machine)
+    assert sc["disk"]["request_latency"] == 50_000 and sc["disk"]["latency"] == 10_000
+    # 1 MiB at 600 MB/s took 1,747.6 µs with one round trip in it: 1,697.6 µs of transfer.
+    per_mib = (1 << 20) * 1e9 / 600e6
+    assert sc["disk"]["read_bandwidth"] == round((1 << 20) * 1e9 / (per_mib - 50_000))
+    # A disk as fast in order as at random positions nothing.
+    machine["disk"]["latency_seq_ns"] = 61_000
+    assert fc.vmsim_scenario(exp_of(SMALL), machine)[0]["disk"]["latency"] == 0
+    # Recordings without the ordered reads: the random latency is all positioning.
+    sc, _ = fc.vmsim_scenario(exp_of(SMALL), MACHINE)
+    assert "request_latency" not in sc["disk"] and sc["disk"]["read_bandwidth"] == 600_000_000
+
+
+def test_transfer_bandwidth_leaves_a_round_trip_that_would_take_everything():
+    assert fc.transfer_bandwidth(1_000_000_000, 1_000_000) == 1_000_000_000
+    assert fc.transfer_bandwidth(1 << 30, 0) == 1 << 30
+
+
 def test_vmsim_scenario_reads_proc_after_every_phase():
     text = SMALL.replace("[cgroup]", '[sysctl]\n"vm.watermark_boost_factor" = 0\n[cgroup]')
     sc, missing = fc.vmsim_scenario(exp_of(text), MACHINE)
@@ -777,6 +797,8 @@ def test_a_recording_probes_the_disk_before_each_run(tmp_path):
     assert disk["probes"] == 2
     # The recording's figure is the probes' median (of two: their mean, rounded).
     assert abs(disk["latency_ns"] - sum(p["latency_ns"] for p in probes) / 2) <= 1
+    # Reads in order are timed too: every request's round trip, positioning or not.
+    assert all(p["latency_seq_ns"] > 0 for p in probes) and disk["latency_seq_ns"] > 0
     # And where fresh allocations land, before each run too.
     lists = [r["free_list_probe"] for r in rec["runs"]]
     assert all(p["block_steps"] > 0 and 0 <= p["adjacent_fraction"] <= 1 for p in lists)

@@ -143,6 +143,17 @@ def vmsim_scenario(
             disk[k] = int(d[k])
     if "latency_ns" in d:
         disk["latency"] = int(d["latency_ns"])
+    if "latency_seq_ns" in d and "latency_ns" in d:
+        # A request in order costs the round trip every request pays (overlapping the
+        # others in flight); what a random one costs beyond it is positioning.
+        rtt = int(d["latency_seq_ns"])
+        disk["request_latency"] = rtt
+        disk["latency"] = max(0, int(d["latency_ns"]) - rtt)
+        # The bandwidths were timed one 1 MiB request after another, each with its round
+        # trip in it: the transfer alone is what is left.
+        for k in ("read_bandwidth", "write_bandwidth"):
+            if k in disk:
+                disk[k] = transfer_bandwidth(disk[k], rtt)
     if "nr_requests" in d:
         disk["nr_requests"] = int(d["nr_requests"])
     if "max_sectors_kb" in d:
@@ -362,6 +373,16 @@ def count_trace(path: Path, keys: list[str], bounds: list[float]) -> list[dict[s
                 i += 1
             counters[i].add(parsed[1], parsed[2])
     return [c.snapshot() for c in counters]
+
+
+def transfer_bandwidth(bandwidth: int, rtt_ns: int, request: int = host.IO_CHUNK) -> int:
+    """The transfer rate [bytes/s] of a disk that moved ``request``-byte requests one at a
+    time at ``bandwidth``, each with a round trip of ``rtt_ns`` in it (kept as measured when
+    the round trip would take all of a request's time)."""
+    per_request = request * 1e9 / bandwidth
+    if per_request <= 2 * rtt_ns:
+        return bandwidth
+    return round(request * 1e9 / (per_request - rtt_ns))
 
 
 def run_vmsim(

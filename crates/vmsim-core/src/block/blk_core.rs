@@ -19,7 +19,10 @@
 //!
 //! **Service.** One channel serves one request at a time. A request costs
 //! `latency` unless it starts at the sector where the previous one ended,
-//! plus `bytes / bandwidth`. Requests larger than `max_sectors_kb` are split,
+//! plus `bytes / bandwidth`; the channel serves it no earlier than
+//! `request_latency` after its submission (a per-request round trip that
+//! requests in flight together overlap, as a virtual disk's or an NVMe
+//! drive's do; 0 on the spinning disks of the seeds). Requests larger than `max_sectors_kb` are split,
 //! as `bio_add_page()` stops a bio at the queue's `max_sectors`; each piece
 //! takes a slot and completes on its own.
 //!
@@ -198,6 +201,10 @@ pub struct BlockConfig {
     pub write_bandwidth: u64,
     /// Fixed cost of a request that does not start where the previous one ended (seek + rotation) [ns].
     pub latency: u64,
+    /// Time every request takes from its submission before its data moves, in order or
+    /// not, overlapping the requests in flight beside it: the command's round trip (on a
+    /// virtual disk the hypervisor's), not a positioning of the one head [ns].
+    pub request_latency: u64,
     /// Request slots per class, /sys/block/*/queue/nr_requests [requests].
     pub nr_requests: u32,
     /// Largest request; larger ones are split, /sys/block/*/queue/max_sectors_kb [KiB].
@@ -245,6 +252,7 @@ impl BlockConfig {
             read_bandwidth: 65_000_000,
             write_bandwidth: 60_000_000,
             latency: 8_000_000,
+            request_latency: 0,
             nr_requests: BLKDEV_MAX_RQ,
             max_sectors_kb: BLK_DEF_MAX_SECTORS_KB,
             read_ahead_kb: VM_READAHEAD_KB,
@@ -269,6 +277,7 @@ impl BlockConfig {
             read_bandwidth: 530_000_000,
             write_bandwidth: 500_000_000,
             latency: 100_000,
+            request_latency: 0,
             nr_requests: BLKDEV_MAX_RQ,
             max_sectors_kb: BLK_DEF_MAX_SECTORS_KB,
             read_ahead_kb: VM_READAHEAD_KB,
@@ -726,7 +735,8 @@ impl BlockDevice {
                 .pop_front()
                 .expect("picked a non-empty class");
             let sequential = st.head == Some(p.sector);
-            let end = t + self.cfg.service_time(p.op, p.pages, sequential);
+            let ready = t.max(p.submitted_at + self.cfg.request_latency);
+            let end = ready + self.cfg.service_time(p.op, p.pages, sequential);
             self.sched.push_back(Slot {
                 piece: p,
                 start: t,

@@ -108,6 +108,35 @@ fn random_requests_pay_latency_each_time() {
 }
 
 #[test]
+fn request_latency_runs_from_submission_and_overlaps_requests_in_flight() {
+    // A virtual disk: every request waits out the hypervisor's round trip, but requests
+    // in flight together wait it out at once; only their transfers take turns.
+    let cfg = BlockConfig {
+        latency: 0,
+        request_latency: 40_000,
+        ..BlockConfig::ssd()
+    };
+    let xfer = cfg.service_time(Op::Read, 1, true);
+    let n = 10u64;
+    let mut queued = BlockDevice::new(cfg.clone());
+    for i in 0..n {
+        queued.submit(0, Request::read(random_sector(i), 1, i));
+    }
+    let end = drain(&mut queued).last().unwrap().completed_at;
+    assert_eq!(end, 40_000 + n * xfer);
+    // One at a time (a synchronous reader), each pays the round trip in full.
+    let mut one = BlockDevice::new(cfg.clone());
+    let mut t = 0;
+    for i in 0..n {
+        let Submitted::Queued { completes_at } = one.submit(t, Request::read(i * 8, 1, i)) else {
+            panic!("queue full")
+        };
+        assert_eq!(completes_at, t + 40_000 + xfer);
+        t = completes_at;
+    }
+}
+
+#[test]
 fn sequential_after_idle_gap_does_not_seek() {
     let cfg = exact_disk(true);
     let mut dev = BlockDevice::new(cfg.clone());
