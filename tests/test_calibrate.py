@@ -20,6 +20,12 @@ from vmsim import _vmsim, api, calibrate, kprofile
 
 # What a machine can physically take for each measured knob [ns]: a figure outside is a
 # broken method, not a slow machine.
+# The calibrations that make memory cgroups need the v1 controller.
+needs_memcg_v1 = pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
+    reason="no cgroup-v1 memory controller on this machine",
+)
+
 SANE = {
     "syscall": (20, 20_000),
     "touch_page": (0.5, 2_000),
@@ -82,10 +88,7 @@ def leftovers(tag: str) -> list[str]:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="calibrate's reclaim figure needs root")
-@pytest.mark.skipif(
-    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
-    reason="no cgroup-v1 memory controller on this machine",
-)
+@needs_memcg_v1
 def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -382,10 +385,7 @@ def test_the_kernel_path_family_alone_measures_its_knobs(tmp_path: Path) -> None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the large-folio reclaim needs root")
-@pytest.mark.skipif(
-    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
-    reason="no cgroup-v1 memory controller on this machine",
-)
+@needs_memcg_v1
 def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -407,15 +407,11 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
         data["knobs"])
     assert list(work.iterdir()) == []
     assert leftovers("vmsim-calibrate-") == []
-    assert leftovers("vmsim-calibrate-") == []
 
 
 @pytest.mark.skipif(kprofile.unavailable() is not None,
                     reason=f"the shrinker's figure: {kprofile.unavailable()}")
-@pytest.mark.skipif(
-    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
-    reason="no cgroup-v1 memory controller on this machine",
-)
+@needs_memcg_v1
 def test_the_shrinker_family_alone_frees_a_dentry_and_an_inode_a_file(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -474,10 +470,7 @@ def test_agreement_compares_spreads_with_the_default_profile() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="calibrate's reclaim figure needs root")
-@pytest.mark.skipif(
-    not Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
-    reason="no cgroup-v1 memory controller on this machine",
-)
+@needs_memcg_v1
 def test_compaction_that_cannot_be_measured_leaves_its_two_knobs_named_not_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
