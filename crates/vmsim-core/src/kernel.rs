@@ -167,6 +167,13 @@ pub struct Kernel {
     pub io_clock: u64,
     /// Requests waiting for a free request slot of the disk, in order.
     pub pending_reqs: std::collections::VecDeque<crate::block::Request>,
+    /// Writes held back by writeback throttling (wbt_wait), in order; reads and other
+    /// requests go past them.
+    pub wbt_pending: std::collections::VecDeque<crate::block::Request>,
+    /// The pages a readahead is adding to a file's cache before it submits their read:
+    /// (inode, first index, end index). They are locked (__filemap_add_folio adds them
+    /// locked), so reclaim entered from the readahead's own charges passes them by.
+    pub ra_locked: Option<(u32, u64, u64)>,
     /// Swap-out pages gathered for one submission (the block plug).
     pub plug: Vec<Pfn>,
     /// Files, by inode number (unlinked ones stay as dead records).
@@ -389,6 +396,8 @@ impl Kernel {
             bios: Vec::new(),
             free_bios: Vec::new(),
             pending_reqs: Default::default(),
+            wbt_pending: Default::default(),
+            ra_locked: None,
             io_clock: 0,
             plug: Vec::new(),
             inodes: Vec::new(),

@@ -173,3 +173,114 @@ fn an_inode_with_page_cache_is_off_the_shrinkers_list() {
     ));
     assert_eq!(inodes, 1);
 }
+
+/// The fidelity experiment tiny-memcg as `vmsim fidelity` runs it against this project's
+/// 6.18 recording (dd of 64 MiB into a 32 MiB v1 group and back; the recorded machine's
+/// other memory as `rest-of-system`), on its virtual disk with writeback throttling and
+/// shared service.
+const TINY_MEMCG: &str = r#"
+duration = "60s"
+cgroup = [
+    { path = "fidelity", limit_in_bytes = 33554432 },
+]
+file = [
+    { name = "rest-of-system/active", size = 32276480 },
+    { name = "rest-of-system/inactive", size = 32743424 },
+]
+
+[machine]
+memory = "24572MiB"
+cpus = 2
+nodes = 1
+swap = "0"
+mixed_free_lists = true
+
+[kernel]
+name = "linux-6.18.44"
+version = "6.18"
+min_free_kbytes = 67584
+watermark_scale_factor = 10
+watermark_boost_factor = 15000
+swappiness = 60
+dirty_ratio = 20
+dirty_background_ratio = 10
+dirty_expire_centisecs = 3000
+dirty_writeback_centisecs = 500
+extfrag_threshold = 500
+compaction_proactiveness = 20
+vfs_cache_pressure = 100
+page_cluster = 3
+thp_enabled = "madvise"
+thp_defrag = "madvise"
+
+[disk]
+name = "vda"
+read_bandwidth = 1316095578
+write_bandwidth = 1738093549
+latency = 0
+request_latency = 64454
+nr_requests = 256
+max_sectors_kb = 4096
+rotational = true
+read_ahead_kb = 8192
+wbt_lat_usec = 75000
+queue_depth = 128
+write_cache = true
+
+[sampling]
+interval = "1s"
+
+[[task]]
+name = "dd"
+program = [
+    { op = "wait", name = "system-up" },
+    { op = "signal", name = "done--1" },
+    { op = "wait", name = "done--1", count = 1 },
+    { op = "snapshot", name = "start" },
+    { op = "signal", name = "read--1" },
+    { op = "write", file = "data", size = 67108864, bs = 1048576 },
+    { op = "signal", name = "done-0" },
+    { op = "wait", name = "done-0", count = 1 },
+    { op = "snapshot", name = "write" },
+    { op = "signal", name = "read-0" },
+    { op = "read", file = "data", bs = 1048576 },
+    { op = "signal", name = "done-1" },
+    { op = "wait", name = "done-1", count = 1 },
+    { op = "snapshot", name = "read" },
+    { op = "signal", name = "read-1" },
+]
+cgroup = "fidelity"
+
+[[task]]
+name = "rest-of-system"
+program = [
+    { op = "touch", size = 65339392 },
+    { op = "read", file = "rest-of-system/active", bs = 1048576 },
+    { op = "read", file = "rest-of-system/active", bs = 1048576 },
+    { op = "read", file = "rest-of-system/inactive", bs = 1048576 },
+    { op = "slab", cache = "dentry", objects = 22218, in_use = true },
+    { op = "slab", cache = "kmalloc-256", objects = 82416, in_use = true },
+    { op = "alloc", order = 0, count = 23058, type = "unmovable" },
+    { op = "signal", name = "system-up" },
+    { op = "wait", name = "never" },
+]
+daemon = true
+"#;
+
+#[test]
+fn a_memcg_dd_on_a_throttled_shared_disk_runs_to_the_end_and_repeats_itself() {
+    // Writeback throttling holds writes back and shared service re-projects every
+    // completion when a request arrives: the run must still finish, read the whole file
+    // back through readahead, and give the same result twice.
+    let a = run(TINY_MEMCG);
+    assert!(a.summary.completed);
+    // pgpgin is in KiB: the 64 MiB file and a few metadata blocks.
+    assert!(a.vmstat_delta["pgpgin"] >= 64 << 10);
+    assert!(
+        a.vmstat_delta["pgsteal_file"] > 0,
+        "the 32 MiB group reclaims"
+    );
+    let b = run(TINY_MEMCG);
+    assert_eq!(a.vmstat, b.vmstat);
+    assert_eq!(a.summary.elapsed_seconds, b.summary.elapsed_seconds);
+}

@@ -8,6 +8,8 @@
 //!   dispatch order of the I/O scheduler.
 //! - [`backing_dev`] — mm/backing-dev.c: the congestion bits as reclaim and
 //!   writeback see them, and `congestion_wait`.
+//! - [`blk_wbt`] — block/blk-wbt.c: writeback throttling, the tokens buffered and
+//!   swap writes hold while in flight.
 //! - [`genhd`] — block/genhd.c: the /proc/diskstats counters.
 //!
 //! The device is a pure, deterministic data structure driven by the caller's
@@ -21,7 +23,8 @@
 //!   [`BlockDevice::complete_until`] and schedule the next one. A stale
 //!   event is harmless: `complete_until` then returns nothing.
 //! - [`Submitted::Full`] queued nothing: the submitter sleeps until
-//!   `retry_at` and submits again (`get_request_wait`).
+//!   `retry_at` and submits again (`get_request_wait`); so does
+//!   [`Submitted::Throttled`] (`wbt_wait`), and other requests go past it.
 //! - Reclaim asks [`BlockDevice::bdi_write_congested`] and sleeps until
 //!   [`congestion_wait_all`] (or [`BlockDevice::congestion_wait`] with one disk).
 //!
@@ -41,13 +44,16 @@
 
 pub mod backing_dev;
 pub mod blk_core;
+pub mod blk_wbt;
 pub mod genhd;
 pub mod zram;
 
 pub use backing_dev::congestion_wait_all;
 pub use blk_core::{
-    BlkRw, BlockConfig, BlockDevice, Completion, Op, Request, Submitted, PAGE_SIZE, SECTOR_SIZE,
+    BlkRw, BlockConfig, BlockDevice, Completion, Op, Request, Service, Submitted, PAGE_SIZE,
+    SECTOR_SIZE,
 };
+pub use blk_wbt::WbtKind;
 pub use genhd::DiskStats;
 
 #[cfg(test)]

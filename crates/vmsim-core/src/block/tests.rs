@@ -357,7 +357,7 @@ fn fifo_completes_in_submission_order_at_the_promised_times() {
         };
         match dev.submit(i * MS, req) {
             Submitted::Queued { completes_at } => promised.push((i, completes_at)),
-            Submitted::Full { .. } => panic!("not full"),
+            Submitted::Full { .. } | Submitted::Throttled { .. } => panic!("not full"),
         }
     }
     let done: Vec<(u64, u64)> = drain(&mut dev)
@@ -575,4 +575,116 @@ fn a_completion_retired_by_a_later_submission_is_still_handed_out() {
     let done = dev.complete_until(20 * MS);
     assert_eq!(done.iter().map(|c| c.tag).collect::<Vec<_>>(), vec![1]);
     assert!(!dev.has_completed());
+}
+
+/// The exact disk serving its requests in flight at once (`service = "shared"`).
+fn shared_disk() -> BlockConfig {
+    BlockConfig {
+        service: Service::Shared,
+        ..exact_disk(false)
+    }
+}
+
+#[test]
+fn shared_service_completes_requests_in_flight_together() {
+    // Two 512 KiB writes far apart (8 ms of seek and 8 of transfer each) submitted
+    // together share the device and both end at 32 ms, where one channel ends the
+    // first at 16 ms.
+    let mut fifo = BlockDevice::new(exact_disk(false));
+    let mut dev = BlockDevice::new(shared_disk());
+    for d in [&mut fifo, &mut dev] {
+        d.submit(0, Request::write(random_sector(1), CHUNK, 1, false));
+        d.submit(0, Request::write(random_sector(2), CHUNK, 2, false));
+    }
+    assert_eq!(fifo.next_completion_at(), Some(16 * MS));
+    assert_eq!(dev.next_completion_at(), Some(32 * MS));
+    let done = drain(&mut dev);
+    assert_eq!(done.len(), 2);
+    assert!(done
+        .iter()
+        .all(|c| c.completed_at == 32 * MS && c.started_at == 0));
+    // A request that continues the one before it needs no seek: 8 ms of work, done at
+    // 16 ms while the other still has 8 ms left alone.
+    let mut seq = BlockDevice::new(shared_disk());
+    seq.submit(0, Request::write(random_sector(1), CHUNK, 1, false));
+    seq.submit(
+        0,
+        Request::write(random_sector(1) + CHUNK_SECTORS, CHUNK, 2, false),
+    );
+    let done = drain(&mut seq);
+    assert_eq!(
+        done.iter()
+            .map(|c| (c.tag, c.completed_at))
+            .collect::<Vec<_>>(),
+        vec![(2, 16 * MS), (1, 24 * MS)]
+    );
+}
+
+#[test]
+fn shared_service_slows_a_request_in_flight_when_another_arrives() {
+    // A 512 KiB write alone ends at 16 ms (the idle device's head is nowhere, so even
+    // sector 0 seeks). At 4 ms a second one arrives: the first has 12 ms of work left
+    // and now gets half the device.
+    let mut dev = BlockDevice::new(shared_disk());
+    let Submitted::Queued { completes_at } = dev.submit(0, Request::write(0, CHUNK, 1, false))
+    else {
+        panic!("queue full")
+    };
+    assert_eq!(completes_at, 16 * MS);
+    dev.submit(4 * MS, Request::write(random_sector(1), CHUNK, 2, false));
+    // First: 12 ms left at half speed → 28 ms. Second: 16 ms of work (it seeks), 12 of
+    // it done at half speed by 28 ms, the remaining 4 alone → 32 ms.
+    assert_eq!(dev.projected_completion(1), Some(28 * MS));
+    assert_eq!(dev.projected_completion(2), Some(32 * MS));
+    let done = drain(&mut dev);
+    assert_eq!(
+        done.iter()
+            .map(|c| (c.tag, c.completed_at))
+            .collect::<Vec<_>>(),
+        vec![(1, 28 * MS), (2, 32 * MS)]
+    );
+    assert_eq!(dev.stats().io_ticks, 32 * MS);
+}
+
+#[test]
+fn writeback_throttling_holds_the_fifth_background_write_until_the_queue_drains() {
+    // blk-wbt on a 128-deep queue with a write-back cache: background writeback may
+    // have wb_background = 4 writes in flight, and a throttled writer is let in only
+    // once all of them have completed (wbt_rqw_done with limit 0).
+    let cfg = BlockConfig {
+        wbt_lat_usec: 75_000,
+        queue_depth: 128,
+        write_cache: true,
+        ..exact_disk(false)
+    };
+    let mut dev = BlockDevice::new(cfg);
+    let bg = |i: u64| Request::write(i * CHUNK_SECTORS, CHUNK, i, false).wbt(WbtKind::Background);
+    for i in 0..4 {
+        assert!(matches!(dev.submit(0, bg(i)), Submitted::Queued { .. }));
+    }
+    let Submitted::Throttled { retry_at } = dev.submit(0, bg(4)) else {
+        panic!("the fifth background write must be throttled")
+    };
+    // The four end at 16, 24, 32 and 40 ms; the writer wakes at the last.
+    assert_eq!(retry_at, 40 * MS);
+    // A read is not throttled, and a swap write has its own tokens.
+    assert!(matches!(
+        dev.submit(0, Request::read(random_sector(9), 1, 9)),
+        Submitted::Queued { .. }
+    ));
+    let swap = Request::write(random_sector(10), 1, 10, false).wbt(WbtKind::Swap);
+    assert!(matches!(dev.submit(0, swap), Submitted::Queued { .. }));
+    // After three completions it is still held; after the fourth it goes in.
+    dev.complete_until(32 * MS);
+    assert!(matches!(
+        dev.submit(32 * MS, bg(4)),
+        Submitted::Throttled { .. }
+    ));
+    let last_bg = dev.projected_completion(3).unwrap();
+    dev.complete_until(last_bg);
+    assert!(matches!(
+        dev.submit(last_bg, bg(4)),
+        Submitted::Queued { .. }
+    ));
+    assert_eq!(dev.wbt().unwrap().inflight(), [1, 1]);
 }

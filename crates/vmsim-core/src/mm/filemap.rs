@@ -22,7 +22,7 @@ use super::memory::BioKind;
 use super::page::{pg, PageKind, Pfn, NIL};
 use super::rmap::{Entry, Owner, SlotTable};
 use super::vmstat::NodeStat;
-use crate::block::Request;
+use crate::block::{Request, WbtKind};
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
 
@@ -504,7 +504,12 @@ impl Kernel {
             .count_vm_events(super::vmstat::Event::PGPGOUT, 4 * nr);
         self.trace_write_folio(p, true, sync);
         self.submit_bio(
-            Request::write(sector, nr as u32, 0, sync),
+            // pageout()'s wbc: WB_SYNC_NONE, for_reclaim; REQ_SYNC only for a sync pageout.
+            Request::write(sector, nr as u32, 0, sync).wbt(if sync {
+                WbtKind::Hiprio
+            } else {
+                WbtKind::Write
+            }),
             BioKind::FileWrite(vec![p]),
         );
     }

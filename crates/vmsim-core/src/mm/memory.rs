@@ -16,7 +16,7 @@ use super::gfp::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
 use super::page::{pg, PageKind, Pfn, NIL};
 use super::rmap::{Entry, Owner};
 use super::vmstat::{Event, NodeStat};
-use crate::block::{Request, Submitted};
+use crate::block::{Request, Submitted, WbtKind};
 use crate::engine::TaskId;
 use crate::kernel::{pgtable_pages, AllocResult, Kernel};
 
@@ -555,7 +555,10 @@ impl Kernel {
         }
         let sector = self.swap_sector(first);
         let n = run.len() as u32;
-        self.submit_bio(Request::write(sector, n, 0, false), BioKind::SwapOut(run));
+        self.submit_bio(
+            Request::write(sector, n, 0, false).wbt(WbtKind::Swap),
+            BioKind::SwapOut(run),
+        );
     }
 
     /// First sector of a swap slot on its device's extent (swap_folio_sector).
@@ -589,9 +592,16 @@ impl Kernel {
         // overlaps the device's time rather than preceding it.
         self.mm.cur.acc += self.mm.cost.submit_bio;
         let now = self.mm.clock().max(start);
+        let rqw = req.wbt.rqw();
+        if rqw.is_some() && self.wbt_pending.iter().any(|r| r.wbt.rqw() == rqw) {
+            // wbt_wait(): a writer sleeping on the same rq_wait goes first.
+            let retry_at = self.disk.next_completion_at().unwrap_or(now).max(now);
+            return self.wbt_hold(req, retry_at, now);
+        }
         if self.pending_reqs.is_empty() {
             match self.disk.submit(start, req) {
                 Submitted::Queued { completes_at } => return completes_at,
+                Submitted::Throttled { retry_at } => return self.wbt_hold(req, retry_at, now),
                 Submitted::Full { retry_at } => {
                     self.pending_reqs.push_back(req);
                     let done = retry_at + self.disk.config().service_time(req.op, req.pages, false);
@@ -619,6 +629,19 @@ impl Kernel {
         slot_at + service
     }
 
+    /// Holds a write back for writeback throttling (rq_qos_wait): it waits in order with
+    /// the others held back and the submitter sleeps until `retry_at`; returns when the
+    /// write is expected to complete [ns].
+    fn wbt_hold(&mut self, req: Request, retry_at: u64, now: u64) -> u64 {
+        self.wbt_pending.push_back(req);
+        if self.sleep_in_step {
+            self.wait_in_step(retry_at);
+        } else {
+            self.mm.cur.sleep = self.mm.cur.sleep.max(retry_at.saturating_sub(now));
+        }
+        retry_at + self.disk.config().service_time(req.op, req.pages, false)
+    }
+
     /// Waits until `wake` inside the step (io_schedule where the kernel path goes on after
     /// the sleep and vmsim has no point to resume it from: `sleep_in_step`, limit
     /// reclaim): the task's clock moves to `wake` and the disk's completions up to then
@@ -643,10 +666,20 @@ impl Kernel {
         let now = now.max(self.io_clock);
         self.io_clock = now;
         if self.pending_reqs.is_empty()
+            && self.wbt_pending.is_empty()
             && !self.disk.has_completed()
             && self.disk.next_completion_at().is_none_or(|t| t > now)
         {
             return;
+        }
+        // Writes held back by writeback throttling go in as it wakes them (wbt_rqw_done).
+        while let Some(&req) = self.wbt_pending.front() {
+            match self.disk.submit(now, req) {
+                Submitted::Queued { .. } => {
+                    self.wbt_pending.pop_front();
+                }
+                Submitted::Full { .. } | Submitted::Throttled { .. } => break,
+            }
         }
         // Requests waiting for a slot go in as slots free (get_request_wait wake-ups).
         while let Some(&req) = self.pending_reqs.front() {
@@ -654,7 +687,7 @@ impl Kernel {
                 Submitted::Queued { .. } => {
                     self.pending_reqs.pop_front();
                 }
-                Submitted::Full { .. } => break,
+                Submitted::Full { .. } | Submitted::Throttled { .. } => break,
             }
         }
         for c in self.disk.complete_until(now) {

@@ -16,7 +16,7 @@ use super::memory::BioKind;
 use super::page::{pg, Pfn};
 use super::rmap::Entry;
 use super::vmstat::{NodeStat, ZoneStat};
-use crate::block::Request;
+use crate::block::{Request, WbtKind};
 use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::Kernel;
 use crate::trace::TraceEvent;
@@ -50,6 +50,9 @@ pub struct BdiWriteback {
     pub wq: usize,
     /// Whether the flusher sleeps (not running).
     pub idle: bool,
+    /// The writeback being done is background or kupdate writeback: its writes carry
+    /// REQ_BACKGROUND (wbc_to_write_flags), which writeback throttling limits most.
+    pub for_background: bool,
 }
 
 impl Kernel {
@@ -283,6 +286,9 @@ impl Kernel {
         }
         self.mm.cur.sleep += pause;
         self.throttle_ns += pause;
+        // bdi->last_bdp_sleep, which writeback throttling reads (wb_recent_wait).
+        let now = self.mm.clock();
+        self.disk.note_bdp_sleep(now);
         self.trace(TraceEvent::BalanceDirtyPages {
             bdi: crate::trace::mkdev(8, 0),
             limit: thresh,
@@ -453,7 +459,15 @@ impl Kernel {
         self.mm
             .count_vm_events(super::vmstat::Event::PGPGOUT, 4 * n);
         let n = n as u32;
-        self.submit_bio(Request::write(sector, n, 0, false), BioKind::FileWrite(run));
+        let kind = if self.wb.for_background {
+            WbtKind::Background
+        } else {
+            WbtKind::Write
+        };
+        self.submit_bio(
+            Request::write(sector, n, 0, false).wbt(kind),
+            BioKind::FileWrite(run),
+        );
     }
 }
 
@@ -581,13 +595,17 @@ impl Program<Kernel> for Flusher {
         {
             // wb_check_background_flush()
             trace_wb(k, true, i64::MAX, WB_REASON_BACKGROUND, true, false);
+            k.wb.for_background = true;
             let n = k.writeback_inodes(MAX_WRITEBACK_PAGES, None);
+            k.wb.for_background = false;
             trace_wb(k, false, n as i64, WB_REASON_BACKGROUND, true, false);
             n
         } else if now >= self.last_kupdate + interval {
             // wb_check_old_data_flush(): kupdate-style writeback of expired inodes.
             self.last_kupdate = now;
+            k.wb.for_background = true;
             let n = k.writeback_inodes(u64::MAX, Some(now.saturating_sub(expire)));
+            k.wb.for_background = false;
             if n > 0 {
                 trace_wb(k, true, n as i64, WB_REASON_PERIODIC, false, true);
                 trace_wb(k, false, n as i64, WB_REASON_PERIODIC, false, true);

@@ -19,7 +19,8 @@
 
 use super::gfp::{Gfp, __GFP_NORETRY, __GFP_NOWARN, GFP_HIGHUSER_MOVABLE};
 use super::memory::BioKind;
-use super::page::{pg, Pfn};
+use super::page::{pg, Pfn, NIL};
+use super::rmap::Owner;
 use crate::block::Request;
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
@@ -260,6 +261,7 @@ impl Kernel {
             self.inodes[ino as usize].ra.order = new_order;
             let cpu = self.tasks[tid as usize].cpu;
             failed = false;
+            self.ra_locked = Some((ino, start, limit + 1));
             while index <= limit {
                 let mut order = new_order;
                 if index & ((1 << order) - 1) != 0 {
@@ -281,6 +283,7 @@ impl Kernel {
             if index > start {
                 self.read_pages(ino, start, index - start, sync);
             }
+            self.ra_locked = None;
         } else {
             self.inodes[ino as usize].ra.order = 0;
         }
@@ -334,6 +337,7 @@ impl Kernel {
         let mark = (lookahead <= nr_to_read).then(|| nr_to_read - lookahead);
         let cpu = self.tasks[tid as usize].cpu;
         let mut run_start = index;
+        let outer = self.ra_locked.replace((ino, index, index + nr_to_read));
         for i in 0..nr_to_read {
             let at = index + i;
             if self.filemap_get_folio(ino, at).is_some() {
@@ -351,6 +355,28 @@ impl Kernel {
         }
         let end = (index + nr_to_read).min(self.first_missing(ino, run_start, index + nr_to_read));
         self.read_pages(ino, run_start, end - run_start, sync);
+        self.ra_locked = outer;
+    }
+
+    /// Whether a page-cache folio is locked for its read (folio_trylock fails): added by
+    /// a readahead that has not submitted it yet, or read ahead asynchronously and not
+    /// yet read (the read's completion, folio_end_read, unlocks it).
+    pub fn file_read_in_flight(&self, pfn: Pfn) -> bool {
+        let slot = self.mm.map[pfn as usize].owner;
+        if slot == NIL {
+            return false;
+        }
+        let (Owner::File { ino, .. }, index) = self.rmap.owner(slot) else {
+            return false;
+        };
+        if self
+            .ra_locked
+            .is_some_and(|(i, s, e)| i == ino && (s..e).contains(&index))
+        {
+            return true;
+        }
+        let ra = &self.inodes[ino as usize].ra;
+        (ra.io_start..ra.io_end).contains(&index) && ra.io_done > self.mm.clock()
     }
 
     /// The first page from `from` up to `end` not in a file's page cache (or `end`).

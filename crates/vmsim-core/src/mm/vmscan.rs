@@ -545,6 +545,11 @@ impl Kernel {
                 continue;
             }
             let file = kind == PageKind::File;
+            if file && self.file_read_in_flight(pfn) {
+                // folio_trylock() fails: readahead holds the folio locked until its read ends.
+                ret.push(pfn);
+                continue;
+            }
             let (dirty, writeback) = (flags & pg::DIRTY != 0, flags & pg::WRITEBACK != 0);
             if dirty || writeback {
                 stat.nr_dirty += nr_pages;
@@ -1861,6 +1866,53 @@ mod version_tests {
         assert!(!pgdat_dirty_after_empty_kswapd_pass(
             "version = \"6.1\"\npgdat_dirty_needs_unqueued = true"
         ));
+    }
+}
+
+#[cfg(test)]
+mod locked_folio_tests {
+    use crate::config::Scenario;
+    use crate::kernel::{AllocResult, Kernel};
+    use crate::mm::gfp::GFP_KERNEL;
+    use crate::mm::vmscan::ScanControl;
+
+    /// A 1 GiB kernel holding a file of 1,024 clean cached pages, its inode and a task.
+    fn clean_file() -> (Kernel, u32) {
+        let sc = Scenario::from_toml("[machine]\nmemory = \"1GiB\"\ncpus = 1\n").unwrap();
+        let mut k = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
+        let tid = k.alloc_task_struct("t", 0, false);
+        assert!(k.copy_process(tid, 0));
+        let ino = k.lookup_or_create("f");
+        for i in 0..1024 {
+            let left = (1024 - i) * 4096;
+            assert!(matches!(
+                k.file_write_folio(tid, ino, i, left),
+                AllocResult::Page(_)
+            ));
+        }
+        k.write_inode_pages(ino, u64::MAX);
+        k.process_io(u64::MAX / 2);
+        assert_eq!(k.inodes[ino as usize].nr_dirty, 0);
+        (k, ino)
+    }
+
+    /// Pages of the file left after a reclaim pass asked for all of them.
+    fn after_reclaim(k: &mut Kernel, ino: u32) -> u64 {
+        let mut sc = ScanControl::new(GFP_KERNEL, 0, 4096, 0, 0);
+        sc.priority = 0;
+        k.shrink_node(0, &mut sc);
+        k.inodes[ino as usize].nrpages
+    }
+
+    #[test]
+    fn reclaim_passes_by_the_folios_a_readahead_is_adding() {
+        // __filemap_add_folio adds readahead folios locked, and they stay locked until
+        // their read completes: shrink_folio_list's folio_trylock fails on them.
+        let (mut k, ino) = clean_file();
+        k.ra_locked = Some((ino, 0, 1024));
+        assert_eq!(after_reclaim(&mut k, ino), 1024);
+        k.ra_locked = None;
+        assert_eq!(after_reclaim(&mut k, ino), 0);
     }
 }
 
