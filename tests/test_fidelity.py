@@ -799,6 +799,11 @@ def test_a_recording_probes_the_disk_before_each_run(tmp_path):
     assert abs(disk["latency_ns"] - sum(p["latency_ns"] for p in probes) / 2) <= 1
     # Reads in order are timed too: every request's round trip, positioning or not.
     assert all(p["latency_seq_ns"] > 0 for p in probes) and disk["latency_seq_ns"] > 0
+    # The block layer's writeback throttle as sysfs shows it, where the queue has one.
+    q = host.block_queue(host.mount_of(tmp_path)[0] or "")
+    if q is not None and (q / "wbt_lat_usec").exists():
+        assert disk["wbt_lat_usec"] == int((q / "wbt_lat_usec").read_text())
+        assert disk["write_cache"] == int((q / "write_cache").read_text().strip() == "write back")
     # And where fresh allocations land, before each run too.
     lists = [r["free_list_probe"] for r in rec["runs"]]
     assert all(p["block_steps"] > 0 and 0 <= p["adjacent_fraction"] <= 1 for p in lists)

@@ -405,9 +405,16 @@ def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
     q = block_queue(dev)
     queue: dict[str, int] = {}
     if q is not None:
-        for k in ("read_ahead_kb", "nr_requests", "max_sectors_kb", "rotational"):
+        for k in ("read_ahead_kb", "nr_requests", "max_sectors_kb", "rotational",
+                  "wbt_lat_usec"):
             with contextlib.suppress(OSError, ValueError):
                 queue[k] = int(read_text(q / k).strip())
+        # blk-wbt's inputs beside wbt_lat_usec (disk.queue_depth, disk.write_cache):
+        # recorded, not yet given to vmsim (docs/fidelity.md, "Writeback throttling").
+        with contextlib.suppress(OSError, ValueError):
+            queue["queue_depth"] = int(read_text(q.parent / "mq" / "0" / "nr_tags").strip())
+        with contextlib.suppress(OSError):
+            queue["write_cache"] = int(read_text(q / "write_cache").strip() == "write back")
     lru_gen = None
     with contextlib.suppress(OSError):
         lru_gen = read_text(Path("/sys/kernel/mm/lru_gen/enabled")).strip()
