@@ -597,6 +597,14 @@ impl BlockDevice {
         cfg.validate()?;
         let (on, off) = cfg.congestion_thresholds();
         let max_pages = cfg.max_request_pages();
+        // wbt_init() when the queue has a target latency; its depth is the queue's.
+        let wbt = (cfg.wbt_lat_usec > 0).then(|| {
+            let depth = match cfg.queue_depth {
+                0 => cfg.nr_requests,
+                n => n,
+            };
+            RqWb::new(cfg.wbt_lat_usec, depth, cfg.write_cache)
+        });
         Ok(Self {
             cfg,
             nr_congestion_on: on,
@@ -615,17 +623,7 @@ impl BlockDevice {
             stats: DiskStats::default(),
             scratch: [VecDeque::new(), VecDeque::new()],
             shared: Shared::default(),
-            wbt: None,
-        })
-        .map(|mut d: Self| {
-            if d.cfg.wbt_lat_usec > 0 {
-                let depth = match d.cfg.queue_depth {
-                    0 => d.cfg.nr_requests,
-                    n => n,
-                };
-                d.wbt = Some(RqWb::new(d.cfg.wbt_lat_usec, depth, d.cfg.write_cache));
-            }
-            d
+            wbt,
         })
     }
 

@@ -604,13 +604,8 @@ impl Kernel {
                 Submitted::Throttled { retry_at } => return self.wbt_hold(req, retry_at, now),
                 Submitted::Full { retry_at } => {
                     self.pending_reqs.push_back(req);
-                    let done = retry_at + self.disk.config().service_time(req.op, req.pages, false);
-                    if self.sleep_in_step {
-                        self.wait_in_step(retry_at);
-                    } else {
-                        self.mm.cur.sleep = self.mm.cur.sleep.max(retry_at.saturating_sub(now));
-                    }
-                    return done;
+                    self.sleep_for_queue(retry_at, now);
+                    return retry_at + self.disk.config().service_time(req.op, req.pages, false);
                 }
             }
         }
@@ -621,11 +616,7 @@ impl Kernel {
         let service = self.disk.config().service_time(req.op, req.pages, false);
         let queued = (self.pending_reqs.len() as u64).saturating_sub(1);
         let slot_at = retry_at + service * queued;
-        if self.sleep_in_step {
-            self.wait_in_step(slot_at);
-        } else {
-            self.mm.cur.sleep = self.mm.cur.sleep.max(slot_at.saturating_sub(now));
-        }
+        self.sleep_for_queue(slot_at, now);
         slot_at + service
     }
 
@@ -634,12 +625,18 @@ impl Kernel {
     /// write is expected to complete [ns].
     fn wbt_hold(&mut self, req: Request, retry_at: u64, now: u64) -> u64 {
         self.wbt_pending.push_back(req);
-        if self.sleep_in_step {
-            self.wait_in_step(retry_at);
-        } else {
-            self.mm.cur.sleep = self.mm.cur.sleep.max(retry_at.saturating_sub(now));
-        }
+        self.sleep_for_queue(retry_at, now);
         retry_at + self.disk.config().service_time(req.op, req.pages, false)
+    }
+
+    /// The submitter of a request that could not go in sleeps until `at`
+    /// (get_request_wait, rq_qos_wait): inside the step in limit reclaim, after it otherwise.
+    fn sleep_for_queue(&mut self, at: u64, now: u64) {
+        if self.sleep_in_step {
+            self.wait_in_step(at);
+        } else {
+            self.mm.cur.sleep = self.mm.cur.sleep.max(at.saturating_sub(now));
+        }
     }
 
     /// Waits until `wake` inside the step (io_schedule where the kernel path goes on after
