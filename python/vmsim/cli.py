@@ -923,6 +923,11 @@ def replay_access_cmd(
     show_default=True,
     help="Sampling period in trace time [s].",
 )
+@click.option(
+    "--workloads",
+    is_flag=True,
+    help="Run the scenario's workloads beside the replay (a background load).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--plot",
@@ -934,6 +939,7 @@ def replay_kmem_cmd(
     scenario: str | None,
     sets: tuple[str, ...],
     interval: float,
+    workloads: bool,
     as_json: bool,
     plot: str | None,
 ) -> None:
@@ -941,15 +947,15 @@ def replay_kmem_cmd(
 
     TRACE is ftrace text of kmem:mm_page_alloc, mm_page_free, mm_page_free_batched
     (and mm_page_alloc_extfrag) as /sys/kernel/tracing/trace or perf script print
-    them, plain, gzip or zstd. SCENARIO gives the machine and kernel (its workloads
-    are not run; the built-in default without one).
+    them, plain, gzip or zstd. SCENARIO gives the machine and kernel (the built-in
+    default without one); its kernel threads run, its workloads only with --workloads.
     """
     from vmsim import replay
 
     if scenario is not None:
         _check_readable_file(scenario)
     try:
-        runs = replay.replay_kmem(trace, scenario, sets, interval)
+        runs = replay.replay_kmem(trace, scenario, sets, interval, workloads)
     except replay.ReplayError as e:
         raise UserError(str(e)) from None
     if as_json:
@@ -1077,15 +1083,16 @@ def calibrate_cmd(
             click.echo(f"\r\x1b[Kmeasuring {what} ...", err=True, nl=False)
 
     if family is not None and family not in calibrate.FAMILIES:
-        raise UserError(f"--only: no family {shown(family)} (one of "
-                        f"{', '.join(calibrate.FAMILIES)})")
+        raise UserError(
+            f"--only: no family {shown(family)} (one of {', '.join(calibrate.FAMILIES)})"
+        )
     try:
         if family is not None:
-            cal = calibrate.measure_family(family, quick, workdir, base_profile["cost"],
-                                           progress)
+            cal = calibrate.measure_family(family, quick, workdir, base_profile["cost"], progress)
         else:
-            cal = calibrate.measure(quick, workdir, base_profile["cost"], progress,
-                                    base_profile["name"])
+            cal = calibrate.measure(
+                quick, workdir, base_profile["cost"], progress, base_profile["name"]
+            )
     except calibrate.CalibrateError as e:
         raise UserError(str(e)) from None
     except OSError as e:
@@ -1482,9 +1489,7 @@ def fidelity_cmd(
             if tty:
                 click.echo(f"vmsim fidelity: {name} ({i + 1} of {n})", err=True)
 
-        result = fd.fidelity(
-            exps, list(names), root, seed=seed, costs=costs, progress=progress
-        )
+        result = fd.fidelity(exps, list(names), root, seed=seed, costs=costs, progress=progress)
     except fd.FidelityError as e:
         raise UserError(str(e)) from None
     _echo_result(result, as_json, fd.render_text)

@@ -227,11 +227,16 @@ def bench_figures(requests: int) -> dict[str, Any]:
 
 
 def replay_kmem(
-    trace: str, scenario: str | None, sets: tuple[str, ...], interval: float = 1.0
+    trace: str,
+    scenario: str | None,
+    sets: tuple[str, ...],
+    interval: float = 1.0,
+    workloads: bool = False,
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Replays a kmem trace on the scenario's machine and kernel (the built-in default
-    without one), once per combination of the ``--set`` values (``KEY=V1,V2`` as in
-    ``vmsim sweep``); each combination's overrides with its report."""
+    without one; its workloads run beside the replay when ``workloads``), once per
+    combination of the ``--set`` values (``KEY=V1,V2`` as in ``vmsim sweep``); each
+    combination's overrides with its report."""
     from vmsim import api
     from vmsim.sweep import grid
 
@@ -241,7 +246,7 @@ def replay_kmem(
     for overrides in points:
         text = api.load_scenario(scenario, overrides)
         try:
-            report = json.loads(_vmsim.replay_kmem(trace, text, interval))
+            report = json.loads(_vmsim.replay_kmem(trace, text, interval, workloads))
         except _vmsim.ScenarioError:
             raise
         except ValueError as e:
@@ -258,11 +263,34 @@ KMEM_ROWS = (
     ("allocations failed when recorded", "recorded_failed_allocs"),
     ("frees replayed", "frees"),
     ("frees of pages from before the recording", "unknown_frees"),
-    ("extfrag events, vmsim", "extfrag"),
-    ("  fragmenting, vmsim", "extfrag_fragmenting"),
+    ("extfrag events, vmsim (whole machine)", "extfrag"),
+    ("  fragmenting", "extfrag_fragmenting"),
+    ("extfrag events of the replayed allocations", "extfrag_replayed"),
+    ("  fragmenting", "extfrag_replayed_fragmenting"),
     ("extfrag events, recorded", "recorded_extfrag"),
     ("  fragmenting, recorded", "recorded_extfrag_fragmenting"),
 )
+
+#: /proc/vmstat counters of the simulated kernel shown under the summary: what
+#: kswapd, direct reclaim and compaction did while the trace was replayed.
+KMEM_VMSTAT_ROWS = (
+    "pgscan_kswapd",
+    "pgsteal_kswapd",
+    "pgscan_direct",
+    "allocstall_normal",
+    "allocstall_movable",
+    "compact_stall",
+    "compact_daemon_wake",
+)
+
+
+def vmstat_counters(text: str) -> dict[str, int]:
+    """/proc/vmstat text as a dict."""
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        out[name] = int(value)
+    return out
 
 
 def _labels(runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
@@ -286,18 +314,30 @@ def format_kmem(runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
         f"{'mixed pageblocks at the end':42s}"
         + "".join(f" {r['samples'][-1]['mixed_pageblocks']:>{width},}" for _, r in runs)
     )
+    lines.append(
+        f"{'simulated seconds':42s}" + "".join(f" {r['seconds']:>{width}.1f}" for _, r in runs)
+    )
+    if any(r["killed"] for _, r in runs):
+        lines.append(
+            f"{'replay task OOM-killed':42s}"
+            + "".join(f" {'yes' if r['killed'] else 'no':>{width}s}" for _, r in runs)
+        )
+    counters = [vmstat_counters(r["vmstat"]) for _, r in runs]
+    for name in KMEM_VMSTAT_ROWS:
+        lines.append(f"{name:42s}" + "".join(f" {c[name]:>{width},}" for c in counters))
     for label, (_, r) in zip(labels, runs, strict=True):
         lines += [
             "",
             f"over time ({label}):",
             f"{'t [s]':>8s} {'free pages':>11s} {'largest order':>13s} "
-            f"{'mixed blocks':>12s} {'extfrag':>8s} {'recorded':>8s} {'held pages':>10s}",
+            f"{'mixed blocks':>12s} {'extfrag':>8s} {'replayed':>8s} {'recorded':>8s} "
+            f"{'held pages':>10s}",
         ]
         for s in r["samples"]:
             lines.append(
                 f"{s['time_seconds']:8.1f} {s['free_pages']:11d} {s['largest_free_order']:13d} "
-                f"{s['mixed_pageblocks']:12d} {s['extfrag']:8d} {s['recorded_extfrag']:8d} "
-                f"{s['held_pages']:10d}"
+                f"{s['mixed_pageblocks']:12d} {s['extfrag']:8d} {s['extfrag_replayed']:8d} "
+                f"{s['recorded_extfrag']:8d} {s['held_pages']:10d}"
             )
         lines += ["", f"/proc/buddyinfo at the end ({label}):", r["buddyinfo"].rstrip("\n")]
     return "\n".join(lines)
@@ -323,7 +363,16 @@ def plot_kmem(runs: list[tuple[dict[str, Any], dict[str, Any]]], path: str | Pat
         t = [s["time_seconds"] for s in r["samples"]]
         axes[0].step(t, [s["largest_free_order"] for s in r["samples"]], where="post", label=label)
         axes[1].plot(t, [s["mixed_pageblocks"] for s in r["samples"]], label=label)
-        axes[2].plot(t, [s["extfrag"] for s in r["samples"]], label=f"{label} (vmsim)")
+        (line,) = axes[2].plot(
+            t, [s["extfrag"] for s in r["samples"]], label=f"{label} (whole machine)"
+        )
+        axes[2].plot(
+            t,
+            [s["extfrag_replayed"] for s in r["samples"]],
+            ":",
+            color=line.get_color(),
+            label=f"{label} (replayed allocations)",
+        )
     r0 = runs[0][1]
     axes[2].plot(
         [s["time_seconds"] for s in r0["samples"]],

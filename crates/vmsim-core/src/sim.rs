@@ -441,6 +441,12 @@ impl Mm {
 /// Builds the engine for a scenario: boots the kernel, starts its threads and registers
 /// every task of the workload.
 pub fn build(sc: &Scenario) -> Engine {
+    build_with(sc, true)
+}
+
+/// [`build`], with the workload's tasks registered only when `workloads` (a replay runs
+/// its own task on the scenario's machine and kernel).
+pub fn build_with(sc: &Scenario, workloads: bool) -> Engine {
     let kernel = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
     let mut eng = kernel.into_engine(sc.sched.clone(), &sc.cost);
     if sc.kernel.shuffle_page_alloc || sc.machine.mixed_free_lists {
@@ -466,8 +472,10 @@ pub fn build(sc: &Scenario) -> Engine {
     eng.kernel.mm.memcg.stock =
         crate::mm::memcg_stock::MemcgStock::new(sc.kernel.rules().memcg_stock_groups, sc.seed);
     eng.kernel.mm.memcg.memsw_failcnt = sc.kernel.rules().memsw_failcnt;
-    sc.spawn_workloads(&mut eng);
-    crate::workload::spawn_tasks(sc, &mut eng);
+    if workloads {
+        sc.spawn_workloads(&mut eng);
+        crate::workload::spawn_tasks(sc, &mut eng);
+    }
     eng
 }
 

@@ -332,13 +332,20 @@ fn replay_access(
     serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Replays a kmem trace (`vmsim replay kmem`) on a scenario's machine and kernel,
-/// sampling every `interval` seconds of trace time; returns the report as JSON.
+/// Replays a kmem trace (`vmsim replay kmem`) on a scenario's machine and kernel (with
+/// its workloads beside the replay when `workloads`), sampling every `interval` seconds
+/// of trace time; returns the report as JSON.
 /// ScenarioError for a bad scenario or a trace whose pfns the machine does not have
 /// (naming the memory it needs), ValueError for a trace that cannot be read.
 #[pyfunction]
-#[pyo3(signature = (path, scenario, interval=1.0))]
-fn replay_kmem(py: Python<'_>, path: &str, scenario: &str, interval: f64) -> PyResult<String> {
+#[pyo3(signature = (path, scenario, interval=1.0, workloads=false))]
+fn replay_kmem(
+    py: Python<'_>,
+    path: &str,
+    scenario: &str,
+    interval: f64,
+    workloads: bool,
+) -> PyResult<String> {
     use vmsim_core::replay::{input, kmem};
     let sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
     if !(interval > 0.0 && interval <= 1e6) {
@@ -349,7 +356,7 @@ fn replay_kmem(py: Python<'_>, path: &str, scenario: &str, interval: f64) -> PyR
     let path = path.to_string();
     let r = py.detach(move || {
         let mut open = || input::open(&path).map(|(r, _)| r);
-        kmem::replay_kmem(&mut open, &sc, (interval * 1e9) as u64)
+        kmem::replay_kmem(&mut open, &sc, (interval * 1e9) as u64, workloads)
     });
     let r = r.map_err(|e| match e {
         kmem::KmemError::TooSmall {

@@ -4,27 +4,31 @@
 //! `mm_page_free_batched` and `mm_page_alloc_extfrag`, as a 6.18 kernel prints
 //! them in /sys/kernel/tracing/trace (`comm-pid [cpu] flags ts: event: fields`)
 //! or as `perf script` prints them (`comm pid [cpu] ts: kmem:event: fields`).
-//! Each recorded allocation asks the simulated kernel's allocator
-//! (__alloc_pages: fast path, watermarks, fallback, slow path) for the same
-//! order with the same GFP flags (hence the same migratetype); the recorded pfn
-//! names the allocation, and its free (by pfn) frees the simulated block it was
-//! mapped to. The recording's own extfrag events are counted beside the ones
-//! the simulated allocator fires.
+//! A task of the simulated machine (`replay`) reads the trace as it goes and
+//! issues each event at its recorded time since the first: each recorded
+//! allocation asks the simulated kernel's allocator (__alloc_pages: fast path,
+//! watermarks, fallback, slow path) for the same order with the same GFP flags
+//! (hence the same migratetype); the recorded pfn names the allocation, and its
+//! free (by pfn) frees the simulated block it was mapped to. The kernel threads
+//! (kswapd, kcompactd, the flushers) run around it, and the scenario's workloads
+//! too when asked. The recording's own extfrag events are counted beside the
+//! ones the simulated allocator fires.
 //!
 //! Simplifications: the simulated machine starts empty (pages allocated before
 //! the recording began are absent, and their frees are counted and skipped);
-//! the replayed pages are held by one task, not mapped or cached, so reclaim
-//! finds nothing to reclaim and compaction cannot move them; kswapd and
-//! kcompactd do not run between allocations (there is no task engine here).
+//! the replayed pages are held by the replay task, not mapped or cached, so
+//! reclaim cannot free them and compaction cannot move them.
 
 use crate::config::Scenario;
-use crate::engine::TaskId;
+use crate::engine::{Os, Program, Step, StepCtx, StepOut};
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::gfp::Gfp;
 use crate::mm::mmzone::NR_PAGE_ORDERS;
 use crate::mm::page::{IntMap, PageKind, Pfn, PAGE_SIZE};
 use serde::Serialize;
-use std::io::BufRead;
+use std::cell::RefCell;
+use std::io::{BufRead, Read};
+use std::rc::Rc;
 
 /// Malformed lines kept as examples.
 pub const MAX_BAD_LINES_SHOWN: usize = 5;
@@ -225,31 +229,58 @@ pub fn survey(r: &mut dyn BufRead) -> Result<Survey, String> {
 /// Calls `f(line_number, parsed line)` for every line, reading in constant memory
 /// (a line longer than 64 KiB is malformed).
 fn for_each_line(r: &mut dyn BufRead, mut f: impl FnMut(u64, Line)) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(512);
-    let mut n = 0u64;
-    loop {
-        buf.clear();
-        let mut lim = std::io::Read::take(&mut *r, 64 << 10);
-        let got = lim.read_until(b'\n', &mut buf)? as u64;
-        if got == 0 {
-            return Ok(());
+    let mut lines = LineReader::new(r);
+    while let Some((n, line)) = lines.next_line()? {
+        f(n, line);
+    }
+    Ok(())
+}
+
+/// Reads a trace one parsed line at a time, in constant memory.
+pub struct LineReader<R> {
+    /// The text.
+    r: R,
+    /// The line being read.
+    buf: Vec<u8>,
+    /// Lines read so far.
+    n: u64,
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// A reader at the start of `r`.
+    pub fn new(r: R) -> Self {
+        LineReader {
+            r,
+            buf: Vec::with_capacity(512),
+            n: 0,
         }
-        n += 1;
-        if buf.last() != Some(&b'\n') && got == 64 << 10 {
+    }
+
+    /// The next line and its number; None at the end (a line longer than 64 KiB is
+    /// read to its end and given as malformed).
+    pub fn next_line(&mut self) -> std::io::Result<Option<(u64, Line)>> {
+        const MAX: u64 = 64 << 10;
+        self.buf.clear();
+        let got = (&mut self.r).take(MAX).read_until(b'\n', &mut self.buf)? as u64;
+        if got == 0 {
+            return Ok(None);
+        }
+        self.n += 1;
+        if self.buf.last() != Some(&b'\n') && got == MAX {
             // The rest of an over-long line, read and dropped in pieces.
-            while !buf.ends_with(b"\n") {
-                buf.clear();
-                if std::io::Read::take(&mut *r, 64 << 10).read_until(b'\n', &mut buf)? == 0 {
+            while !self.buf.ends_with(b"\n") {
+                self.buf.clear();
+                if (&mut self.r).take(MAX).read_until(b'\n', &mut self.buf)? == 0 {
                     break;
                 }
             }
-            f(n, Line::Malformed("longer than 64 KiB".into()));
-            continue;
+            return Ok(Some((self.n, Line::Malformed("longer than 64 KiB".into()))));
         }
-        match std::str::from_utf8(&buf) {
-            Ok(s) => f(n, parse_line(s.trim_end_matches(['\n', '\r']))),
-            Err(_) => f(n, Line::Malformed("not UTF-8 text".into())),
-        }
+        let line = match std::str::from_utf8(&self.buf) {
+            Ok(s) => parse_line(s.trim_end_matches(['\n', '\r'])),
+            Err(_) => Line::Malformed("not UTF-8 text".into()),
+        };
+        Ok(Some((self.n, line)))
     }
 }
 
@@ -270,6 +301,8 @@ pub struct Sample {
     pub mixed_pageblocks: u64,
     /// vmsim's extfrag events so far (since the boot).
     pub extfrag: u64,
+    /// Of them, those the replayed allocations fired.
+    pub extfrag_replayed: u64,
     /// The recording's extfrag events so far.
     pub recorded_extfrag: u64,
     /// Pages the replay holds.
@@ -303,6 +336,11 @@ pub struct KmemReport {
     pub extfrag: u64,
     /// Of them, fragmenting (fallback below pageblock order).
     pub extfrag_fragmenting: u64,
+    /// Extfrag events fired by the replayed allocations themselves (the rest are the
+    /// kernel threads' and the workloads').
+    pub extfrag_replayed: u64,
+    /// Of them, fragmenting.
+    pub extfrag_replayed_fragmenting: u64,
     /// Extfrag events in the recording.
     pub recorded_extfrag: u64,
     /// Of them, fragmenting=1.
@@ -317,28 +355,216 @@ pub struct KmemReport {
     pub buddyinfo: String,
     /// /proc/pagetypeinfo at the end.
     pub pagetypeinfo: String,
+    /// /proc/vmstat at the end.
+    pub vmstat: String,
+    /// Simulated time the replay took [s].
+    pub seconds: f64,
+    /// The OOM killer killed the replay task before its end.
+    pub killed: bool,
 }
 
-/// A kernel replaying a kmem trace.
-pub struct KmemReplay {
-    /// The kernel.
-    k: Kernel,
-    /// The task the allocations are made in.
-    tid: TaskId,
+/// What the replay task and the driver share.
+struct Shared {
     /// Recorded pfn → simulated block (head, order).
     live: IntMap<u64, (Pfn, u8)>,
     /// Pages held.
     held: u64,
     /// The figures.
     r: KmemReport,
-    /// Time of the first event [ns].
+    /// The replay task has issued its last event (or was killed).
+    done: bool,
+    /// When it did [ns].
+    end: u64,
+    /// The trace could not be read to its end (the reason).
+    error: Option<String>,
+}
+
+/// The replay task's program: reads the trace as it goes and issues each event at its
+/// recorded time (relative to the first), in the task's context, as the recorded
+/// process did; what the simulated kernel does meanwhile (kswapd, kcompactd, the
+/// flushers, the scenario's workloads when they run) goes on around it.
+struct ReplayTask<R> {
+    /// The trace.
+    lines: LineReader<R>,
+    /// The next event, not issued yet: its time since the first event [ns].
+    pending: Option<(u64, KmemEvent)>,
+    /// Time of the first event in the trace [ns].
     t0: Option<u64>,
-    /// Next sample time [ns].
-    next_sample: u64,
-    /// Sampling interval [ns].
-    interval: u64,
-    /// Extfrag events and fragmenting ones of the boot, before the replay.
-    extfrag0: (u64, u64),
+    /// Shared with the driver.
+    st: Rc<RefCell<Shared>>,
+}
+
+impl<R: BufRead> ReplayTask<R> {
+    /// The next event of the trace, counting the lines that are not events; None at
+    /// its end or when it cannot be read.
+    fn next_event(&mut self) -> Option<(u64, KmemEvent)> {
+        loop {
+            let (n, line) = match self.lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => return None,
+                Err(e) => {
+                    self.st.borrow_mut().error =
+                        Some(format!("the trace could not be read to its end: {e}"));
+                    return None;
+                }
+            };
+            let mut st = self.st.borrow_mut();
+            st.r.lines = n;
+            match line {
+                Line::Other => {}
+                Line::Malformed(why) => {
+                    st.r.malformed += 1;
+                    if st.r.malformed_examples.len() < MAX_BAD_LINES_SHOWN {
+                        st.r.malformed_examples.push((n, why));
+                    }
+                }
+                Line::Event(ts, ev) => {
+                    let t0 = *self.t0.get_or_insert(ts);
+                    return Some((ts.saturating_sub(t0), ev));
+                }
+            }
+        }
+    }
+}
+
+/// What became of one replayed event.
+enum Issued {
+    /// Done; the next one may follow.
+    Done,
+    /// The allocation must be tried again (the task slept or must sleep first).
+    Retry,
+    /// The OOM killer killed the replay task.
+    Killed,
+}
+
+impl<R: BufRead> Program<Kernel> for ReplayTask<R> {
+    fn step(&mut self, cx: &mut StepCtx<Kernel>) -> StepOut {
+        let end = cx.now + cx.quantum;
+        let out = |next| StepOut { user_ns: 0, next };
+        loop {
+            let Some((at, ev)) = self.pending.take().or_else(|| self.next_event()) else {
+                let mut st = self.st.borrow_mut();
+                st.done = true;
+                st.end = cx.k.current().clock();
+                return out(Step::Exit);
+            };
+            let cur = cx.k.current();
+            let clock = cur.clock() + cur.sleep;
+            if at > clock {
+                self.pending = Some((at, ev));
+                return out(Step::Sleep(at - clock));
+            }
+            if clock >= end {
+                self.pending = Some((at, ev));
+                return out(Step::Run);
+            }
+            let issued = issue(cx, &mut self.st.borrow_mut(), ev);
+            match issued {
+                Issued::Done => {}
+                Issued::Retry => {
+                    self.pending = Some((at, ev));
+                    return out(Step::Run);
+                }
+                Issued::Killed => {
+                    let mut st = self.st.borrow_mut();
+                    st.r.killed = true;
+                    st.done = true;
+                    st.end = cx.k.current().clock();
+                    return out(Step::Exit);
+                }
+            }
+            let cur = cx.k.current();
+            if cur.sleep > 0 || cur.block_on.is_some() {
+                // The kernel put the task to sleep (a throttle, I/O): the step ends here.
+                return out(Step::Run);
+            }
+        }
+    }
+}
+
+/// Issues one recorded event in the replay task's context.
+fn issue(cx: &mut StepCtx<Kernel>, st: &mut Shared, ev: KmemEvent) -> Issued {
+    match ev {
+        KmemEvent::Alloc { pfn: None, .. } => st.r.recorded_failed_allocs += 1,
+        KmemEvent::Alloc {
+            pfn: Some(pfn),
+            order,
+            gfp,
+            migratetype,
+        } => return alloc(cx, st, pfn, order as usize, Gfp(gfp), migratetype),
+        KmemEvent::Free { pfn, .. } => {
+            if free(cx, st, pfn) {
+                st.r.frees += 1;
+            } else {
+                st.r.unknown_frees += 1;
+            }
+        }
+        KmemEvent::Extfrag { fragmenting } => {
+            st.r.recorded_extfrag += 1;
+            st.r.recorded_extfrag_fragmenting += fragmenting as u64;
+        }
+    }
+    Issued::Done
+}
+
+/// A recorded allocation: the same request of the simulated allocator (__alloc_pages),
+/// repeated after a throttle as the task's own allocations are.
+fn alloc(
+    cx: &mut StepCtx<Kernel>,
+    st: &mut Shared,
+    pfn: u64,
+    order: usize,
+    gfp: Gfp,
+    migratetype: i32,
+) -> Issued {
+    if free(cx, st, pfn) {
+        // Its free was not recorded: the old block went first.
+        st.r.realloc_live += 1;
+    }
+    let before = (
+        cx.k.mm.frag.extfrag_events,
+        cx.k.mm.frag.extfrag_fragmenting,
+    );
+    let r = cx.k.alloc_pages(gfp, order, cx.tid);
+    st.r.extfrag_replayed += cx.k.mm.frag.extfrag_events - before.0;
+    st.r.extfrag_replayed_fragmenting += cx.k.mm.frag.extfrag_fragmenting - before.1;
+    if !matches!(r, AllocResult::Retry)
+        && crate::mm::gfp::gfp_migratetype(gfp, true) as i32 != migratetype
+    {
+        st.r.migratetype_mismatch += 1;
+    }
+    match r {
+        AllocResult::Page(p) => {
+            let page = &mut cx.k.mm.map[p as usize];
+            page.set_kind(PageKind::Held);
+            page.owner = cx.tid;
+            st.live.insert(pfn, (p, order as u8));
+            st.held += 1 << order;
+            st.r.allocs += 1;
+            st.r.allocs_by_order[order] += 1;
+            Issued::Done
+        }
+        AllocResult::Retry => Issued::Retry,
+        AllocResult::Failed => {
+            st.r.failed_allocs += 1;
+            Issued::Done
+        }
+        AllocResult::Killed => Issued::Killed,
+    }
+}
+
+/// Frees the simulated block a recorded pfn was mapped to; false if none.
+fn free(cx: &mut StepCtx<Kernel>, st: &mut Shared, pfn: u64) -> bool {
+    let Some((p, order)) = st.live.remove(&pfn) else {
+        return false;
+    };
+    let page = &mut cx.k.mm.map[p as usize];
+    page.set_kind(PageKind::Other);
+    page.owner = 0;
+    st.held -= 1 << order;
+    let cpu = cx.k.current().cpu;
+    cx.k.mm.free_pages(p, order as usize, cpu);
+    true
 }
 
 /// The memory a machine needs for pfns up to `max_pfn` [bytes], rounded up to 1 GiB.
@@ -346,172 +572,36 @@ pub fn memory_needed(max_pfn: u64) -> u64 {
     ((max_pfn + 1) * PAGE_SIZE).div_ceil(1 << 30) << 30
 }
 
-impl KmemReplay {
-    /// Boots the scenario's machine and kernel (its workloads are not run); `interval`
-    /// is the sampling period in trace time [ns].
-    pub fn new(sc: &Scenario, interval: u64) -> Result<Self, String> {
-        let mut k = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
-        k.mm.memcg.create_from_specs(&sc.cgroups);
-        let tid = k.alloc_task_struct("replay", 0, false);
-        if !k.copy_process(tid, 0) {
-            return Err("the replay task could not be created".into());
+/// The allocator's state at time `t` [ns].
+fn sample(k: &Kernel, st: &Shared, extfrag0: u64, t: u64) -> Sample {
+    let mm = &k.mm;
+    let mut free_blocks = vec![0u64; NR_PAGE_ORDERS];
+    let mut pageblocks = vec![0u64; crate::mm::mmzone::MIGRATE_TYPES];
+    let mut free_pages = 0;
+    for z in mm.zones.iter().filter(|z| z.populated()) {
+        for (o, a) in z.free_area.iter().enumerate() {
+            free_blocks[o] += a.nr_free;
         }
-        let k_extfrag = (k.mm.frag.extfrag_events, k.mm.frag.extfrag_fragmenting);
-        Ok(KmemReplay {
-            k,
-            tid,
-            live: IntMap::default(),
-            held: 0,
-            r: KmemReport {
-                allocs_by_order: vec![0; NR_PAGE_ORDERS],
-                ..Default::default()
-            },
-            t0: None,
-            next_sample: 0,
-            interval: interval.max(1),
-            extfrag0: (k_extfrag.0, k_extfrag.1),
-        })
+        for (mt, c) in mm.pageblock_counts(z.id).iter().enumerate() {
+            pageblocks[mt] += c;
+        }
+        free_pages += z.free_pages().max(0) as u64;
     }
-
-    /// Frames of the simulated machine.
-    pub fn nr_frames(&self) -> u64 {
-        self.k.mm.map.len() as u64
-    }
-
-    /// Replays one line.
-    pub fn line(&mut self, n: u64, line: Line) {
-        self.r.lines = n;
-        match line {
-            Line::Other => {}
-            Line::Malformed(why) => {
-                self.r.malformed += 1;
-                if self.r.malformed_examples.len() < MAX_BAD_LINES_SHOWN {
-                    self.r.malformed_examples.push((n, why));
-                }
-            }
-            Line::Event(ts, ev) => {
-                let t0 = *self.t0.get_or_insert(ts);
-                let t = ts.saturating_sub(t0);
-                while t >= self.next_sample {
-                    self.sample(self.next_sample);
-                    self.next_sample += self.interval;
-                }
-                self.k.mm.cur.now = t;
-                self.k.mm.cur.acc = 0;
-                self.k.mm.cur.slept = 0;
-                self.event(ev);
-            }
-        }
-    }
-
-    /// One kmem event.
-    fn event(&mut self, ev: KmemEvent) {
-        match ev {
-            KmemEvent::Alloc { pfn: None, .. } => self.r.recorded_failed_allocs += 1,
-            KmemEvent::Alloc {
-                pfn: Some(pfn),
-                order,
-                gfp,
-                migratetype,
-            } => self.alloc(pfn, order as usize, Gfp(gfp), migratetype),
-            KmemEvent::Free { pfn, .. } => {
-                if self.free(pfn) {
-                    self.r.frees += 1;
-                } else {
-                    self.r.unknown_frees += 1;
-                }
-            }
-            KmemEvent::Extfrag { fragmenting } => {
-                self.r.recorded_extfrag += 1;
-                self.r.recorded_extfrag_fragmenting += fragmenting as u64;
-            }
-        }
-    }
-
-    /// A recorded allocation: the same request of the simulated allocator
-    /// (__alloc_pages); a throttled attempt (which would sleep) is retried at once.
-    fn alloc(&mut self, pfn: u64, order: usize, gfp: Gfp, migratetype: i32) {
-        if self.free(pfn) {
-            self.r.realloc_live += 1;
-        }
-        if crate::mm::gfp::gfp_migratetype(gfp, true) as i32 != migratetype {
-            self.r.migratetype_mismatch += 1;
-        }
-        for _ in 0..16 {
-            match self.k.alloc_pages(gfp, order, self.tid) {
-                AllocResult::Page(p) => {
-                    let page = &mut self.k.mm.map[p as usize];
-                    page.set_kind(PageKind::Held);
-                    page.owner = self.tid;
-                    self.live.insert(pfn, (p, order as u8));
-                    self.held += 1 << order;
-                    self.r.allocs += 1;
-                    self.r.allocs_by_order[order] += 1;
-                    return;
-                }
-                AllocResult::Retry => self.k.mm.cur.sleep = 0,
-                AllocResult::Failed | AllocResult::Killed => break,
-            }
-        }
-        self.r.failed_allocs += 1;
-    }
-
-    /// Frees the simulated block a recorded pfn was mapped to; false if none.
-    fn free(&mut self, pfn: u64) -> bool {
-        let Some((p, order)) = self.live.remove(&pfn) else {
-            return false;
-        };
-        let page = &mut self.k.mm.map[p as usize];
-        page.set_kind(PageKind::Other);
-        page.owner = 0;
-        self.held -= 1 << order;
-        self.k.mm.free_pages(p, order as usize, 0);
-        true
-    }
-
-    /// Records the allocator's state at trace time `t` [ns].
-    fn sample(&mut self, t: u64) {
-        let mm = &self.k.mm;
-        let mut free_blocks = vec![0u64; NR_PAGE_ORDERS];
-        let mut pageblocks = vec![0u64; crate::mm::mmzone::MIGRATE_TYPES];
-        let mut free_pages = 0;
-        for z in mm.zones.iter().filter(|z| z.populated()) {
-            for (o, a) in z.free_area.iter().enumerate() {
-                free_blocks[o] += a.nr_free;
-            }
-            for (mt, c) in mm.pageblock_counts(z.id).iter().enumerate() {
-                pageblocks[mt] += c;
-            }
-            free_pages += z.free_pages().max(0) as u64;
-        }
-        let largest = free_blocks
-            .iter()
-            .rposition(|&n| n > 0)
-            .map_or(-1, |o| o as i32);
-        self.r.samples.push(Sample {
-            time_seconds: t as f64 / 1e9,
-            free_blocks,
-            free_pages,
-            largest_free_order: largest,
-            pageblocks,
-            mixed_pageblocks: mm.mixed_pageblocks(),
-            extfrag: mm.frag.extfrag_events - self.extfrag0.0,
-            recorded_extfrag: self.r.recorded_extfrag,
-            held_pages: self.held,
-        });
-    }
-
-    /// The report, with a last sample at the end of the trace.
-    pub fn finish(mut self) -> KmemReport {
-        let t = self.k.mm.cur.now;
-        if self.r.samples.last().map(|s| s.time_seconds) != Some(t as f64 / 1e9) {
-            self.sample(t);
-        }
-        self.r.extfrag = self.k.mm.frag.extfrag_events - self.extfrag0.0;
-        self.r.extfrag_fragmenting = self.k.mm.frag.extfrag_fragmenting - self.extfrag0.1;
-        self.r.buddyinfo = self.k.mm.buddyinfo();
-        self.r.pagetypeinfo = self.k.mm.pagetypeinfo();
-        self.r
+    let largest = free_blocks
+        .iter()
+        .rposition(|&n| n > 0)
+        .map_or(-1, |o| o as i32);
+    Sample {
+        time_seconds: t as f64 / 1e9,
+        free_blocks,
+        free_pages,
+        largest_free_order: largest,
+        pageblocks,
+        mixed_pageblocks: mm.mixed_pageblocks(),
+        extfrag: mm.frag.extfrag_events - extfrag0,
+        extfrag_replayed: st.r.extfrag_replayed,
+        recorded_extfrag: st.r.recorded_extfrag,
+        held_pages: st.held,
     }
 }
 
@@ -532,26 +622,101 @@ pub enum KmemError {
 }
 
 /// Replays a kmem trace: `open` opens it (twice: a first pass finds its largest pfn).
+///
+/// The scenario's machine and kernel boot with their kernel threads; with `workloads`
+/// the scenario's tasks run beside the replay (a background load), else the replay
+/// task runs alone. A sample of the allocator is taken every `interval_ns` of time
+/// from the first event (before the events of that instant), and a last one when the
+/// replay task has issued its last event; the run ends then, whatever the workloads
+/// were doing.
 pub fn replay_kmem(
     open: &mut dyn FnMut() -> Result<Box<dyn BufRead>, String>,
     sc: &Scenario,
     interval_ns: u64,
+    workloads: bool,
 ) -> Result<KmemReport, KmemError> {
     let s = survey(&mut *open().map_err(KmemError::Other)?).map_err(KmemError::Other)?;
-    let mut rp = KmemReplay::new(sc, interval_ns).map_err(KmemError::Other)?;
+    let mut eng = crate::sim::build_with(sc, workloads);
+    let frames = eng.kernel.mm.map.len() as u64;
     if let Some(max_pfn) = s.max_pfn {
-        if max_pfn >= rp.nr_frames() {
+        if max_pfn >= frames {
             return Err(KmemError::TooSmall {
                 max_pfn,
-                frames: rp.nr_frames(),
+                frames,
                 needed: memory_needed(max_pfn),
             });
         }
     }
-    let mut r = open().map_err(KmemError::Other)?;
-    for_each_line(&mut *r, |n, line| rp.line(n, line))
-        .map_err(|e| KmemError::Other(format!("the trace could not be read to its end: {e}")))?;
-    Ok(rp.finish())
+    let extfrag0 = (
+        eng.kernel.mm.frag.extfrag_events,
+        eng.kernel.mm.frag.extfrag_fragmenting,
+    );
+    let st = Rc::new(RefCell::new(Shared {
+        live: IntMap::default(),
+        held: 0,
+        r: KmemReport {
+            allocs_by_order: vec![0; NR_PAGE_ORDERS],
+            ..Default::default()
+        },
+        done: false,
+        end: 0,
+        error: None,
+    }));
+    let task = ReplayTask {
+        lines: LineReader::new(open().map_err(KmemError::Other)?),
+        pending: None,
+        t0: None,
+        st: Rc::clone(&st),
+    };
+    let tid = eng.spawn("replay", 0, 0, false, Box::new(task));
+    let interval = interval_ns.max(1);
+    let mut samples = Vec::new();
+    let mut t = 0u64;
+    // Over when the task has issued its last event, or was killed (by another task's
+    // OOM kill, its program does not run again).
+    let over = |eng: &crate::kernel::Engine| {
+        st.borrow().done || eng.task_state(tid) == crate::engine::TaskState::Dead
+    };
+    loop {
+        // One event at a time, so that the run stops at the replay task's last event
+        // (the workloads' later work is not counted).
+        while t > 0 && !over(&eng) && !eng.run_until_at_most(t - 1, 1) {}
+        if over(&eng) {
+            if !st.borrow().done {
+                let mut s = st.borrow_mut();
+                s.r.killed = true;
+                s.done = true;
+                s.end = eng.now;
+            }
+            break;
+        }
+        if eng.next_event_time().is_none() {
+            // Nothing left to run: the replay task cannot go on (it cannot happen while
+            // the task lives, as it sleeps on a timer or runs).
+            return Err(KmemError::Other("the replay stopped before its end".into()));
+        }
+        samples.push(sample(&eng.kernel, &st.borrow(), extfrag0.0, t));
+        t += interval;
+    }
+    let mut st = st.borrow_mut();
+    let end = st.end;
+    if let Some(e) = st.error.take() {
+        return Err(KmemError::Other(e));
+    }
+    let last = sample(&eng.kernel, &st, extfrag0.0, end);
+    if samples.last().map(|s: &Sample| s.time_seconds) != Some(last.time_seconds) {
+        samples.push(last);
+    }
+    let k = &eng.kernel;
+    let mut r = std::mem::take(&mut st.r);
+    r.samples = samples;
+    r.extfrag = k.mm.frag.extfrag_events - extfrag0.0;
+    r.extfrag_fragmenting = k.mm.frag.extfrag_fragmenting - extfrag0.1;
+    r.buddyinfo = k.mm.buddyinfo();
+    r.pagetypeinfo = k.mm.pagetypeinfo();
+    r.vmstat = crate::mm::vmstat::vmstat_text(&k.vmstat_snapshot());
+    r.seconds = end as f64 / 1e9;
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -632,6 +797,7 @@ mod tests {
             &mut || Ok(Box::new(std::io::Cursor::new(text.clone().into_bytes()))),
             &scenario(memory),
             1_000_000_000,
+            false,
         )
     }
 
@@ -656,9 +822,13 @@ mod tests {
         assert_eq!(r.allocs_by_order[2], 64);
         assert_eq!(r.samples.last().unwrap().held_pages, 0);
         // Samples every second of trace time from the first event, each taken before
-        // the events of its time: none held, 64 blocks of 4 pages, all freed.
+        // the events of its time: none held, 64 blocks of 4 pages, all freed; and a
+        // last one after the last event (2 s and the cost of issuing it).
         let held: Vec<u64> = r.samples.iter().map(|s| s.held_pages).collect();
-        assert_eq!(held, vec![0, 256, 0]);
+        assert_eq!(held, vec![0, 256, 0, 0]);
+        let times: Vec<f64> = r.samples.iter().map(|s| s.time_seconds).collect();
+        assert_eq!(times[..3], [0.0, 1.0, 2.0]);
+        assert!(times[3] > 2.0 && times[3] < 2.001, "{times:?}");
     }
 
     #[test]
@@ -694,5 +864,89 @@ mod tests {
         assert_eq!(r.failed_allocs, 0);
         assert!(r.extfrag > 0, "{r:?}");
         assert_eq!(r.migratetype_mismatch, 0);
+    }
+
+    /// A vmstat counter of a report's /proc/vmstat.
+    fn vmstat(r: &KmemReport, name: &str) -> u64 {
+        r.vmstat
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap()
+    }
+
+    /// Unmovable allocations of order 0, `n` of them over `seconds`, never freed.
+    fn kernel_allocs(n: u64, seconds: u64) -> String {
+        let mut t = String::new();
+        for i in 0..n {
+            let ns = i * seconds * 1_000_000_000 / n;
+            t += &format!(
+                " a-1 [000] ..... {}.{:09}: mm_page_alloc: page=1 pfn=0x{i:x} order=0 migratetype=0 gfp_flags=GFP_KERNEL\n",
+                ns / 1_000_000_000,
+                ns % 1_000_000_000
+            );
+        }
+        t
+    }
+
+    fn run_sc(text: &str, sc: &Scenario, workloads: bool) -> KmemReport {
+        run_every(text, sc, workloads, 100_000_000)
+    }
+
+    fn run_every(text: &str, sc: &Scenario, workloads: bool, interval: u64) -> KmemReport {
+        let text = text.to_string();
+        replay_kmem(
+            &mut || Ok(Box::new(std::io::Cursor::new(text.clone().into_bytes()))),
+            sc,
+            interval,
+            workloads,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn kswapd_runs_while_the_replay_takes_memory_below_the_watermarks() {
+        // Asked for more than a 128 MiB machine has, the replay task is the OOM
+        // killer's victim, and the report says so.
+        let sc = scenario("128MiB");
+        let over = run_sc(&kernel_allocs(32_768, 3), &sc, false);
+        assert!(over.killed && over.allocs < 32_768, "{}", over.allocs);
+        // Fifty pages fewer than it got then: below the low watermark, so kswapd is
+        // woken, finds nothing to reclaim, and every allocation succeeds.
+        let n = over.allocs - 50;
+        let r = run_sc(&kernel_allocs(n, 3), &sc, false);
+        assert_eq!((r.allocs, r.failed_allocs, r.killed), (n, 0, false));
+        assert!(vmstat(&r, "pageoutrun") > 0, "{}", r.vmstat);
+        assert_eq!(vmstat(&r, "pgsteal_kswapd"), 0);
+        // Issued at their recorded times: the replay ends with the trace.
+        assert!(r.seconds > 2.99 && r.seconds < 3.1, "{}", r.seconds);
+    }
+
+    #[test]
+    fn the_scenarios_workloads_run_beside_the_replay_only_when_asked() {
+        // A reader fills a 256 MiB machine's page cache; kswapd reclaims it while the
+        // replay's unmovable allocations go on.
+        let sc = Scenario::from_toml(
+            "[machine]\nmemory = \"256MiB\"\ncpus = 2\n[disk]\nread_bandwidth = 2000000000\n\
+             [[file]]\nname = \"f\"\nsize = \"512MiB\"\n\
+             [[task]]\nname = \"r\"\nprogram = [{ op = \"read\", file = \"f\" }]\n",
+        )
+        .unwrap();
+        let trace = kernel_allocs(4_000, 2);
+        let alone = run_sc(&trace, &sc, false);
+        let beside = run_sc(&trace, &sc, true);
+        assert_eq!(vmstat(&alone, "pgsteal_kswapd"), 0);
+        assert!(vmstat(&beside, "pgsteal_kswapd") > 0, "{}", beside.vmstat);
+        assert_eq!((alone.allocs, beside.allocs), (4_000, 4_000));
+        // The same inputs give the same report, byte for byte.
+        let again = run_sc(&trace, &sc, true);
+        assert_eq!(
+            serde_json::to_string(&beside).unwrap(),
+            serde_json::to_string(&again).unwrap()
+        );
+        // Sampling does not change the run, and it ends with the replay's last event
+        // (the reader, which goes on, is not followed further).
+        let sparse = run_every(&trace, &sc, true, 700_000_000);
+        assert_eq!(sparse.vmstat, beside.vmstat);
+        assert_eq!(sparse.samples.last().unwrap().time_seconds, beside.seconds);
     }
 }
