@@ -272,8 +272,12 @@ def trace_instance(name: str, events: list[str]) -> Iterator[Path]:
     mounted = False
     if not (TRACEFS / "instances").is_dir():
         TRACEFS.mkdir(parents=True, exist_ok=True)
-        if subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)],
-                          capture_output=True).returncode != 0:
+        if (
+            subprocess.run(
+                ["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True
+            ).returncode
+            != 0
+        ):
             raise CalibrateError(f"calibrate reclaim: tracefs cannot be mounted at {TRACEFS}")
         mounted = True
     inst = TRACEFS / "instances" / name
@@ -315,8 +319,10 @@ class ReclaimTrace:
 
     def shape(self) -> str:
         """How the reclaim went, for a figure's method: calls, pages a call, scans a page."""
-        return (f"{self.calls} reclaims of {self.pages / max(1, self.calls):.0f} pages, "
-                f"{self.scanned / max(1, self.pages):.1f} pages scanned per page reclaimed")
+        return (
+            f"{self.calls} reclaims of {self.pages / max(1, self.calls):.0f} pages, "
+            f"{self.scanned / max(1, self.pages):.1f} pages scanned per page reclaimed"
+        )
 
 
 def memcg_reclaim_calls(trace: str) -> ReclaimTrace:
@@ -386,8 +392,11 @@ def reclaim_clean_file(workdir: Path, sizes: Sizes, children: int = 0) -> Reclai
     tag = _tag()
     file = _reclaim_file(workdir / "reclaim.dat", sizes.reclaim_file)
     _drop_file(file)
-    with trace_instance(tag, RECLAIM_EVENTS) as inst, memcg(tag, None) as group, \
-            child_groups(group, children):
+    with (
+        trace_instance(tag, RECLAIM_EVENTS) as inst,
+        memcg(tag, None) as group,
+        child_groups(group, children),
+    ):
         kmem = int((group / "memory.kmem.usage_in_bytes").read_text())
         (group / "memory.limit_in_bytes").write_text(str(sizes.reclaim_limit + kmem))
         try:
@@ -434,9 +443,19 @@ def reclaim_large_folios(workdir: Path, sizes: Sizes, kib: int) -> ReclaimTrace:
     try:
         with memcg(tag, None) as group:
             r = subprocess.run(
-                [sys.executable, "-c", _WRITE_IN_GROUP, str(group / "cgroup.procs"), str(file),
-                 str(sizes.reclaim_file), str(kib << 10)],
-                capture_output=True, text=True, check=False)
+                [
+                    sys.executable,
+                    "-c",
+                    _WRITE_IN_GROUP,
+                    str(group / "cgroup.procs"),
+                    str(file),
+                    str(sizes.reclaim_file),
+                    str(kib << 10),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if r.returncode != 0:
                 last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
                 raise CalibrateError(f"calibrate large-folio reclaim: {last}")
@@ -445,8 +464,9 @@ def reclaim_large_folios(workdir: Path, sizes: Sizes, kib: int) -> ReclaimTrace:
                 try:
                     (group / "memory.limit_in_bytes").write_text(str(sizes.reclaim_limit + kmem))
                 except OSError as e:
-                    raise CalibrateError(f"calibrate large-folio reclaim: lowering the "
-                                         f"limit: {e}") from None
+                    raise CalibrateError(
+                        f"calibrate large-folio reclaim: lowering the limit: {e}"
+                    ) from None
                 (inst / "tracing_on").write_text("0\n")
                 trace = (inst / "trace").read_text(errors="replace")
     finally:
@@ -468,23 +488,39 @@ def _vmsim_reclaim_large(cost: dict[str, float], sizes: Sizes, kib: int) -> Recl
     ``kib`` KiB a call in a group, left to the flushers until clean, then the group's
     limit lowered with a cgroup_write), from the same tracepoints of its trace."""
     sc = {
-        "name": "calibrate-check", "duration": "200s",
+        "name": "calibrate-check",
+        "duration": "200s",
         "machine": {"memory": "4GiB", "cpus": 2},
         "cost": {n: int(round(v)) for n, v in cost.items()},
         "cgroup": [{"path": "g"}],
-        "task": [{"name": "t", "cgroup": "g", "program": [
-            {"op": "write", "file": "f", "size": f"{sizes.reclaim_file >> 20}MiB",
-             "bs": f"{kib}KiB"},
-            {"op": "sleep", "time": "100s"},
-            {"op": "cgroup_write", "cgroup": "g", "file": "memory.limit_in_bytes",
-             "value": f"{sizes.reclaim_limit >> 20}MiB"},
-        ]}],
+        "task": [
+            {
+                "name": "t",
+                "cgroup": "g",
+                "program": [
+                    {
+                        "op": "write",
+                        "file": "f",
+                        "size": f"{sizes.reclaim_file >> 20}MiB",
+                        "bs": f"{kib}KiB",
+                    },
+                    {"op": "sleep", "time": "100s"},
+                    {
+                        "op": "cgroup_write",
+                        "cgroup": "g",
+                        "file": "memory.limit_in_bytes",
+                        "value": f"{sizes.reclaim_limit >> 20}MiB",
+                    },
+                ],
+            }
+        ],
     }
     return _vmsim_reclaims(sc)
 
 
-def _large_folio_parts(real: dict[int, ReclaimTrace], own: dict[int, ReclaimTrace]
-                       ) -> tuple[float, float]:
+def _large_folio_parts(
+    real: dict[int, ReclaimTrace], own: dict[int, ReclaimTrace]
+) -> tuple[float, float]:
     """(per folio, per page) [ns] the kernel spends on a large folio in reclaim beyond
     vmsim's own charge: each folio size's time per limit reclaim less vmsim's, fitted by
     least squares as folios x A + pages x B over the sizes (the folios and pages of one
@@ -493,8 +529,9 @@ def _large_folio_parts(real: dict[int, ReclaimTrace], own: dict[int, ReclaimTrac
     for kib, r in real.items():
         o = own[kib]
         if r.calls <= 0 or o.calls <= 0:
-            raise CalibrateError(f"calibrate large-folio reclaim: no limit reclaim with "
-                                 f"{kib} KiB folios")
+            raise CalibrateError(
+                f"calibrate large-folio reclaim: no limit reclaim with {kib} KiB folios"
+            )
         pages = r.pages / r.calls
         rows.append((pages / (kib // 4), pages, r.ns_per_call - o.ns_per_call))
     sff = sum(f * f for f, _, _ in rows)
@@ -504,13 +541,16 @@ def _large_folio_parts(real: dict[int, ReclaimTrace], own: dict[int, ReclaimTrac
     spd = sum(p * d for _, p, d in rows)
     det = sff * spp - sfp * sfp
     if det <= 0:
-        raise CalibrateError("calibrate large-folio reclaim: the folio sizes do not separate "
-                             "a per-folio from a per-page cost")
+        raise CalibrateError(
+            "calibrate large-folio reclaim: the folio sizes do not separate "
+            "a per-folio from a per-page cost"
+        )
     return (sfd * spp - spd * sfp) / det, (sff * spd - sfp * sfd) / det
 
 
-def _large_folio_knobs(cal: Calibration, large: list[dict[int, ReclaimTrace]],
-                       cost: dict[str, float], sizes: Sizes) -> None:
+def _large_folio_knobs(
+    cal: Calibration, large: list[dict[int, ReclaimTrace]], cost: dict[str, float], sizes: Sizes
+) -> None:
     """The two large-folio knobs (and a figure per folio size) from the kernel's limit
     reclaims of each repetition, less vmsim's own for the same shapes under ``cost`` with
     the two knobs at 0."""
@@ -520,7 +560,8 @@ def _large_folio_knobs(cal: Calibration, large: list[dict[int, ReclaimTrace]],
     for kib in LARGE_FOLIO_KIB:
         first = large[0][kib]
         cal.figures[f"reclaim_{kib}k"] = Figure(
-            f"reclaim_{kib}k", [rep[kib].ns / max(1, rep[kib].pages) for rep in large],
+            f"reclaim_{kib}k",
+            [rep[kib].ns / max(1, rep[kib].pages) for rep in large],
             f"time inside memory cgroup limit reclaim per page it reclaimed: a "
             f"{sizes.reclaim_file >> 20} MiB file written {kib} KiB a write(2) (one folio "
             f"each) and fdatasync()ed in a group, whose limit is then lowered to "
@@ -528,25 +569,27 @@ def _large_folio_knobs(cal: Calibration, large: list[dict[int, ReclaimTrace]],
             f"large-folio knobs at 0: {own[kib].ns / max(1, own[kib].pages):.0f} ns",
         )
     cal.knobs["shrink_large_folio"] = Figure(
-        "shrink_large_folio", [a for a, _ in parts],
+        "shrink_large_folio",
+        [a for a, _ in parts],
         "reclaim_64k, reclaim_256k and reclaim_1024k per limit reclaim less vmsim's own "
         "for the same (with these two knobs at 0), fitted by least squares as folios x "
         "shrink_large_folio + buffer heads x free_buffer_head (a written file has one a "
         "4 KiB block, as many as its pages): the per-folio part",
     )
     cal.knobs["free_buffer_head"] = Figure(
-        "free_buffer_head", [b for _, b in parts],
+        "free_buffer_head",
+        [b for _, b in parts],
         "the per-buffer-head part of the same fit (try_to_free_buffers)",
     )
 
 
-def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]],
-                      sizes: Sizes) -> None:
+def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]], sizes: Sizes) -> None:
     """The readahead shape's time per page reclaimed, a figure for the checks only."""
     first, ra_kb = runs[0]
     cal.readahead_kb = ra_kb
     cal.figures["reclaim_readahead"] = Figure(
-        "reclaim_readahead", [r.ns / max(1, r.pages) for r, _ in runs],
+        "reclaim_readahead",
+        [r.ns / max(1, r.pages) for r, _ in runs],
         f"time inside memory cgroup limit reclaim per page it reclaimed: a "
         f"{sizes.reclaim_file >> 20} MiB file read with cat in a group (readahead's large "
         f"folios, no buffer heads; read_ahead_kb {ra_kb}), whose limit is then lowered to "
@@ -555,8 +598,15 @@ def _readahead_figure(cal: Calibration, runs: list[tuple[ReclaimTrace, int]],
 
 
 # The kernel functions each kernel-path knob is timed in (6.18's names; kprofile.py).
-KERNEL_PATH_KNOBS = ("pcp_alloc", "pcp_free", "buddy_alloc", "buddy_free", "lru_add",
-                     "lru_lock_page", "slab_object")
+KERNEL_PATH_KNOBS = (
+    "pcp_alloc",
+    "pcp_free",
+    "buddy_alloc",
+    "buddy_free",
+    "lru_add",
+    "lru_lock_page",
+    "slab_object",
+)
 # Why a buddy knob has no figure (None in every repetition of kernel_paths).
 _NO_BUDDY = "no repetition moved pages through the buddy lists (the per-CPU lists held them all)"
 # A repetition whose large cycle moved fewer pages than this share through the buddy
@@ -611,14 +661,28 @@ for i in range(int(sys.argv[4])):
 def _fs_objects() -> int:
     """Dentries and inodes in memory (/proc/sys/fs/dentry-state, inode-nr: the first
     field of each)."""
-    return sum(int(Path(f).read_text().split()[0]) for f in
-               ("/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr"))
+    return sum(
+        int(Path(f).read_text().split()[0])
+        for f in ("/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr")
+    )
 
 
 def _files_in_group(group: Path, where: str, how: str, files: int) -> None:
     """Runs _FILES_IN_GROUP (``how``: create or stat) in a child that joins ``group``."""
-    r = subprocess.run([sys.executable, "-c", _FILES_IN_GROUP, str(group / "cgroup.procs"),
-                        where, how, str(files)], capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _FILES_IN_GROUP,
+            str(group / "cgroup.procs"),
+            where,
+            how,
+            str(files),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
         raise CalibrateError(f"calibrate shrinker: {last}")
@@ -631,8 +695,9 @@ def _shrink_group(group: Path) -> None:
         (group / "memory.limit_in_bytes").write_text(str(1 << 20))
 
 
-def shrink_dentries_inodes(workdir: Path, files: int, cpu: int,
-                           repeat: int) -> list[tuple[float, int] | None]:
+def shrink_dentries_inodes(
+    workdir: Path, files: int, cpu: int, repeat: int
+) -> list[tuple[float, int] | None]:
     """``files`` empty files are created once (by a child in a memory cgroup, whose limit
     is then lowered so that their dentries and inodes leave memory, unmeasured). Each
     repetition: a child in a fresh group looks every file up (stat: a dentry and an inode
@@ -670,19 +735,33 @@ def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> list[dict[s
     cpu = max(os.sched_getaffinity(0))
     files, rounds = sizes.slab_files, sizes.recycle_rounds
     raw: list[tuple[dict[str, float], dict[str, int]]] = []
-    with (_pinned(cpu), kprofile.Recording(cpu) as rec,
-          tempfile.TemporaryDirectory(prefix="vmsim-calibrate-",
-                                      dir=SLAB_DIR if SLAB_DIR.is_dir() else workdir) as d):
+    with (
+        _pinned(cpu),
+        kprofile.Recording(cpu) as rec,
+        tempfile.TemporaryDirectory(
+            prefix="vmsim-calibrate-", dir=SLAB_DIR if SLAB_DIR.is_dir() else workdir
+        ) as d,
+    ):
         for i in range(sizes.repeat):
             rec.window(f"{i} small", lambda: _bench("fault_cycles", 32 * 4096, cpu=rounds))
             big = rec.window(f"{i} large", lambda: _pcp_cycles(sizes))
             _, counts = kprofile.tracepoint_counts(
-                lambda: _bench("create_unlink", files, path=d), cpu, _SLAB_EVENTS)
+                lambda: _bench("create_unlink", files, path=d), cpu, _SLAB_EVENTS
+            )
             rec.window(f"{i} slab", lambda: _bench("create_unlink", files, path=d))
             raw.append((big, counts))
-    return [_kernel_path_rep(rec.samples(f"{i} small"), rec.samples(f"{i} large"),
-                             rec.samples(f"{i} slab"), big, counts, sizes, buddy_split)
-            for i, (big, counts) in enumerate(raw)]
+    return [
+        _kernel_path_rep(
+            rec.samples(f"{i} small"),
+            rec.samples(f"{i} large"),
+            rec.samples(f"{i} slab"),
+            big,
+            counts,
+            sizes,
+            buddy_split,
+        )
+        for i, (big, counts) in enumerate(raw)
+    ]
 
 
 def _require_functions(samples: kprofile.Samples, names: list[str], bench: str) -> None:
@@ -695,12 +774,19 @@ def _require_functions(samples: kprofile.Samples, names: list[str], bench: str) 
             f"calibrate kernel paths: perf saw no sample in {', '.join(missing)} during "
             f"{bench} ({len(samples.stacks)} samples): kernel symbols hidden "
             f"(/proc/sys/kernel/kptr_restrict) or a kernel whose functions are named "
-            f"otherwise (vmsim times 6.18's)")
+            f"otherwise (vmsim times 6.18's)"
+        )
 
 
-def _kernel_path_rep(small: kprofile.Samples, large: kprofile.Samples, slab: kprofile.Samples,
-                     big: dict[str, float], counts: dict[str, int], sizes: Sizes,
-                     buddy_split: float) -> dict[str, float | None]:
+def _kernel_path_rep(
+    small: kprofile.Samples,
+    large: kprofile.Samples,
+    slab: kprofile.Samples,
+    big: dict[str, float],
+    counts: dict[str, int],
+    sizes: Sizes,
+    buddy_split: float,
+) -> dict[str, float | None]:
     """One repetition's kernel-path figures from its three windows' samples."""
     _require_functions(small, ["__alloc_frozen_pages_noprof", "free_unref_folios"], "fault_cycles")
     _require_functions(large, ["folio_batch_move_lru", "__rmqueue_pcplist"], "pcp_cycle")
@@ -715,11 +801,13 @@ def _kernel_path_rep(small: kprofile.Samples, large: kprofile.Samples, slab: kpr
         # prep_new_page: all of __alloc_frozen_pages but the zeroing (clear_page's knob).
         "pcp_alloc": small.ns("__alloc_frozen_pages_noprof", ["clear_page_erms"]) / n_small,
         "pcp_free": small.ns("free_unref_folios") / n_small,
-        "buddy_alloc": None, "buddy_free": None,
+        "buddy_alloc": None,
+        "buddy_free": None,
         # Under lru_lock: lru_add and the LRU size counters, a folio at a time.
         "lru_lock_page": large.ns("folio_batch_move_lru", ["folios_put_refs"]) / n,
         "lru_add": large.ns("__folio_batch_add_and_move", ["folio_batch_move_lru"]) / n,
-        "pages_refilled": refilled, "pages_drained": drained,
+        "pages_refilled": refilled,
+        "pages_drained": drained,
     }
     if refilled >= _BUDDY_SHARE * n:
         # rmqueue_bulk (inlined in __rmqueue_pcplist) under zone->lock, a __rmqueue a
@@ -729,19 +817,23 @@ def _kernel_path_rep(small: kprofile.Samples, large: kprofile.Samples, slab: kpr
     if drained >= _BUDDY_SHARE * n:
         # free_pcppages_bulk (inlined in free_frozen_page_commit): __free_one_page a page,
         # merging back up (a merge a page).
-        out["buddy_free"] = (large.ns("free_frozen_page_commit") - pcp_push * n) / drained \
-            - buddy_split
+        out["buddy_free"] = (
+            large.ns("free_frozen_page_commit") - pcp_push * n
+        ) / drained - buddy_split
     no_pages = ["allocate_slab", "free_slab", "__free_slab"]
-    slab_ns = sum(slab.ns(fn, no_pages) for fn in
-                  ("kmem_cache_alloc_noprof", "kmem_cache_alloc_lru_noprof", "kmem_cache_free"))
+    slab_ns = sum(
+        slab.ns(fn, no_pages)
+        for fn in ("kmem_cache_alloc_noprof", "kmem_cache_alloc_lru_noprof", "kmem_cache_free")
+    )
     objects = counts["kmem_cache_alloc"] + counts["kmem_cache_free"]
     out["slab_object"] = slab_ns / max(1, objects)
     out["slab_objects_per_file"] = objects / sizes.slab_files
     return out
 
 
-def _measure_kernel_paths(cal: Calibration, workdir: Path, sizes: Sizes,
-                          base: dict[str, Any]) -> None:
+def _measure_kernel_paths(
+    cal: Calibration, workdir: Path, sizes: Sizes, base: dict[str, Any]
+) -> None:
     """The kernel-path knobs, ``sizes.repeat`` repetitions."""
     _kernel_path_knobs(cal, kernel_paths(workdir, sizes, base["buddy_split"]), sizes)
 
@@ -754,55 +846,65 @@ def _measure_shrinker(cal: Calibration, workdir: Path, sizes: Sizes) -> None:
         runs = shrink_dentries_inodes(workdir, sizes.slab_files, cpu, sizes.repeat)
     done = [r for r in runs if r is not None]
     if not done:
-        cal.skipped["shrink_object"] = ("shrinker: no limit reclaim freed the group's "
-                                        "dentries and inodes")
+        cal.skipped["shrink_object"] = (
+            "shrinker: no limit reclaim freed the group's dentries and inodes"
+        )
         return
     period = kprofile.PERIOD_NS // 1000
     shown = f"; {len(done)} of {len(runs)} repetitions" if len(done) < len(runs) else ""
     cal.knobs["shrink_object"] = Figure(
-        "shrink_object", [ns for ns, _ in done],
+        "shrink_object",
+        [ns for ns, _ in done],
         f"super_cache_scan's time (prune_dcache_sb, prune_icache_sb and ext4's eviction) per "
         f"dentry or inode freed (the fall of /proc/sys/fs/dentry-state and inode-nr; the "
         f"objects' own kmem_cache_free comes later, from RCU: slab_object's), perf samples "
         f"(cpu-clock, one per {period} us, kernel call chains) on the CPU of the reclaim: a "
         f"process in a memory cgroup looks up {sizes.slab_files} empty files (stat) and "
-        f"exits, then the group's limit is lowered to 1 MiB{shown}")
+        f"exits, then the group's limit is lowered to 1 MiB{shown}",
+    )
     cal.figures["shrunk_objects"] = Figure(
-        "shrunk_objects", [float(n) for _, n in done],
-        "dentries and inodes the shrinker's limit reclaim freed; a count, not ns")
+        "shrunk_objects",
+        [float(n) for _, n in done],
+        "dentries and inodes the shrinker's limit reclaim freed; a count, not ns",
+    )
 
 
-def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]],
-                       sizes: Sizes) -> None:
+def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]], sizes: Sizes) -> None:
     """The kernel-path knobs from their repetitions (those that exercised them)."""
     period = kprofile.PERIOD_NS // 1000
-    where = (f"perf samples (cpu-clock, one per {period} us, kernel call chains) on the CPU "
-             f"the microbenchmark ran on")
-    small = (f"{where}; map, write-fault and unmap 32 pages {sizes.recycle_rounds} times "
-             f"(fault_cycles: the pages go round the per-CPU lists, never the buddy lists)")
-    large = (f"{where}; {sizes.pcp_cycles} x write-fault {sizes.pcp_cycle >> 20} MiB and "
-             f"unmap it (pcp_cycle), the per-CPU list's count from /proc/zoneinfo before, "
-             f"between and after")
+    where = (
+        f"perf samples (cpu-clock, one per {period} us, kernel call chains) on the CPU "
+        f"the microbenchmark ran on"
+    )
+    small = (
+        f"{where}; map, write-fault and unmap 32 pages {sizes.recycle_rounds} times "
+        f"(fault_cycles: the pages go round the per-CPU lists, never the buddy lists)"
+    )
+    large = (
+        f"{where}; {sizes.pcp_cycles} x write-fault {sizes.pcp_cycle >> 20} MiB and "
+        f"unmap it (pcp_cycle), the per-CPU list's count from /proc/zoneinfo before, "
+        f"between and after"
+    )
     methods = {
         "pcp_alloc": f"__alloc_frozen_pages_noprof's time less clear_page_erms below it, per "
-                     f"page: {small}",
+        f"page: {small}",
         "pcp_free": f"free_unref_folios' time per page: {small}",
         "buddy_alloc": f"__rmqueue_pcplist's time less its per-CPU list pops (as measured by "
-                       f"fault_cycles), per page it refilled from the buddy lists "
-                       f"(rmqueue_bulk), less a buddy_split step a page: {large}",
+        f"fault_cycles), per page it refilled from the buddy lists "
+        f"(rmqueue_bulk), less a buddy_split step a page: {large}",
         "buddy_free": f"free_frozen_page_commit's time less its per-CPU list pushes (as "
-                      f"measured by fault_cycles), per page it drained to the buddy lists "
-                      f"(free_pcppages_bulk), less a buddy_split merge a page: {large}",
+        f"measured by fault_cycles), per page it drained to the buddy lists "
+        f"(free_pcppages_bulk), less a buddy_split merge a page: {large}",
         "lru_lock_page": f"folio_batch_move_lru's time (under lru_lock: lru_add and the LRU "
-                         f"counters) less the folios_put_refs it ends with, per page: {large}",
+        f"counters) less the folios_put_refs it ends with, per page: {large}",
         "lru_add": f"__folio_batch_add_and_move's time less folio_batch_move_lru, per page: "
-                   f"{large}",
+        f"{large}",
         "slab_object": f"kmem_cache_alloc_noprof's, kmem_cache_alloc_lru_noprof's and "
-                       f"kmem_cache_free's time less new and freed slab pages (allocate_slab, "
-                       f"free_slab), per object allocated or freed, counted by the "
-                       f"kmem:kmem_cache_alloc and kmem_cache_free tracepoints in a run of "
-                       f"its own: {where}; create, close and unlink {sizes.slab_files} "
-                       f"empty files in a tmpfs directory (create_unlink in /dev/shm)",
+        f"kmem_cache_free's time less new and freed slab pages (allocate_slab, "
+        f"free_slab), per object allocated or freed, counted by the "
+        f"kmem:kmem_cache_alloc and kmem_cache_free tracepoints in a run of "
+        f"its own: {where}; create, close and unlink {sizes.slab_files} "
+        f"empty files in a tmpfs directory (create_unlink in /dev/shm)",
     }
     for name in KERNEL_PATH_KNOBS:
         values = [float(v) for r in runs if (v := r[name]) is not None]
@@ -815,39 +917,62 @@ def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]],
             # A difference of two sampled times: below 0 when the part is within the noise.
             shown += "; a repetition below 0 counts as 0"
         cal.knobs[name] = Figure(name, [max(0.0, v) for v in values], methods[name] + shown)
-    for name, method in (("pages_refilled", "pages pcp_cycle's faults took from the buddy "
-                          "lists (their count plus the per-CPU list's growth)"),
-                         ("pages_drained", "pages pcp_cycle's unmap gave back to the buddy "
-                          "lists (their count less the per-CPU list's growth)"),
-                         ("slab_objects_per_file", "slab objects allocated or freed per "
-                          "file of create_unlink")):
-        cal.figures[name] = Figure(name, [float(r[name] or 0) for r in runs],
-                                   f"{method}; a count, not ns")
+    for name, method in (
+        (
+            "pages_refilled",
+            "pages pcp_cycle's faults took from the buddy "
+            "lists (their count plus the per-CPU list's growth)",
+        ),
+        (
+            "pages_drained",
+            "pages pcp_cycle's unmap gave back to the buddy "
+            "lists (their count less the per-CPU list's growth)",
+        ),
+        ("slab_objects_per_file", "slab objects allocated or freed per file of create_unlink"),
+    ):
+        cal.figures[name] = Figure(
+            name, [float(r[name] or 0) for r in runs], f"{method}; a count, not ns"
+        )
 
 
 # The anonymous fault figures (benchmark, method): the fault checks' measured side.
 FAULT_FIGURES = {
-    "touch_sequential": ("touch_seq", "the same reads in address order (what a first-touch "
-                         "loop adds to each of its faults)"),
-    "fault_read": ("fault_read", "first read of each page of a fresh MADV_NOHUGEPAGE "
-                   "anonymous mapping (do_anonymous_page maps the zero page: no allocation, "
-                   "no zeroing)"),
-    "fault_write": ("fault_write", "first write of each page of a fresh anonymous mapping "
-                    "(allocation, clear_page, memcg charge, LRU add, rmap)"),
+    "touch_sequential": (
+        "touch_seq",
+        "the same reads in address order (what a first-touch loop adds to each of its faults)",
+    ),
+    "fault_read": (
+        "fault_read",
+        "first read of each page of a fresh MADV_NOHUGEPAGE "
+        "anonymous mapping (do_anonymous_page maps the zero page: no allocation, "
+        "no zeroing)",
+    ),
+    "fault_write": (
+        "fault_write",
+        "first write of each page of a fresh anonymous mapping "
+        "(allocation, clear_page, memcg charge, LRU add, rmap)",
+    ),
 }
 
 
-def _fault_checks(f: dict[str, Figure], cost: dict[str, float]) -> list[tuple[str, float, float,
-                                                                             str]]:
+def _fault_checks(
+    f: dict[str, Figure], cost: dict[str, float]
+) -> list[tuple[str, float, float, str]]:
     """The anonymous fault checks' rows: (operation, measured, vmsim, kernel function)."""
     n = CHECK_PAGES
     return [
-        ("anonymous write fault", f["fault_write"].median - f["touch_sequential"].median,
-         _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB"}], n),
-         "do_anonymous_page"),
-        ("anonymous read fault", f["fault_read"].median - f["touch_sequential"].median,
-         _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB", "write": False}], n),
-         "do_anonymous_page (the zero page)"),
+        (
+            "anonymous write fault",
+            f["fault_write"].median - f["touch_sequential"].median,
+            _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB"}], n),
+            "do_anonymous_page",
+        ),
+        (
+            "anonymous read fault",
+            f["fault_read"].median - f["touch_sequential"].median,
+            _vmsim_sys_per_page(cost, [{"op": "touch", "size": "16MiB", "write": False}], n),
+            "do_anonymous_page (the zero page)",
+        ),
     ]
 
 
@@ -867,9 +992,11 @@ def _check_rows(rows: list[tuple[str, float, float, str]]) -> list[dict[str, Any
 
 # What `vmsim calibrate --only FAMILY` can measure alone, against the rest of a base
 # profile: the family's knobs.
-FAMILIES = {"large-folio-reclaim": ("shrink_large_folio", "free_buffer_head"),
-            "kernel-paths": KERNEL_PATH_KNOBS,
-            "shrinker": ("shrink_object",)}
+FAMILIES = {
+    "large-folio-reclaim": ("shrink_large_folio", "free_buffer_head"),
+    "kernel-paths": KERNEL_PATH_KNOBS,
+    "shrinker": ("shrink_object",),
+}
 
 
 def measure_family(
@@ -882,8 +1009,9 @@ def measure_family(
     """Measures one family's knobs alone, vmsim's own share of their paths charged with
     ``base_cost`` for every other knob (the profile they will join)."""
     if family not in FAMILIES:
-        raise CalibrateError(f"calibrate --only: no family {family!r} (one of "
-                             f"{', '.join(FAMILIES)})")
+        raise CalibrateError(
+            f"calibrate --only: no family {family!r} (one of {', '.join(FAMILIES)})"
+        )
     sizes = QUICK if quick else FULL
     base = dict(base_cost or api.cost_profile("seed-era")["cost"])
     cal = Calibration(machine=machine_facts())
@@ -893,8 +1021,7 @@ def measure_family(
             why = kprofile.unavailable() or reclaim_available()
             if why is not None:
                 raise CalibrateError(f"calibrate --only {family}: {why}")
-            say("the superblock shrinker (perf samples of a limit reclaim of dentries and "
-                "inodes)")
+            say("the superblock shrinker (perf samples of a limit reclaim of dentries and inodes)")
             _measure_shrinker(cal, Path(tmp), sizes)
             return cal
         if family == "kernel-paths":
@@ -905,31 +1032,38 @@ def measure_family(
             _measure_kernel_paths(cal, Path(tmp), sizes, base)
             say("anonymous faults (the checks)")
             for name, (bench, method) in FAULT_FIGURES.items():
-                cal.figures[name] = Figure(name, [_bench(bench, sizes.mem)["ns"]
-                                                  for _ in range(sizes.repeat)], method)
+                cal.figures[name] = Figure(
+                    name, [_bench(bench, sizes.mem)["ns"] for _ in range(sizes.repeat)], method
+                )
             cost = {**base, **{n: f.median for n, f in cal.knobs.items()}}
             cal.checks = _check_rows(_fault_checks(cal.figures, cost))
             return cal
         why = reclaim_available()
         if why is not None:
-            raise CalibrateError(f"calibrate --only {family}: reclaim of clean large folios: "
-                                 f"{why}")
+            raise CalibrateError(f"calibrate --only {family}: reclaim of clean large folios: {why}")
         say("reclaim of clean large folios (64 KiB, 256 KiB, 1 MiB)")
-        large = [{kib: reclaim_large_folios(Path(tmp), sizes, kib) for kib in LARGE_FOLIO_KIB}
-                 for _ in range(sizes.repeat)]
+        large = [
+            {kib: reclaim_large_folios(Path(tmp), sizes, kib) for kib in LARGE_FOLIO_KIB}
+            for _ in range(sizes.repeat)
+        ]
         say("reclaim of readahead folios (the check)")
-        _readahead_figure(cal, [reclaim_readahead_folios(Path(tmp), sizes)
-                                for _ in range(sizes.repeat)], sizes)
+        _readahead_figure(
+            cal, [reclaim_readahead_folios(Path(tmp), sizes) for _ in range(sizes.repeat)], sizes
+        )
     say("vmsim's own charge for large-folio reclaim")
     _large_folio_knobs(cal, large, {n: float(v) for n, v in base.items()}, sizes)
     for name in FAMILIES[family]:
         fig = cal.knobs[name]
         if min(fig.values) < 0:
-            note = (f"; vmsim's own part exceeds the kernel's by {-fig.median:.0f} ns, so 0"
-                    if fig.median < 0 else "; a repetition below 0 counts as 0")
+            note = (
+                f"; vmsim's own part exceeds the kernel's by {-fig.median:.0f} ns, so 0"
+                if fig.median < 0
+                else "; a repetition below 0 counts as 0"
+            )
             cal.knobs[name] = Figure(name, [max(0.0, x) for x in fig.values], fig.method + note)
-    cal.checks = _large_folio_checks(cal, {**base, **{n: f.median for n, f in cal.knobs.items()}},
-                                     sizes)
+    cal.checks = _large_folio_checks(
+        cal, {**base, **{n: f.median for n, f in cal.knobs.items()}}, sizes
+    )
     return cal
 
 
@@ -952,8 +1086,12 @@ print(json.dumps(out))
 def _bench_in_groups(spec: list[tuple[str, str, int]]) -> list[float]:
     """Runs (cgroup.procs, benchmark, size) in turn in one child process, which joins each
     group before its benchmark; their figures [ns]."""
-    r = subprocess.run([sys.executable, "-c", _IN_GROUP, json.dumps(spec)],
-                       capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [sys.executable, "-c", _IN_GROUP, json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
         raise CalibrateError(f"calibrate in a memory cgroup: {last}")
@@ -976,10 +1114,10 @@ def reclaim_anon_swap(workdir: Path, sizes: Sizes) -> tuple[ReclaimTrace, float]
             host.make_swapfile(stack, workdir / "swap.img", sizes.swap_anon + (16 << 20))
         except (FidelityError, OSError) as e:
             raise CalibrateError(f"calibrate swap: {e}") from None
-        with trace_instance(tag, RECLAIM_EVENTS) as inst, \
-                memcg(tag, sizes.swap_limit) as group:
-            ns = _bench_in_groups([(str(group / "cgroup.procs"), "fault_write",
-                                    sizes.swap_anon)])[0]
+        with trace_instance(tag, RECLAIM_EVENTS) as inst, memcg(tag, sizes.swap_limit) as group:
+            ns = _bench_in_groups([(str(group / "cgroup.procs"), "fault_write", sizes.swap_anon)])[
+                0
+            ]
             (inst / "tracing_on").write_text("0\n")
             trace = (inst / "trace").read_text(errors="replace")
     return memcg_reclaim_calls(trace), ns
@@ -997,7 +1135,7 @@ def memcg_charge_pairs(sizes: Sizes) -> float:
         mine = str(group / "cgroup.procs")
         spec: list[tuple[str, str, int]] = []
         for i in range(sizes.charge_pairs):
-            for where in ((root, mine) if i % 2 else (mine, root)):
+            for where in (root, mine) if i % 2 else (mine, root):
                 spec += [(where, "fault_write", size), (where, "unmap", size)]
         ns = _bench_in_groups(spec)
     diffs = []
@@ -1059,7 +1197,6 @@ COMPACT_MEMORY = Path("/proc/sys/vm/compact_memory")
 COMPACT_KEEP = 16384
 
 
-
 def compaction_available() -> str | None:
     """Why the compaction measurement cannot run here, or None when it can."""
     if os.geteuid() != 0:
@@ -1106,8 +1243,12 @@ def compaction_costs(sizes: Sizes) -> tuple[float, float, int]:
 
     available = host.read_meminfo().get("MemAvailable", 0) * 1024
     cap = max(sizes.compact_layout, min(4 << 30, available // 4))
-    p = subprocess.Popen([sys.executable, "-c", _LAYOUT, str(COMPACT_KEEP), str(cap)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", _LAYOUT, str(COMPACT_KEEP), str(cap)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert p.stdout is not None
         said = p.stdout.readline().split()
@@ -1187,70 +1328,99 @@ def measure(
 
     mem = sizes.mem
     syscall = rep(
-        "syscall", "syscall(SYS_getppid) in a loop, thread CPU time per call",
+        "syscall",
+        "syscall(SYS_getppid) in a loop, thread CPU time per call",
         lambda: _bench("syscall", sizes.syscalls)["ns"],
     )
     touch_rand = rep(
-        "touch_random", f"one read per page of a populated {mem >> 20} MiB anonymous buffer, "
+        "touch_random",
+        f"one read per page of a populated {mem >> 20} MiB anonymous buffer, "
         "pages in shuffled order (independent loads overlap, as in a workload's loop)",
         lambda: _bench("touch_random", mem)["ns"],
     )
-    touch_seq = rep("touch_sequential", FAULT_FIGURES["touch_sequential"][1],
-                    lambda: _bench("touch_seq", mem)["ns"])
+    touch_seq = rep(
+        "touch_sequential",
+        FAULT_FIGURES["touch_sequential"][1],
+        lambda: _bench("touch_seq", mem)["ns"],
+    )
     clear = rep(
-        "clear_page", f"memset of each 4 KiB page of a populated {mem >> 20} MiB buffer "
-        "(rep stosb, as clear_page_erms)", lambda: _bench("clear", mem)["ns"],
+        "clear_page",
+        f"memset of each 4 KiB page of a populated {mem >> 20} MiB buffer "
+        "(rep stosb, as clear_page_erms)",
+        lambda: _bench("clear", mem)["ns"],
     )
     copy = rep(
-        "copy_page", f"memcpy of each 4 KiB page between two populated {mem >> 20} MiB buffers",
+        "copy_page",
+        f"memcpy of each 4 KiB page between two populated {mem >> 20} MiB buffers",
         lambda: _bench("copy", mem)["ns"],
     )
-    fault_read = rep("fault_read", FAULT_FIGURES["fault_read"][1],
-                     lambda: _bench("fault_read", mem)["ns"])
+    fault_read = rep(
+        "fault_read", FAULT_FIGURES["fault_read"][1], lambda: _bench("fault_read", mem)["ns"]
+    )
     rep("fault_write", FAULT_FIGURES["fault_write"][1], lambda: _bench("fault_write", mem)["ns"])
-    rep("munmap", "munmap of a populated anonymous mapping, per page",
-        lambda: _bench("unmap", mem)["ns"])
+    rep(
+        "munmap",
+        "munmap of a populated anonymous mapping, per page",
+        lambda: _bench("unmap", mem)["ns"],
+    )
     pair = rep(
-        "pipe_pair", "write(2) of one byte to a pipe and its read(2) back in one task",
+        "pipe_pair",
+        "write(2) of one byte to a pipe and its read(2) back in one task",
         lambda: _bench("pipe_pair", sizes.round_trips)["ns"],
     )
     rtt = rep(
-        "ping_pong", "round trip of one byte between two processes pinned to CPU 0 through "
-        "two pipes (wall time)", lambda: _bench("ping_pong", sizes.round_trips, cpu=0)["ns"],
+        "ping_pong",
+        "round trip of one byte between two processes pinned to CPU 0 through "
+        "two pipes (wall time)",
+        lambda: _bench("ping_pong", sizes.round_trips, cpu=0)["ns"],
     )
     rep_many(
         {
-            "send": ("unix_send", "write(2) of a 100-byte message to an AF_UNIX stream socket, "
-                     "batches of 32 with no reader asleep, thread CPU time"),
+            "send": (
+                "unix_send",
+                "write(2) of a 100-byte message to an AF_UNIX stream socket, "
+                "batches of 32 with no reader asleep, thread CPU time",
+            ),
             "recv": ("unix_recv", "read(2) of a 100-byte message from it"),
-            "user": ("unix_user", "user share (getrusage RUSAGE_THREAD) of the same calls' CPU "
-                     "time, per call"),
+            "user": (
+                "unix_user",
+                "user share (getrusage RUSAGE_THREAD) of the same calls' CPU time, per call",
+            ),
         },
         lambda: _bench("unix", sizes.messages),
     )
     forks = sizes.forks_extra
     clone = rep(
-        "clone_vm", "parent's side of clone(CLONE_VM|SIGCHLD), the child exiting at once: "
+        "clone_vm",
+        "parent's side of clone(CLONE_VM|SIGCHLD), the child exiting at once: "
         "copy_process and wake_up_new_task without dup_mmap, median of 201",
         lambda: _bench("clone_vm", 201)["ns"],
     )
-    fork0 = rep("fork_self", "parent's side of fork() of this process, the child _exiting at "
-                "once, median of 9", lambda: _bench("fork", 0, cpu=1)["ns"])
+    fork0 = rep(
+        "fork_self",
+        "parent's side of fork() of this process, the child _exiting at once, median of 9",
+        lambda: _bench("fork", 0, cpu=1)["ns"],
+    )
     fork_mem = rep(
-        "fork_anon", f"the same with {forks >> 20} MiB more populated anonymous memory in one "
-        "mapping", lambda: _bench("fork", forks, cpu=1)["ns"],
+        "fork_anon",
+        f"the same with {forks >> 20} MiB more populated anonymous memory in one mapping",
+        lambda: _bench("fork", forks, cpu=1)["ns"],
     )
     vmas = sizes.fork_vmas
     fork_vma = rep(
-        "fork_vmas", f"the same with {vmas} one-page anonymous mappings more",
+        "fork_vmas",
+        f"the same with {vmas} one-page anonymous mappings more",
         lambda: _bench("fork", vmas * 4096, cpu=vmas)["ns"],
     )
     with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-", dir=workdir) as tmp:
         rep_many(
             {
-                "write": ("pagecache_write", f"buffered pwrite(2) of 4 KiB pages appending to a "
-                          f"new {sizes.cache_bytes >> 20} MiB file (ext4 here), thread CPU time "
-                          "per page"),
+                "write": (
+                    "pagecache_write",
+                    f"buffered pwrite(2) of 4 KiB pages appending to a "
+                    f"new {sizes.cache_bytes >> 20} MiB file (ext4 here), thread CPU time "
+                    "per page",
+                ),
                 "read": ("pagecache_read", "pread(2) of the same pages, cached, 4 KiB a call"),
             },
             lambda: _bench("page_cache", sizes.cache_bytes, path=tmp, cpu=1),
@@ -1270,7 +1440,8 @@ def measure(
             lambda: _bench("page_cache", sizes.cache_bytes, path=tmp, cpu=256),
         )
         dio = rep(
-            "direct_write", "pwrite(2) of 4 KiB with O_DIRECT over allocated blocks: thread CPU "
+            "direct_write",
+            "pwrite(2) of 4 KiB with O_DIRECT over allocated blocks: thread CPU "
             "time per write (the iomap path, submit_bio, sleep and wake-up, completion)",
             lambda: _bench("direct_write", sizes.dio, path=tmp)["ns"],
         )
@@ -1288,10 +1459,15 @@ def measure(
             say("memcg charge")
             charge = [memcg_charge_pairs(sizes) for _ in range(sizes.repeat)]
             say("reclaim of clean large folios (64 KiB, 256 KiB, 1 MiB)")
-            large = [{kib: reclaim_large_folios(Path(tmp), sizes, kib)
-                      for kib in LARGE_FOLIO_KIB} for _ in range(sizes.repeat)]
-            _readahead_figure(cal, [reclaim_readahead_folios(Path(tmp), sizes)
-                                    for _ in range(sizes.repeat)], sizes)
+            large = [
+                {kib: reclaim_large_folios(Path(tmp), sizes, kib) for kib in LARGE_FOLIO_KIB}
+                for _ in range(sizes.repeat)
+            ]
+            _readahead_figure(
+                cal,
+                [reclaim_readahead_folios(Path(tmp), sizes) for _ in range(sizes.repeat)],
+                sizes,
+            )
         else:
             cal.skipped["shrink_page"] = f"reclaim of clean page cache: {why}"
             cal.skipped["shrink_large_folio"] = f"reclaim of clean large folios: {why}"
@@ -1342,32 +1518,48 @@ def measure(
     k["clear_page"] = Figure("clear_page", clear.values, clear.method)
     k["copy_page"] = Figure("copy_page", copy.values, copy.method)
     k["page_fault"] = _per_rep(
-        fault_read, touch_seq, lambda a, b: a - b, "page_fault",
+        fault_read,
+        touch_seq,
+        lambda a, b: a - b,
+        "page_fault",
         "read fault of a fresh anonymous page (fault_read) less the sequential touch of a "
         "mapped one (touch_sequential): exception entry, handle_mm_fault, the PTE, return",
     )
     k["context_switch"] = _per_rep(
-        rtt, pair, lambda a, b: a / 2 - b, "context_switch",
+        rtt,
+        pair,
+        lambda a, b: a / 2 - b,
+        "context_switch",
         "half a ping-pong round trip between two processes on one CPU less one write/read "
         "pair: try_to_wake_up, schedule, switch_mm",
     )
-    k["unix_sendmsg"] = Figure("unix_sendmsg", cal.figures["unix_send"].values,
-                               cal.figures["unix_send"].method)
-    k["unix_recvmsg"] = Figure("unix_recvmsg", cal.figures["unix_recv"].values,
-                               cal.figures["unix_recv"].method)
-    k["msg_user"] = Figure("msg_user", cal.figures["unix_user"].values,
-                           cal.figures["unix_user"].method)
+    k["unix_sendmsg"] = Figure(
+        "unix_sendmsg", cal.figures["unix_send"].values, cal.figures["unix_send"].method
+    )
+    k["unix_recvmsg"] = Figure(
+        "unix_recvmsg", cal.figures["unix_recv"].values, cal.figures["unix_recv"].method
+    )
+    k["msg_user"] = Figure(
+        "msg_user", cal.figures["unix_user"].values, cal.figures["unix_user"].method
+    )
     k["fork"] = Figure("fork", clone.values, clone.method)
     # What dup_mmap adds to a fork, which vmsim does not model: per anonymous page and
     # per mapping, from fork() of this process with more of each.
     cal.figures["fork_per_page"] = _per_rep(
-        fork_mem, fork0, lambda m, z: (m - z) / (forks // 4096), "fork_per_page",
+        fork_mem,
+        fork0,
+        lambda m, z: (m - z) / (forks // 4096),
+        "fork_per_page",
         "(fork_anon - fork_self) per anonymous page added: the page-table copy",
     )
     cal.figures["fork_per_mapping"] = Figure(
         "fork_per_mapping",
-        [(v - z - p * vmas) / vmas for v, z, p in zip(
-            fork_vma.values, fork0.values, cal.figures["fork_per_page"].values, strict=True)],
+        [
+            (v - z - p * vmas) / vmas
+            for v, z, p in zip(
+                fork_vma.values, fork0.values, cal.figures["fork_per_page"].values, strict=True
+            )
+        ],
         "(fork_vmas - fork_self) per mapping added, less its page's copy: vm_area_dup, "
         "anon_vma_fork",
     )
@@ -1381,13 +1573,15 @@ def measure(
     if charge:
         units = _vmsim_charge_units(_cost_now(base, k))
         cal.figures["memcg_charge_page"] = Figure(
-            "memcg_charge_page", charge,
+            "memcg_charge_page",
+            charge,
             "a write fault and munmap of 16 MiB of anonymous memory in a memory cgroup of its "
             "own less the same in the root group (which is never charged), per page: median "
             f"over {sizes.charge_pairs} alternations",
         )
         k["memcg_charge"] = Figure(
-            "memcg_charge", [max(0.0, c / units) for c in charge],
+            "memcg_charge",
+            [max(0.0, c / units) for c in charge],
             f"memcg_charge_page over what vmsim charges for the same difference ({units:g} x "
             "memcg_charge a page: the charge and the uncharge, one level more each)",
         )
@@ -1400,7 +1594,8 @@ def measure(
         per_page = [r.ns / r.pages for r in reclaim]
         first = reclaim[0]
         cal.figures["reclaim_clean"] = Figure(
-            "reclaim_clean", per_page,
+            "reclaim_clean",
+            per_page,
             f"time inside memory cgroup limit reclaim (mm_vmscan_memcg_reclaim_begin to _end) "
             f"per page it reclaimed, reading a {sizes.reclaim_file >> 20} MiB file 4 KiB a "
             f"pread (readahead off: order-0 folios) in a group limited to "
@@ -1408,7 +1603,8 @@ def measure(
             f"{first.passes / max(1, first.calls):.1f} passes a reclaim",
         )
         k["shrink_page"] = Figure(
-            "shrink_page", [p - others for p in per_page],
+            "shrink_page",
+            [p - others for p in per_page],
             "reclaim_clean less what vmsim charges besides shrink_page for a clean order-0 "
             f"file page on that path (lru_lock_page + pcp_free + memcg_charge = {others:.0f} "
             "ns)",
@@ -1417,11 +1613,14 @@ def measure(
         visit = []
         for alone, beside in zip(reclaim, walk, strict=True):
             if beside.passes <= 0:
-                raise CalibrateError("calibrate reclaim: no pass of the walk beside empty groups "
-                                     "scanned (no mm_vmscan_lru_shrink_inactive events)")
+                raise CalibrateError(
+                    "calibrate reclaim: no pass of the walk beside empty groups "
+                    "scanned (no mm_vmscan_lru_shrink_inactive events)"
+                )
             visit.append((beside.ns - alone.ns_per_call * beside.calls) / (n * beside.passes))
         cal.figures["memcg_visit"] = Figure(
-            "memcg_visit", visit,
+            "memcg_visit",
+            visit,
             f"the same reclaim with {n} empty groups below the group (its limit raised by "
             "what they charge to it): the time it adds per call, over the empty groups each "
             "call visits. 6.18's limit reclaim walks the subtree from where the last walk "
@@ -1430,20 +1629,28 @@ def measure(
             "empty group 12 - p times",
         )
         iter_share = base["memcg_iter"] / (base["memcg_iter"] + base["memcg_shrink_lruvec"])
-        split = (f"; an empty group's visit costs memcg_iter + memcg_shrink_lruvec in vmsim, "
-                 f"and no microbenchmark here separates the two: split as in profile "
-                 f"{base_name} ({iter_share:.2f} of it the iteration step)")
-        k["memcg_iter"] = Figure("memcg_iter", [v * iter_share for v in visit],
-                                 "memcg_visit's iteration step (mem_cgroup_iter)" + split)
+        split = (
+            f"; an empty group's visit costs memcg_iter + memcg_shrink_lruvec in vmsim, "
+            f"and no microbenchmark here separates the two: split as in profile "
+            f"{base_name} ({iter_share:.2f} of it the iteration step)"
+        )
+        k["memcg_iter"] = Figure(
+            "memcg_iter",
+            [v * iter_share for v in visit],
+            "memcg_visit's iteration step (mem_cgroup_iter)" + split,
+        )
         k["memcg_shrink_lruvec"] = Figure(
-            "memcg_shrink_lruvec", [v * (1 - iter_share) for v in visit],
-            "memcg_visit's shrink_lruvec and shrink_slab of an empty group" + split)
+            "memcg_shrink_lruvec",
+            [v * (1 - iter_share) for v in visit],
+            "memcg_visit's shrink_lruvec and shrink_slab of an empty group" + split,
+        )
     if large:
         say("vmsim's own charge for large-folio reclaim")
         _large_folio_knobs(cal, large, _cost_now(base, k), sizes)
     if compact:
         cal.figures["compact_migrated"] = Figure(
-            "compact_migrated", [c[0] for c in compact],
+            "compact_migrated",
+            [c[0] for c in compact],
             "CPU time of compact_memory per page migrated: a process writes anonymous "
             "memory 256 MiB at a time until twice 16,384 of its pages lie in the low quarter "
             "of their zone (/proc/self/pagemap; at most a quarter of MemAvailable) and keeps "
@@ -1454,13 +1661,15 @@ def measure(
             "pages; solved for a cost per page migrated and one per page scanned",
         )
         k["compact_scan_page"] = Figure(
-            "compact_scan_page", [c[1] for c in compact],
+            "compact_scan_page",
+            [c[1] for c in compact],
             "the per-page-scanned part of the same two passes (the scanners step over free "
             "blocks a page at a time in the counters, as vmsim charges them)",
         )
         buddy_free = _cost_now(base, k)["buddy_free"]
         k["migrate_page"] = Figure(
-            "migrate_page", [c[0] - buddy_free for c in compact],
+            "migrate_page",
+            [c[0] - buddy_free for c in compact],
             "compact_migrated less what vmsim charges besides migrate_page for an order-0 "
             f"page it migrates (buddy_free of the old page, {buddy_free:.0f} ns)",
         )
@@ -1474,7 +1683,8 @@ def measure(
         real = [(ns - fault) * touched / r.pages for r, ns in anon]
         a0 = anon[0][0]
         cal.figures["reclaim_anon"] = Figure(
-            "reclaim_anon", real,
+            "reclaim_anon",
+            real,
             f"CPU time of reclaim per page it reclaimed: a process writes "
             f"{sizes.swap_anon >> 20} MiB of fresh anonymous memory in a group limited to "
             f"{sizes.swap_limit >> 20} MiB with a swap file; its thread CPU time per page "
@@ -1482,13 +1692,15 @@ def measure(
             f"reclaimed (mm_vmscan_memcg_reclaim_end); {a0.shape()}",
         )
         cal.figures["reclaim_anon_vmsim"] = Figure(
-            "reclaim_anon_vmsim", [own],
+            "reclaim_anon_vmsim",
+            [own],
             "vmsim's own system time per page reclaimed in the same shape (its run less the "
             "same run without the limit) with unmap_page = 0 and every other figure as "
             f"measured; {own_run.shape()}",
         )
         k["unmap_page"] = Figure(
-            "unmap_page", [r - own for r in real],
+            "unmap_page",
+            [r - own for r in real],
             "reclaim_anon less vmsim's own time for it (reclaim_anon_vmsim): what the kernel "
             "spends on an anonymous page beyond what vmsim charges for the rest of that path "
             "(add_to_swap, try_to_unmap, swap_writepage)",
@@ -1511,28 +1723,50 @@ def measure(
         v_call, v_page = _split(v[(op, 1)], v[(op, 16)])
         parts = [_split(a, b) for a, b in zip(f1.values, f16.values, strict=True)]
         k[f"{op}_call"] = Figure(
-            f"{op}_call", [c - v_call for c, _ in parts],
+            f"{op}_call",
+            [c - v_call for c, _ in parts],
             f"the per-call part of pagecache_{op} and pagecache_{op}_64k (a call of n pages "
             f"costs call + n x page) less vmsim's own per-call part ({v_call:.0f} ns)",
         )
         k[f"{op}_page"] = Figure(
-            f"{op}_page", [p - v_page for _, p in parts],
+            f"{op}_page",
+            [p - v_page for _, p in parts],
             f"the per-page part of the same less vmsim's own ({v_page:.0f} ns a page: "
-            + ("allocation, copy, buffer_head, LRU add, charge)" if op == "write"
-               else "the copy, the accessed marking)"),
+            + (
+                "allocation, copy, buffer_head, LRU add, charge)"
+                if op == "write"
+                else "the copy, the accessed marking)"
+            ),
         )
-    for name in ("write_call", "write_page", "read_call", "read_page", "unmap_page",
-                 "shrink_large_folio", "free_buffer_head"):
+    for name in (
+        "write_call",
+        "write_page",
+        "read_call",
+        "read_page",
+        "unmap_page",
+        "shrink_large_folio",
+        "free_buffer_head",
+    ):
         if name not in k or min(k[name].values) >= 0:
             continue
         # Where vmsim's own charge for the rest of the path already exceeds the kernel's,
         # there is nothing to add: a repetition's figure is 0 then.
         fig = k[name]
-        note = (f"; vmsim's own part exceeds the kernel's by {-fig.median:.0f} ns, so 0"
-                if fig.median < 0 else "; a repetition below 0 counts as 0")
+        note = (
+            f"; vmsim's own part exceeds the kernel's by {-fig.median:.0f} ns, so 0"
+            if fig.median < 0
+            else "; a repetition below 0 counts as 0"
+        )
         k[name] = Figure(name, [max(0.0, x) for x in fig.values], fig.method + note)
-    for name in ("page_fault", "context_switch", "submit_bio", "shrink_page", "migrate_page",
-                 "compact_scan_page", "memcg_iter"):
+    for name in (
+        "page_fault",
+        "context_switch",
+        "submit_bio",
+        "shrink_page",
+        "migrate_page",
+        "compact_scan_page",
+        "memcg_iter",
+    ):
         if name in k and k[name].median <= 0:
             raise CalibrateError(
                 f"calibrate: {name} came out at {k[name].median:.0f} ns, not a cost; the "
@@ -1542,8 +1776,12 @@ def measure(
     return cal
 
 
-def _vmsim_sys_per_page(cost: dict[str, float], program: list[dict[str, Any]], pages: int,
-                        before: list[dict[str, Any]] | None = None) -> float:
+def _vmsim_sys_per_page(
+    cost: dict[str, float],
+    program: list[dict[str, Any]],
+    pages: int,
+    before: list[dict[str, Any]] | None = None,
+) -> float:
     """System time per page [ns] vmsim charges a task for ``program`` (less what
     ``before`` alone costs), on a 4 GiB machine with nothing else to do."""
 
@@ -1571,10 +1809,13 @@ def _vmsim_charge_units(cost: dict[str, float]) -> float:
 
     def sys_ns(c: int, group: bool) -> float:
         # Both runs have the group (memcg on); the task joins it or stays in the root one.
-        task: dict[str, Any] = {"name": "t", "program": [
-            {"op": "touch", "size": "16MiB"}, {"op": "unmap", "size": "16MiB"}]}
+        task: dict[str, Any] = {
+            "name": "t",
+            "program": [{"op": "touch", "size": "16MiB"}, {"op": "unmap", "size": "16MiB"}],
+        }
         sc: dict[str, Any] = {
-            "name": "calibrate-check", "duration": "60s",
+            "name": "calibrate-check",
+            "duration": "60s",
             "machine": {"memory": "4GiB", "cpus": 2},
             "cost": {**{n: int(round(v)) for n, v in cost.items()}, "memcg_charge": c},
             "task": [task],
@@ -1588,8 +1829,10 @@ def _vmsim_charge_units(cost: dict[str, float]) -> float:
     d1 = sys_ns(1000, True) - sys_ns(1000, False)
     units = (d1 - d0) / 1000 / CHECK_PAGES
     if units <= 0:
-        raise CalibrateError("calibrate: vmsim charges nothing more for a page charged to a "
-                             "group than to the root one")
+        raise CalibrateError(
+            "calibrate: vmsim charges nothing more for a page charged to a "
+            "group than to the root one"
+        )
     return round(units, 3)
 
 
@@ -1603,13 +1846,18 @@ def _vmsim_reclaim_anon(cost: dict[str, float], sizes: Sizes) -> tuple[ReclaimTr
         if limit:
             group["limit_in_bytes"] = f"{sizes.swap_limit >> 20}MiB"
         return {
-            "name": "calibrate-check", "duration": "120s",
-            "machine": {"memory": "4GiB", "cpus": 2,
-                        "swap": f"{(sizes.swap_anon >> 20) + 16}MiB"},
+            "name": "calibrate-check",
+            "duration": "120s",
+            "machine": {"memory": "4GiB", "cpus": 2, "swap": f"{(sizes.swap_anon >> 20) + 16}MiB"},
             "cost": {n: int(round(v)) for n, v in cost.items()},
             "cgroup": [group],
-            "task": [{"name": "t", "cgroup": "g",
-                      "program": [{"op": "touch", "size": f"{sizes.swap_anon >> 20}MiB"}]}],
+            "task": [
+                {
+                    "name": "t",
+                    "cgroup": "g",
+                    "program": [{"op": "touch", "size": f"{sizes.swap_anon >> 20}MiB"}],
+                }
+            ],
         }
 
     with tempfile.TemporaryDirectory(prefix="vmsim-calibrate-") as tmp:
@@ -1619,8 +1867,10 @@ def _vmsim_reclaim_anon(cost: dict[str, float], sizes: Sizes) -> tuple[ReclaimTr
     if run.pages <= 0:
         raise CalibrateError("calibrate swap: vmsim's group reclaimed nothing")
     free = api.run(sc(False))
-    extra = (float(limited.data["tasks"]["t"]["sys_seconds"])
-             - float(free.data["tasks"]["t"]["sys_seconds"])) * 1e9
+    extra = (
+        float(limited.data["tasks"]["t"]["sys_seconds"])
+        - float(free.data["tasks"]["t"]["sys_seconds"])
+    ) * 1e9
     return run, extra / run.pages
 
 
@@ -1643,14 +1893,16 @@ def _vmsim_reclaim_clean(cost: dict[str, float], sizes: Sizes) -> ReclaimTrace:
     """vmsim's own limit reclaims in the clean page-cache measurement's shape (readahead
     off, 4 KiB reads), from the same tracepoints of its trace."""
     sc = {
-        "name": "calibrate-check", "duration": "120s",
+        "name": "calibrate-check",
+        "duration": "120s",
         "machine": {"memory": "4GiB", "cpus": 2},
         "disk": {"read_ahead_kb": 0},
         "cost": {n: int(round(v)) for n, v in cost.items()},
         "file": [{"name": "f", "size": f"{sizes.reclaim_file >> 20}MiB"}],
         "cgroup": [{"path": "g", "limit_in_bytes": f"{sizes.reclaim_limit >> 20}MiB"}],
-        "task": [{"name": "t", "cgroup": "g",
-                  "program": [{"op": "read", "file": "f", "bs": "4KiB"}]}],
+        "task": [
+            {"name": "t", "cgroup": "g", "program": [{"op": "read", "file": "f", "bs": "4KiB"}]}
+        ],
     }
     return _vmsim_reclaims(sc)
 
@@ -1663,10 +1915,18 @@ def _checks(cal: Calibration, base: dict[str, int], sizes: Sizes) -> list[dict[s
     f = cal.figures
     n = CHECK_PAGES
     rows = _fault_checks(f, cost) + [
-        ("buffered write, 1 MiB a call", f["pagecache_write_1m"].median,
-         _vmsim_sys_per_page(cost, _write(1024), n), "generic_perform_write"),
-        ("cached read, 1 MiB a call", f["pagecache_read_1m"].median,
-         _vmsim_sys_per_page(cost, _read(1024), n, _write(1024)), "filemap_read"),
+        (
+            "buffered write, 1 MiB a call",
+            f["pagecache_write_1m"].median,
+            _vmsim_sys_per_page(cost, _write(1024), n),
+            "generic_perform_write",
+        ),
+        (
+            "cached read, 1 MiB a call",
+            f["pagecache_read_1m"].median,
+            _vmsim_sys_per_page(cost, _read(1024), n, _write(1024)),
+            "filemap_read",
+        ),
     ]
     out = _check_rows(rows)
     if "reclaim_clean" in f:
@@ -1674,15 +1934,17 @@ def _checks(cal: Calibration, base: dict[str, int], sizes: Sizes) -> list[dict[s
         run = _vmsim_reclaim_clean(cost, sizes)
         measured = f["reclaim_clean"].median
         modelled = run.ns / max(1, run.pages)
-        out.append({
-            "operation": "limit reclaim, clean file",
-            "measured_ns": round(measured, 1),
-            "vmsim_ns": round(modelled, 1),
-            "ratio": round(modelled / measured, 2) if measured > 0 else None,
-            "kernel_function": "try_to_free_mem_cgroup_pages",
-            "note": f"vmsim: {run.shape()}, {run.passes / max(1, run.calls):.1f} passes a "
-                    "reclaim",
-        })
+        out.append(
+            {
+                "operation": "limit reclaim, clean file",
+                "measured_ns": round(measured, 1),
+                "vmsim_ns": round(modelled, 1),
+                "ratio": round(modelled / measured, 2) if measured > 0 else None,
+                "kernel_function": "try_to_free_mem_cgroup_pages",
+                "note": f"vmsim: {run.shape()}, {run.passes / max(1, run.calls):.1f} passes a "
+                "reclaim",
+            }
+        )
     return out + _large_folio_checks(cal, cost, sizes)
 
 
@@ -1698,7 +1960,11 @@ def reclaim_readahead_folios(workdir: Path, sizes: Sizes) -> tuple[ReclaimTrace,
         with memcg(tag, None) as group:
             r = subprocess.run(
                 ["sh", "-c", f'echo $$ > "{group / "cgroup.procs"}" && exec cat "{file}"'],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
             if r.returncode != 0:
                 raise CalibrateError(f"calibrate readahead reclaim: {r.stderr.strip()}")
             with trace_instance(tag, RECLAIM_EVENTS) as inst:
@@ -1726,23 +1992,35 @@ def _vmsim_reclaim_readahead(cost: dict[str, float], sizes: Sizes, ra_kb: int) -
     """vmsim's own limit reclaims in the readahead shape (a file on the disk read 128 KiB a
     call, as `cat` does, with the device's read_ahead_kb, then the limit lowered)."""
     sc = {
-        "name": "calibrate-check", "duration": "120s",
+        "name": "calibrate-check",
+        "duration": "120s",
         "machine": {"memory": "4GiB", "cpus": 2},
         "disk": {"read_ahead_kb": ra_kb},
         "cost": {n: int(round(v)) for n, v in cost.items()},
         "file": [{"name": "f", "size": f"{sizes.reclaim_file >> 20}MiB"}],
         "cgroup": [{"path": "g"}],
-        "task": [{"name": "t", "cgroup": "g", "program": [
-            {"op": "read", "file": "f", "bs": "128KiB"},
-            {"op": "cgroup_write", "cgroup": "g", "file": "memory.limit_in_bytes",
-             "value": f"{sizes.reclaim_limit >> 20}MiB"},
-        ]}],
+        "task": [
+            {
+                "name": "t",
+                "cgroup": "g",
+                "program": [
+                    {"op": "read", "file": "f", "bs": "128KiB"},
+                    {
+                        "op": "cgroup_write",
+                        "cgroup": "g",
+                        "file": "memory.limit_in_bytes",
+                        "value": f"{sizes.reclaim_limit >> 20}MiB",
+                    },
+                ],
+            }
+        ],
     }
     return _vmsim_reclaims(sc)
 
 
-def _large_folio_checks(cal: Calibration, cost: dict[str, float],
-                        sizes: Sizes) -> list[dict[str, Any]]:
+def _large_folio_checks(
+    cal: Calibration, cost: dict[str, float], sizes: Sizes
+) -> list[dict[str, Any]]:
     """The large-folio limit reclaims measured against vmsim's with ``cost``, one row a
     folio size, and the readahead shape's (folios without buffer heads) when measured."""
     out = []
@@ -1750,33 +2028,38 @@ def _large_folio_checks(cal: Calibration, cost: dict[str, float],
     if ra is not None:
         run = _vmsim_reclaim_readahead(cost, sizes, cal.readahead_kb or 128)
         modelled = run.ns / max(1, run.pages)
-        out.append({
-            "operation": "limit reclaim, readahead folios",
-            "measured_ns": round(ra.median, 1),
-            "vmsim_ns": round(modelled, 1),
-            "ratio": round(modelled / ra.median, 2) if ra.median > 0 else None,
-            "kernel_function": "mem_cgroup_resize_max",
-            "note": f"vmsim: {run.shape()}; no buffer heads",
-        })
+        out.append(
+            {
+                "operation": "limit reclaim, readahead folios",
+                "measured_ns": round(ra.median, 1),
+                "vmsim_ns": round(modelled, 1),
+                "ratio": round(modelled / ra.median, 2) if ra.median > 0 else None,
+                "kernel_function": "mem_cgroup_resize_max",
+                "note": f"vmsim: {run.shape()}; no buffer heads",
+            }
+        )
     for kib in LARGE_FOLIO_KIB:
         if f"reclaim_{kib}k" not in cal.figures:
             continue
         run = _vmsim_reclaim_large(cost, sizes, kib)
         measured = cal.figures[f"reclaim_{kib}k"].median
         modelled = run.ns / max(1, run.pages)
-        out.append({
-            "operation": f"limit reclaim, clean {kib} KiB folios",
-            "measured_ns": round(measured, 1),
-            "vmsim_ns": round(modelled, 1),
-            "ratio": round(modelled / measured, 2) if measured > 0 else None,
-            "kernel_function": "mem_cgroup_resize_max",
-            "note": f"vmsim: {run.shape()}",
-        })
+        out.append(
+            {
+                "operation": f"limit reclaim, clean {kib} KiB folios",
+                "measured_ns": round(measured, 1),
+                "vmsim_ns": round(modelled, 1),
+                "ratio": round(modelled / measured, 2) if measured > 0 else None,
+                "kernel_function": "mem_cgroup_resize_max",
+                "note": f"vmsim: {run.shape()}",
+            }
+        )
     return out
 
 
-def profile(cal: Calibration, base: dict[str, Any], name: str,
-            only: str | None = None) -> dict[str, Any]:
+def profile(
+    cal: Calibration, base: dict[str, Any], name: str, only: str | None = None
+) -> dict[str, Any]:
     """The cost profile a calibration makes, as the TOML tables of a profile file: measured
     knobs from it, the rest from ``base`` (a profile as api.cost_profile gives it) and
     labelled as estimates; with ``only`` (a family measured alone) the rest keep ``base``'s
@@ -1796,8 +2079,10 @@ def profile(cal: Calibration, base: dict[str, Any], name: str,
         if fig.median < 1 and knob == "msg_user":
             method[knob] += " (below what the measurement resolves: 1 ns)"
         if only is not None:
-            method[knob] += (f" (measured on {cal.machine['date']} by vmsim calibrate --only "
-                             f"{only} against the rest of profile {base['name']})")
+            method[knob] += (
+                f" (measured on {cal.machine['date']} by vmsim calibrate --only "
+                f"{only} against the rest of profile {base['name']})"
+            )
     if only is not None:
         spread = {k: spread[k] for k in cost if k in spread}
         method = {k: method[k] for k in cost if k in method}
@@ -1845,8 +2130,10 @@ def profile_toml(prof: dict[str, Any]) -> str:
         m = _AGAIN.search(text)
         if m is not None:
             again.setdefault((m.group(2), m.group(1)), []).append(knob)
-    later = "".join(f"; its {', '.join(knobs)} measured again on {date} (--only {family})"
-                    for (family, date), knobs in again.items())
+    later = "".join(
+        f"; its {', '.join(knobs)} measured again on {date} (--only {family})"
+        for (family, date), knobs in again.items()
+    )
     head = (
         f"# Cost profile {prof['profile']['name']}: made by `vmsim calibrate` on "
         f"{prof['profile']['date']}{later}.\n# Every figure is in ns; docs/cost-model.md "
@@ -1860,13 +2147,21 @@ def as_json(cal: Calibration, prof: dict[str, Any]) -> dict[str, Any]:
     return {
         "machine": cal.machine,
         "knobs": {
-            n: {"ns": prof["cost"][n], "spread": prof["spread"][n], "values": f.values,
-                "method": f.method}
+            n: {
+                "ns": prof["cost"][n],
+                "spread": prof["spread"][n],
+                "values": f.values,
+                "method": f.method,
+            }
             for n, f in cal.knobs.items()
         },
         "figures": {
-            n: {"median": f.median, "spread": list(f.spread), "values": f.values,
-                "method": f.method}
+            n: {
+                "median": f.median,
+                "spread": list(f.spread),
+                "values": f.values,
+                "method": f.method,
+            }
             for n, f in cal.figures.items()
         },
         "estimates": _estimates(cal, prof),
@@ -1879,8 +2174,11 @@ def as_json(cal: Calibration, prof: dict[str, Any]) -> dict[str, Any]:
 
 def _estimates(cal: Calibration, prof: dict[str, Any]) -> list[str]:
     """The profile's knobs that no microbenchmark measured, here or in its base profile."""
-    return sorted(n for n in set(prof["cost"]) - set(cal.knobs)
-                  if not prof["method"].get(n, "").startswith("measured"))
+    return sorted(
+        n
+        for n in set(prof["cost"]) - set(cal.knobs)
+        if not prof["method"].get(n, "").startswith("measured")
+    )
 
 
 def agreement(cal: Calibration, default: dict[str, Any]) -> dict[str, bool | None]:
@@ -1905,8 +2203,10 @@ def report_text(cal: Calibration, prof: dict[str, Any], default: dict[str, Any])
     m = cal.machine
     out = [f"{m['machine']}; Linux {m['kernel']}; {m['date']}", ""]
     agree = agreement(cal, default)
-    out.append(f"{'knob':<16s} {'measured':>9s} {'spread':>17s} {default['name']:>14s} "
-               f"{'its spread':>17s}  overlap")
+    out.append(
+        f"{'knob':<16s} {'measured':>9s} {'spread':>17s} {default['name']:>14s} "
+        f"{'its spread':>17s}  overlap"
+    )
     for n, f in cal.knobs.items():
         lo, hi = f.spread
         theirs = default.get("spread", {}).get(n)
@@ -1917,15 +2217,20 @@ def report_text(cal: Calibration, prof: dict[str, Any], default: dict[str, Any])
             f"{default['cost'][n]:>14d} {their_text:>17s}  {mark}"
         )
     compared = [v for v in agree.values() if v is not None]
-    out.append(f"{sum(compared)} of {len(compared)} knobs measured in both overlap "
-               f"{default['name']}'s spread")
+    out.append(
+        f"{sum(compared)} of {len(compared)} knobs measured in both overlap "
+        f"{default['name']}'s spread"
+    )
     out += ["", "figures [ns, median and spread]:"]
     for n, f in cal.figures.items():
         lo, hi = f.spread
         out.append(f"  {n:<18s} {f.median:>11.1f}  {lo:.1f}..{hi:.1f}")
     if cal.checks:
-        out += ["", "checks: whole operations, measured and as vmsim charges them with this "
-                "profile (system time per page of a run; not used to set anything):"]
+        out += [
+            "",
+            "checks: whole operations, measured and as vmsim charges them with this "
+            "profile (system time per page of a run; not used to set anything):",
+        ]
     for c in cal.checks:
         out.append(
             f"  {c['operation']:<30s} measured {c['measured_ns']:>7.0f}  vmsim "
@@ -1934,8 +2239,10 @@ def report_text(cal: Calibration, prof: dict[str, Any], default: dict[str, Any])
         if c.get("note"):
             out.append(f"    {c['note']}")
     est = _estimates(cal, prof)
-    out += ["", f"estimates kept from the base profile (no microbenchmark isolates them): "
-            f"{', '.join(est)}"]
+    out += [
+        "",
+        f"estimates kept from the base profile (no microbenchmark isolates them): {', '.join(est)}",
+    ]
     kept = sorted(set(prof["cost"]) - set(cal.knobs) - set(est))
     if kept:
         out.append(f"measured knobs kept from the base profile as they were: {len(kept)}")

@@ -95,8 +95,9 @@ def parse_script(text: str) -> list[tuple[float, list[str]]]:
     return samples
 
 
-def by_window(samples: list[tuple[float, list[str]]],
-              windows: list[tuple[str, float, float]]) -> dict[str, list[list[str]]]:
+def by_window(
+    samples: list[tuple[float, list[str]]], windows: list[tuple[str, float, float]]
+) -> dict[str, list[list[str]]]:
     """The call chains of the samples taken inside each named window [start, end]; a
     sample outside every window belongs to none."""
     out: dict[str, list[list[str]]] = {name: [] for name, _, _ in windows}
@@ -126,13 +127,29 @@ class Recording:
         self._stack = ExitStack()
 
     def __enter__(self) -> Recording:
-        tmp = Path(self._stack.enter_context(
-            tempfile.TemporaryDirectory(prefix="vmsim-kprofile-")))
+        tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="vmsim-kprofile-")))
         self._data = tmp / "perf.data"
         self._rec = subprocess.Popen(
-            ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-c",
-             str(self.period_ns), "-g", "-C", str(self.cpu), "-o", str(self._data)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                "perf",
+                "record",
+                "-q",
+                "-k",
+                "CLOCK_MONOTONIC",
+                "-e",
+                "cpu-clock",
+                "-c",
+                str(self.period_ns),
+                "-g",
+                "-C",
+                str(self.cpu),
+                "-o",
+                str(self._data),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         _wait_started(self._rec, self._data)
         return self
 
@@ -153,9 +170,13 @@ class Recording:
             if self._rec.returncode not in (0, -signal.SIGINT) or not self._data.exists():
                 last = (err.strip().splitlines() or [f"exit {self._rec.returncode}"])[-1]
                 raise OSError(f"perf record: {last}")
-            out = subprocess.run(["perf", "script", "-i", str(self._data), "-F",
-                                  "time,ip,sym"], capture_output=True, text=True,
-                                 check=False, timeout=600)
+            out = subprocess.run(
+                ["perf", "script", "-i", str(self._data), "-F", "time,ip,sym"],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=600,
+            )
             if out.returncode != 0:
                 last = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
                 raise OSError(f"perf script: {last}")
@@ -203,13 +224,18 @@ def mounts_kept() -> Iterator[None]:
             subprocess.run(["umount", path], capture_output=True, check=False)
 
 
-def tracepoint_counts(run: Callable[[], T], cpu: int,
-                      events: list[str]) -> tuple[T, dict[str, int]]:
+def tracepoint_counts(
+    run: Callable[[], T], cpu: int, events: list[str]
+) -> tuple[T, dict[str, int]]:
     """Runs ``run()`` while ``perf stat`` counts ``events`` (tracepoints) on ``cpu``; its
     result and the counts, by event name without its system."""
     with mounts_kept():
-        rec = subprocess.Popen(["perf", "stat", "-x,", "-C", str(cpu), "-e", ",".join(events)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rec = subprocess.Popen(
+            ["perf", "stat", "-x,", "-C", str(cpu), "-e", ",".join(events)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             time.sleep(0.3)
             result = run()

@@ -355,8 +355,14 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
     if step.op == "drop_caches":
         return [{"op": "drop_caches", "value": a["value"]}]
     if step.op == "cgroup_limit":
-        return [{"op": "cgroup_write", "cgroup": CGROUP, "file": "memory.limit_in_bytes",
-                 "value": a["size"]}]
+        return [
+            {
+                "op": "cgroup_write",
+                "cgroup": CGROUP,
+                "file": "memory.limit_in_bytes",
+                "value": a["size"],
+            }
+        ]
     return []
 
 

@@ -405,8 +405,7 @@ def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
     q = block_queue(dev)
     queue: dict[str, int] = {}
     if q is not None:
-        for k in ("read_ahead_kb", "nr_requests", "max_sectors_kb", "rotational",
-                  "wbt_lat_usec"):
+        for k in ("read_ahead_kb", "nr_requests", "max_sectors_kb", "rotational", "wbt_lat_usec"):
             with contextlib.suppress(OSError, ValueError):
                 queue[k] = int(read_text(q / k).strip())
         # blk-wbt's inputs beside wbt_lat_usec (disk.queue_depth, disk.write_cache):
