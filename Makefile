@@ -37,6 +37,7 @@ lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(PYTHON) -m ruff check python tests scripts
+	$(PYTHON) -m ruff format --check python tests scripts
 	$(PYTHON) -m mypy
 
 test: test-rust test-python
@@ -89,4 +90,4 @@ docs:
 
 fmt:
 	cargo fmt --all
-	$(PYTHON) -m ruff format python tests
+	$(PYTHON) -m ruff format python tests scripts

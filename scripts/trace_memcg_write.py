@@ -62,8 +62,14 @@ def main() -> int:
             calibrate.memcg(tag + "-g", a.limit_mib << 20) as group,
         ):
             subprocess.run(
-                [sys.executable, "-c", CHILD, str(Path(d) / "data"), str(group / "cgroup.procs"),
-                 str(a.size_mib)],
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    str(Path(d) / "data"),
+                    str(group / "cgroup.procs"),
+                    str(a.size_mib),
+                ],
                 check=True,
             )
             (inst / "tracing_on").write_text("0\n")

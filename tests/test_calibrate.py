@@ -133,7 +133,8 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     # The large-folio reclaims, run in vmsim too, one check per folio size.
     large = [c for c in data["checks"] if c["kernel_function"] == "mem_cgroup_resize_max"]
     assert [c["operation"] for c in large] == ["limit reclaim, readahead folios"] + [
-        f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)]
+        f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)
+    ]
     assert all(c["vmsim_ns"] > 0 and c["measured_ns"] > 0 for c in data["checks"])
     # Nothing it made is left.
     assert list(work.iterdir()) == []
@@ -174,17 +175,21 @@ def test_a_reclaim_call_counts_its_passes_from_its_last_priority() -> None:
     def line(pid: int, ts: str, event: str) -> str:
         return f"            read-{pid}    [000] .....   {ts}: {event}"
 
-    inactive = ("mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned={} nr_reclaimed=0 nr_dirty=0 "
-                "nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 "
-                "nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority={} "
-                "flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC")
-    trace = "\n".join([
-        line(7, "10.000000", "mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_KERNEL"),
-        line(7, "10.000001", inactive.format(2, 11)),
-        line(8, "10.000001", inactive.format(500, 2)),
-        line(7, "10.000002", inactive.format(30, 9)),
-        line(7, "10.000003", "mm_vmscan_memcg_reclaim_end: nr_reclaimed=32"),
-    ])
+    inactive = (
+        "mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned={} nr_reclaimed=0 nr_dirty=0 "
+        "nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 "
+        "nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority={} "
+        "flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC"
+    )
+    trace = "\n".join(
+        [
+            line(7, "10.000000", "mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_KERNEL"),
+            line(7, "10.000001", inactive.format(2, 11)),
+            line(8, "10.000001", inactive.format(500, 2)),
+            line(7, "10.000002", inactive.format(30, 9)),
+            line(7, "10.000003", "mm_vmscan_memcg_reclaim_end: nr_reclaimed=32"),
+        ]
+    )
     run = calibrate.memcg_reclaim_calls(trace)
     assert (run.calls, run.pages, run.scanned, run.passes) == (1, 32, 32, 3)
     assert run.ns_per_call == pytest.approx(3000, abs=1)
@@ -197,8 +202,9 @@ def test_large_folio_parts_are_the_least_squares_split_of_the_kernels_extra_time
     for kib, folios in ((64, 2), (256, 1), (1024, 1)):
         pages = folios * kib // 4
         own_ns = 100.0 * pages
-        real[kib] = calibrate.ReclaimTrace(10 * (own_ns + 2000 * folios + 150 * pages),
-                                           10 * pages, 10, 10 * pages, 0)
+        real[kib] = calibrate.ReclaimTrace(
+            10 * (own_ns + 2000 * folios + 150 * pages), 10 * pages, 10, 10 * pages, 0
+        )
         own[kib] = calibrate.ReclaimTrace(10 * own_ns, 10 * pages, 10, 10 * pages, 0)
     a, b = calibrate._large_folio_parts(real, own)
     assert a == pytest.approx(2000) and b == pytest.approx(150)
@@ -237,15 +243,19 @@ def test_a_profile_names_what_was_measured_and_what_is_estimated() -> None:
 def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() -> None:
     base = api.cost_profile("measured-6.18")
     cal = calibrate.Calibration(machine={"machine": "m", "kernel": "k", "date": "2026-12-01"})
-    cal.knobs["shrink_large_folio"] = calibrate.Figure("shrink_large_folio", [900.0, 1100.0,
-                                                                              1000.0], "fit")
-    cal.knobs["free_buffer_head"] = calibrate.Figure("free_buffer_head", [90.0, 110.0,
-                                                                            100.0], "fit")
+    cal.knobs["shrink_large_folio"] = calibrate.Figure(
+        "shrink_large_folio", [900.0, 1100.0, 1000.0], "fit"
+    )
+    cal.knobs["free_buffer_head"] = calibrate.Figure(
+        "free_buffer_head", [90.0, 110.0, 100.0], "fit"
+    )
     prof = calibrate.profile(cal, base, "measured-6.18", "large-folio-reclaim")
     assert prof["cost"]["shrink_large_folio"] == 1000
     assert prof["cost"]["free_buffer_head"] == 100
-    assert "2026-12-01 by vmsim calibrate --only large-folio-reclaim" in (
-        prof["method"]["shrink_large_folio"])
+    assert (
+        "2026-12-01 by vmsim calibrate --only large-folio-reclaim"
+        in (prof["method"]["shrink_large_folio"])
+    )
     # Every other knob keeps its base figure, spread and method, and the profile its date.
     for knob in set(base["cost"]) - set(cal.knobs):
         assert prof["cost"][knob] == base["cost"][knob], knob
@@ -254,19 +264,23 @@ def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() ->
     assert prof["profile"]["date"] == base["date"]
     text = calibrate.profile_toml(prof)
     head = text.splitlines()[0]
-    assert head.startswith(f"# Cost profile measured-6.18: made by `vmsim calibrate` on "
-                           f"{base['date']}; its "), head
+    assert head.startswith(
+        f"# Cost profile measured-6.18: made by `vmsim calibrate` on {base['date']}; its "
+    ), head
     # Each family measured again alone is named once, with its own knobs and date.
-    assert ("; its shrink_large_folio, free_buffer_head measured again on 2026-12-01 "
-            "(--only large-folio-reclaim)") in head
+    assert (
+        "; its shrink_large_folio, free_buffer_head measured again on 2026-12-01 "
+        "(--only large-folio-reclaim)"
+    ) in head
     assert head.count("(--only large-folio-reclaim)") == 1
     assert json.loads(_vmsim.cost_profile(text))["cost"] == prof["cost"]
 
 
 def test_an_unknown_family_is_one_line() -> None:
-    assert_one_line_error(vmsim("calibrate", "--only", "everything"),
-                          "--only: no family everything (one of large-folio-reclaim, "
-                          "kernel-paths, shrinker)")
+    assert_one_line_error(
+        vmsim("calibrate", "--only", "everything"),
+        "--only: no family everything (one of large-folio-reclaim, kernel-paths, shrinker)",
+    )
 
 
 PERF_SCRIPT = """\
@@ -295,8 +309,12 @@ def test_kernel_samples_are_read_as_call_chains_leaf_first() -> None:
     parsed = kprofile.parse_script(PERF_SCRIPT)
     assert [t for t, _ in parsed] == [84611.239707, 84611.240707, 84611.241707, 84612.5]
     s = kprofile.Samples([stack for _, stack in parsed], 1000)
-    assert s.stacks[0] == ["clear_page_erms", "get_page_from_freelist",
-                           "__alloc_frozen_pages_noprof", "do_anonymous_page"]
+    assert s.stacks[0] == [
+        "clear_page_erms",
+        "get_page_from_freelist",
+        "__alloc_frozen_pages_noprof",
+        "do_anonymous_page",
+    ]
     assert len(s.stacks) == 4 and s.stacks[3] == ["[unknown]"]
     assert s.count("__alloc_frozen_pages_noprof") == 3
     assert s.ns("__alloc_frozen_pages_noprof") == 3000
@@ -320,17 +338,25 @@ def test_one_recording_gives_each_benchmark_the_samples_of_its_own_window() -> N
 def test_a_kernel_function_perf_never_saw_is_one_clear_error_not_a_zero() -> None:
     # A kernel whose functions are named otherwise (or hidden symbols): no sample in them.
     empty = kprofile.Samples([["[unknown]"], ["do_syscall_64"]], 1_000_000)
-    with pytest.raises(calibrate.CalibrateError,
-                       match="perf saw no sample in __alloc_frozen_pages_noprof, "
-                             "free_unref_folios during fault_cycles"):
-        calibrate._kernel_path_rep(empty, empty, empty, {"pages": 1.0, "refilled": 0.0,
-                                                         "drained": 0.0},
-                                   {"kmem_cache_alloc": 1, "kmem_cache_free": 1},
-                                   calibrate.QUICK, 15.0)
+    with pytest.raises(
+        calibrate.CalibrateError,
+        match="perf saw no sample in __alloc_frozen_pages_noprof, "
+        "free_unref_folios during fault_cycles",
+    ):
+        calibrate._kernel_path_rep(
+            empty,
+            empty,
+            empty,
+            {"pages": 1.0, "refilled": 0.0, "drained": 0.0},
+            {"kmem_cache_alloc": 1, "kmem_cache_free": 1},
+            calibrate.QUICK,
+            15.0,
+        )
 
 
-def test_without_perf_the_kernel_path_families_say_why(monkeypatch: pytest.MonkeyPatch,
-                                                       tmp_path: Path) -> None:
+def test_without_perf_the_kernel_path_families_say_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(kprofile.shutil, "which", lambda _name: None)
     why = "perf not found" if os.geteuid() == 0 else "needs root"
     for family in ("kernel-paths", "shrinker"):
@@ -342,13 +368,23 @@ def test_without_perf_the_kernel_path_families_say_why(monkeypatch: pytest.Monke
 
 def test_kernel_path_knobs_take_the_repetitions_that_exercised_them() -> None:
     def rep(alloc: float, buddy: float | None) -> dict[str, float | None]:
-        return {"pcp_alloc": alloc, "pcp_free": 30.0, "buddy_alloc": buddy,
-                "buddy_free": None, "lru_add": -2.0, "lru_lock_page": 90.0,
-                "slab_object": 80.0, "pages_refilled": 1e5, "pages_drained": 0.0,
-                "slab_objects_per_file": 12.0}
+        return {
+            "pcp_alloc": alloc,
+            "pcp_free": 30.0,
+            "buddy_alloc": buddy,
+            "buddy_free": None,
+            "lru_add": -2.0,
+            "lru_lock_page": 90.0,
+            "slab_object": 80.0,
+            "pages_refilled": 1e5,
+            "pages_drained": 0.0,
+            "slab_objects_per_file": 12.0,
+        }
+
     cal = calibrate.Calibration()
-    calibrate._kernel_path_knobs(cal, [rep(100.0, 60.0), rep(120.0, None), rep(110.0, 70.0)],
-                                 calibrate.QUICK)
+    calibrate._kernel_path_knobs(
+        cal, [rep(100.0, 60.0), rep(120.0, None), rep(110.0, 70.0)], calibrate.QUICK
+    )
     assert cal.knobs["pcp_alloc"].values == [100.0, 120.0, 110.0]
     assert cal.knobs["buddy_alloc"].values == [60.0, 70.0]
     assert cal.knobs["buddy_alloc"].method.endswith("; 2 of 3 repetitions")
@@ -359,14 +395,26 @@ def test_kernel_path_knobs_take_the_repetitions_that_exercised_them() -> None:
     assert cal.figures["pages_drained"].values == [0.0, 0.0, 0.0]
 
 
-@pytest.mark.skipif(kprofile.unavailable() is not None,
-                    reason=f"kernel paths: {kprofile.unavailable()}")
+@pytest.mark.skipif(
+    kprofile.unavailable() is not None, reason=f"kernel paths: {kprofile.unavailable()}"
+)
 def test_the_kernel_path_family_alone_measures_its_knobs(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     mounts = kprofile._trace_mounts()
-    out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "kernel-paths",
-                          "--base", "measured-6.18", "--dir", str(work)))
+    out = assert_ok(
+        vmsim(
+            "calibrate",
+            "--quick",
+            "--json",
+            "--only",
+            "kernel-paths",
+            "--base",
+            "measured-6.18",
+            "--dir",
+            str(work),
+        )
+    )
     data = json.loads(out)
     assert set(data["knobs"]) == set(calibrate.KERNEL_PATH_KNOBS), data["skipped"]
     for knob in data["knobs"]:
@@ -375,8 +423,10 @@ def test_the_kernel_path_family_alone_measures_its_knobs(tmp_path: Path) -> None
     # The large cycle went past the per-CPU lists both ways, as its method says.
     assert min(data["figures"]["pages_refilled"]["values"]) > 0
     assert min(data["figures"]["pages_drained"]["values"]) > 0
-    assert [c["operation"] for c in data["checks"]] == ["anonymous write fault",
-                                                        "anonymous read fault"]
+    assert [c["operation"] for c in data["checks"]] == [
+        "anonymous write fault",
+        "anonymous read fault",
+    ]
     assert list(work.iterdir()) == []
     assert leftovers("vmsim-calibrate-") == []
     # perf mounts tracefs to count tracepoints; what it mounted is unmounted again.
@@ -390,8 +440,21 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
     work = tmp_path / "work"
     work.mkdir()
     prof = tmp_path / "p.toml"
-    out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "large-folio-reclaim",
-                          "--base", "measured-6.18", "-o", str(prof), "--dir", str(work)))
+    out = assert_ok(
+        vmsim(
+            "calibrate",
+            "--quick",
+            "--json",
+            "--only",
+            "large-folio-reclaim",
+            "--base",
+            "measured-6.18",
+            "-o",
+            str(prof),
+            "--dir",
+            str(work),
+        )
+    )
     data = json.loads(out)
     assert set(data["knobs"]) == {"shrink_large_folio", "free_buffer_head"}
     for knob, (lo, hi) in SANE.items():
@@ -400,23 +463,35 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
     # One check per folio size, run in vmsim with the new figures, and the readahead
     # shape's (folios without buffer heads).
     assert [c["operation"] for c in data["checks"]] == ["limit reclaim, readahead folios"] + [
-        f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)]
+        f"limit reclaim, clean {kib} KiB folios" for kib in (64, 256, 1024)
+    ]
     written = api.cost_profile(str(prof))
     base = api.cost_profile("measured-6.18")
-    assert {k for k in base["cost"] if written["cost"][k] != base["cost"][k]} <= set(
-        data["knobs"])
+    assert {k for k in base["cost"] if written["cost"][k] != base["cost"][k]} <= set(data["knobs"])
     assert list(work.iterdir()) == []
     assert leftovers("vmsim-calibrate-") == []
 
 
-@pytest.mark.skipif(kprofile.unavailable() is not None,
-                    reason=f"the shrinker's figure: {kprofile.unavailable()}")
+@pytest.mark.skipif(
+    kprofile.unavailable() is not None, reason=f"the shrinker's figure: {kprofile.unavailable()}"
+)
 @needs_memcg_v1
 def test_the_shrinker_family_alone_frees_a_dentry_and_an_inode_a_file(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    out = assert_ok(vmsim("calibrate", "--quick", "--json", "--only", "shrinker",
-                          "--base", "measured-6.18", "--dir", str(work)))
+    out = assert_ok(
+        vmsim(
+            "calibrate",
+            "--quick",
+            "--json",
+            "--only",
+            "shrinker",
+            "--base",
+            "measured-6.18",
+            "--dir",
+            str(work),
+        )
+    )
     data = json.loads(out)
     assert set(data["knobs"]) == {"shrink_object"}, data["skipped"]
     lo, hi = SANE["shrink_object"]
@@ -462,10 +537,15 @@ def test_agreement_compares_spreads_with_the_default_profile() -> None:
     cal.knobs["page_fault"] = calibrate.Figure("page_fault", [700.0, 720.0], "a fault")
     cal.knobs["fork"] = calibrate.Figure("fork", [1000.0, 1100.0], "clone")
     cal.knobs["slab_object"] = calibrate.Figure("slab_object", [40.0], "made up")
-    default = {"name": "d", "cost": {}, "spread": {"page_fault": [710.0, 800.0],
-                                                   "fork": [1200.0, 1300.0]}}
+    default = {
+        "name": "d",
+        "cost": {},
+        "spread": {"page_fault": [710.0, 800.0], "fork": [1200.0, 1300.0]},
+    }
     assert calibrate.agreement(cal, default) == {
-        "page_fault": True, "fork": False, "slab_object": None,
+        "page_fault": True,
+        "fork": False,
+        "slab_object": None,
     }
 
 

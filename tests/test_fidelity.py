@@ -1110,8 +1110,14 @@ def test_a_cgroup_limit_step_is_root_writing_the_groups_limit_in_vmsim_too():
     e = exp_of(LOWERING, "lowering")
     sc, missing = fc.vmsim_scenario(e, MACHINE)
     ops = [op for t in sc["task"] for op in t["program"] if op["op"] == "cgroup_write"]
-    assert ops == [{"op": "cgroup_write", "cgroup": fc.CGROUP,
-                    "file": "memory.limit_in_bytes", "value": 8 << 20}]
+    assert ops == [
+        {
+            "op": "cgroup_write",
+            "cgroup": fc.CGROUP,
+            "file": "memory.limit_in_bytes",
+            "value": 8 << 20,
+        }
+    ]
     assert not missing
     # A step that takes a task, or an experiment without a group, is one line.
     bad = LOWERING.replace('{ op = "cgroup_limit"', '{ task = "reader", op = "cgroup_limit"')
@@ -1131,7 +1137,8 @@ def test_the_kernel_reclaims_down_to_a_lowered_limit_before_the_write_returns(tm
     run = load_recording(record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False))["runs"][0]
     lower = [p for p in run["phases"] if p["name"] == "lower"][0]
     assert lower["cgroup_limit"] == [[8 << 20, "ok"]]
-    cache = fc.real_value(parse_metric("memcg.cache@lower", ["read", "lower"], "t"), run,
-                          ["read", "lower"])
+    cache = fc.real_value(
+        parse_metric("memcg.cache@lower", ["read", "lower"], "t"), run, ["read", "lower"]
+    )
     assert cache is not None and cache <= 8 << 20
     assert leftovers(tmp_path) == []

@@ -35,8 +35,11 @@ def _real(file: Path, children: int) -> calibrate.ReclaimTrace:
     """`cat FILE` in a group of LIMIT (raised by what its children charge to it)."""
     calibrate._drop_file(file)
     tag = calibrate._tag()
-    with calibrate.trace_instance(tag, calibrate.RECLAIM_EVENTS) as inst, \
-            calibrate.memcg(tag, None) as group, calibrate.child_groups(group, children):
+    with (
+        calibrate.trace_instance(tag, calibrate.RECLAIM_EVENTS) as inst,
+        calibrate.memcg(tag, None) as group,
+        calibrate.child_groups(group, children),
+    ):
         kmem = int((group / "memory.kmem.usage_in_bytes").read_text())
         (group / "memory.limit_in_bytes").write_text(str(LIMIT + kmem))
         subprocess.run(
@@ -51,16 +54,20 @@ def _real(file: Path, children: int) -> calibrate.ReclaimTrace:
 
 def _vmsim(children: int, walk: str) -> calibrate.ReclaimTrace:
     sc = {
-        "name": "walk", "duration": "120s", "machine": {"memory": "8GiB", "cpus": 2},
+        "name": "walk",
+        "duration": "120s",
+        "machine": {"memory": "8GiB", "cpus": 2},
         "kernel": {"memcg_reclaim_iter": walk},
         "file": [{"name": "f", "size": f"{FILE >> 20}MiB"}],
         "cgroup": [{"path": "g", "limit_in_bytes": f"{LIMIT >> 20}MiB"}],
-        "task": [{"name": "t", "cgroup": "g",
-                  "program": [{"op": "read", "file": "f", "bs": "128KiB"}]}],
+        "task": [
+            {"name": "t", "cgroup": "g", "program": [{"op": "read", "file": "f", "bs": "128KiB"}]}
+        ],
     }
     if children:
         sc["cgroup"].append(
-            {"path": "g/e", "generate": {"shape": "binary", "groups": children - 1}})
+            {"path": "g/e", "generate": {"shape": "binary", "groups": children - 1}}
+        )
     with tempfile.TemporaryDirectory() as d:
         trace = Path(d) / "trace.txt"
         api.run(sc, trace=trace, events=calibrate.RECLAIM_EVENTS)

@@ -15,9 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 SWAP_AND_DD = REPO / "scenarios" / "swap-and-dd.toml"
 
 
-def _run(
-    cli, tmp: Path, scenario: Path | None, name: str, *extra: str
-) -> tuple[dict, dict, str]:
+def _run(cli, tmp: Path, scenario: Path | None, name: str, *extra: str) -> tuple[dict, dict, str]:
     """(timeline, result, ftrace text) of one run with --perfetto and --trace."""
     args = [scenario, *extra] if scenario else list(extra)
     p = cli(
@@ -32,9 +30,7 @@ def _run(
 def default_run(tmp_path_factory, cli):
     # Under the seed-era costs the default scenario reclaims directly and compacts, which
     # the span checks need; under measured-6.18 it does not compact.
-    return _run(
-        cli, tmp_path_factory.mktemp("perfetto"), None, "default", "--costs", "seed-era"
-    )
+    return _run(cli, tmp_path_factory.mktemp("perfetto"), None, "default", "--costs", "seed-era")
 
 
 @pytest.fixture(scope="module")

@@ -131,8 +131,16 @@ def test_a_fifo_is_refused_and_a_line_without_end_is_malformed(cli, tmp_path):
     p = cli("replay", "access", tmp_path / "fifo", "--format", "txt", "--cache-size", "1MiB")
     assert p.returncode == 2 and "is a FIFO, not a regular file" in p.stderr
     (tmp_path / "long.txt").write_bytes(b"1\n" + b"9" * 200_000 + b"\n2\n")
-    p = cli("replay", "access", tmp_path / "long.txt", "--format", "txt", "--cache-size", "1MiB",
-            "--json")
+    p = cli(
+        "replay",
+        "access",
+        tmp_path / "long.txt",
+        "--format",
+        "txt",
+        "--cache-size",
+        "1MiB",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["requests"] == 2 and r["bad_input"]["malformed"] == 1

@@ -47,7 +47,7 @@ program = [ { op = "swapoff", path = "/dev/sdb2" } ]
         ("priority = 5", "priority = 5\nbytes = 1", ["unknown", "bytes"]),
         ('path = "/dev/sdb2" }', 'path = "/dev/sdc" }', ["swapoff", "/dev/sdc"]),
         ('op = "swapoff"', 'op = "swapon"', []),
-        ("[[swap]]\npath = \"/dev/sdb2\"", "[[swap]]\npath = \"/swapfile\"", ["already declared"]),
+        ('[[swap]]\npath = "/dev/sdb2"', '[[swap]]\npath = "/swapfile"', ["already declared"]),
     ],
 )
 def test_bad_swap_devices_are_one_line_errors(cli, tmp_path, old, new, needles):
@@ -96,8 +96,7 @@ def test_bad_zram_devices_are_one_line_errors(cli, tmp_path, old, new, needles):
 def test_zram_reports_mm_stat_and_is_byte_identical(cli, tmp_path):
     path = tmp_path / "z.toml"
     path.write_text(
-        ZRAM
-        + '[[task]]\nname = "hog"\nprogram = [ { op = "touch", size = "320MiB" }, '
+        ZRAM + '[[task]]\nname = "hog"\nprogram = [ { op = "touch", size = "320MiB" }, '
         '{ op = "snapshot", name = "full" } ]\n'
     )
     a = assert_ok(cli("run", path, "--json"))
@@ -162,8 +161,9 @@ def test_zswap_scenario_stores_in_memory_and_is_byte_identical(cli):
     assert r["vmstat_delta"]["zswpout"] > 0
     assert set(r["zswap"]) >= {"pool_limit_hit", "written_back_pages", "stored_pages"}
     # Without zswap the result has no zswap counters and no page is stored.
-    off = json.loads(assert_ok(cli("run", path, "--json", "--set", "duration=3s",
-                                   "--set", "kernel.zswap=false")))
+    off = json.loads(
+        assert_ok(cli("run", path, "--json", "--set", "duration=3s", "--set", "kernel.zswap=false"))
+    )
     assert "zswap" not in off and off["vmstat_delta"].get("zswpout", 0) == 0
 
 

@@ -90,7 +90,7 @@ def replay_access(
     """Replays a page-access trace at each cache size [pages]; the report as JSON text.
     ValueError names a trace that cannot be read."""
 
-def replay_kmem(path: str, scenario: str, interval: float = 1.0) -> str:
+def replay_kmem(path: str, scenario: str, interval: float = 1.0, workloads: bool = False) -> str:
     """Replays a kmem trace on a scenario's machine and kernel, sampling every
     ``interval`` seconds of trace time; the report as JSON text. ScenarioError for a
     trace whose pfns the machine lacks (naming the memory needed)."""
