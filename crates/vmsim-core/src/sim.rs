@@ -144,7 +144,7 @@ impl Mm {
                 // A block larger than a pageblock starts at an earlier pageblock: find its head.
                 let mut p = start;
                 let head = start & !((1u32 << MAX_PAGE_ORDER) - 1);
-                let big = self.map[head as usize];
+                let big = self.frame(head);
                 if head < start
                     && big.order() > PAGEBLOCK_ORDER
                     && (big.test(pg::BUDDY) || big.test(pg::HEAD))
@@ -159,7 +159,7 @@ impl Mm {
                     p = end;
                 }
                 while p < end {
-                    let page = &self.map[p as usize];
+                    let page = &self.frame(p);
                     let n = 1u32 << page.order();
                     if page.test(pg::BUDDY) {
                         free += n.min(end - p) as u16;

@@ -117,9 +117,9 @@ fn op_strategy(cpus: usize) -> impl Strategy<Value = Op> {
 /// Every free block is on the list of its pageblock's migratetype, for every pageblock it covers.
 fn check_list_types(mm: &Mm) -> Result<(), String> {
     for z in &mm.zones {
-        for (order, area) in z.free_area.iter().enumerate() {
+        for order in 0..z.free_area.len() {
             for mt in MigrateType::ALL {
-                for p in area.free_list[mt as usize].iter(&mm.map) {
+                for p in mm.free_list_blocks(z.id, order, mt) {
                     let blocks = 1u64 << order.saturating_sub(PAGEBLOCK_ORDER);
                     for b in 0..blocks {
                         let q = p + (b << PAGEBLOCK_ORDER) as Pfn;
@@ -453,11 +453,12 @@ fn kernel_ops(ops: &[KOp]) -> Result<(), TestCaseError> {
         k.mm.zones
             .iter()
             .flat_map(|z| {
-                let map = &k.mm.map;
-                z.free_area[MAX_PAGE_ORDER]
-                    .free_list
-                    .iter()
-                    .flat_map(move |l| l.iter(map).map(move |p| (z.id, p)))
+                let mm = &k.mm;
+                MigrateType::ALL.into_iter().flat_map(move |mt| {
+                    mm.free_list_blocks(z.id, MAX_PAGE_ORDER, mt)
+                        .into_iter()
+                        .map(move |p| (z.id, p))
+                })
             })
             .collect();
     let tid = k.fork("prop", 0, false, 0).unwrap();
@@ -590,7 +591,8 @@ fn checks_detect_corruption() {
     assert!(check_all(&mm, &[], boot_free).is_err());
     // A free block whose pageblock type disagrees with its list.
     let z = &mm.zones[mm.page_zone(p)];
-    let free_head = z.free_area[MAX_PAGE_ORDER].free_list[MigrateType::Movable as usize].head;
+    let zid = z.id;
+    let free_head = mm.free_list_first(zid, MAX_PAGE_ORDER, MigrateType::Movable);
     let pb = (free_head >> PAGEBLOCK_ORDER) as usize;
     mm.pageblock_mt[pb] = MigrateType::Reclaimable as u8;
     let e = check_all(&mm, &[(p, 3)], boot_free).unwrap_err();

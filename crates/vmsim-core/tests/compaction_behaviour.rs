@@ -123,7 +123,11 @@ fn take_free_pageblocks(k: &mut Kernel) {
                 let mt = (0..5)
                     .find(|&m| k.mm.zones[zid].free_area[order].nr_free_mt[m] > 0)
                     .unwrap();
-                let head = k.mm.zones[zid].free_area[order].free_list[mt].head;
+                let head = k.mm.free_list_first(
+                    zid,
+                    order,
+                    vmsim_core::mm::mmzone::MigrateType::from_u8(mt as u8),
+                );
                 assert!(k.mm.__isolate_free_page(head, order));
             }
         }

@@ -520,7 +520,7 @@ impl Kernel {
             let lo = block.max(start);
             let hi = (block + PAGEBLOCK_NR_PAGES as Pfn).min(end);
             let has_source_or_target = (lo..hi).step_by(1 << PAGE_ALLOC_COSTLY_ORDER).any(|pfn| {
-                let p = &self.mm.map[pfn as usize];
+                let p = self.mm.frame(pfn);
                 p.test(pg::LRU) || p.test(pg::BUDDY)
             });
             if has_source_or_target {
@@ -722,6 +722,7 @@ impl Kernel {
         let start = cc.migrate_pfn;
         let block_end = (pageblock_start(start) + PAGEBLOCK_NR_PAGES as Pfn)
             .min(self.mm.zones[cc.zid].zone_end_pfn());
+        self.mm.init_deferred_range(start, block_end);
         let mut taken = Vec::new();
         let mut pfn = start;
         let mut scanned = 0u64;
@@ -890,6 +891,7 @@ impl Kernel {
         };
         while block_start >= low {
             let first = block_start.max(zone_start);
+            self.mm.init_deferred_range(first, block_end);
             if self.suitable_migration_target(first)
                 && (cc.ignore_skip_hint || self.isolation_suitable(cc.zid, first))
             {

@@ -6,8 +6,9 @@
 //! __free_pages_core(); then the watermarks and per-CPU lists of
 //! page_alloc.rs (init_per_zone_wmark_min, setup_per_cpu_pageset).
 
+use super::deferred::FREE_FRAME;
 use super::mmzone::*;
-use super::page::{Page, Pfn, NIL, PAGE_SIZE};
+use super::page::{Page, Pfn, PAGE_SIZE};
 use super::page_alloc::*;
 use super::vmstat_items::{Event, NumaStat, ZoneStat};
 use super::{FragStats, Mm};
@@ -128,11 +129,11 @@ impl Mm {
 
         let pb_stat =
             super::pageblock_stat::PageblockStat::new(zones.len(), &pageblock_zone, boot_mt);
+        let deferred = super::deferred::Deferred::new(nr_frames, zones.len(), boot_mt);
         let mut mm = Mm {
-            // Every frame starts as a free frame of no block (what __free_pages_core leaves
-            // in the frames of a free range); the reserved ranges are marked below. One
-            // pass over the frame table instead of two.
-            map: vec![FREE_FRAME; nr_frames as usize],
+            // Frames are written when boot frees or reserves them: a free MAX_PAGE_ORDER
+            // block's frames only when it is first used (mm/deferred.rs).
+            map: super::deferred::zeroed_frames(nr_frames as usize),
             pageblock_mt: vec![boot_mt as u8; (nr_frames >> PAGEBLOCK_ORDER) as usize],
             pageblock_zone,
             pb_stat,
@@ -155,6 +156,7 @@ impl Mm {
             lru_batch: vec![0; nr_cpus],
             memcg: super::memcontrol::MemcgState::new(nr_nodes),
             shuffle: None,
+            deferred,
         };
 
         // memblock: firmware pages at the bottom of DMA, the kernel image at
@@ -209,9 +211,10 @@ impl Mm {
         mm
     }
 
-    /// Frees [start, end) of one zone (frames already [`FREE_FRAME`]) to the buddy lists in
-    /// the largest aligned chunks (__free_pages_memory), each to the lists' tail under
-    /// `kernel.boot_free_to_tail` (__free_pages_core's FPI_TO_TAIL), else to their head.
+    /// Frees [start, end) of one zone to the buddy lists in the largest aligned chunks
+    /// (__free_pages_memory), each to the lists' tail under `kernel.boot_free_to_tail`
+    /// (__free_pages_core's FPI_TO_TAIL), else to their head; a MAX_PAGE_ORDER chunk
+    /// without writing its frames yet ([`Mm::defer_free_block`]).
     fn memblock_free_range(&mut self, zid: usize, start: u64, end: u64) {
         let to_tail = self.kcfg.rules().boot_free_to_tail;
         let mut s = start;
@@ -221,22 +224,18 @@ impl Mm {
                 order -= 1;
             }
             self.zones[zid].managed_pages += 1 << order;
-            let mt = self.get_pageblock_migratetype(s as Pfn);
-            self.__free_one_page(zid, s as Pfn, order as usize, mt, to_tail);
+            if order as usize == MAX_PAGE_ORDER {
+                // To the tail or the head, as __free_one_page puts such a block at boot.
+                self.defer_free_block(zid, s as Pfn, to_tail);
+            } else {
+                self.map[s as usize..(s + (1 << order)) as usize].fill(FREE_FRAME);
+                let mt = self.get_pageblock_migratetype(s as Pfn);
+                self.__free_one_page(zid, s as Pfn, order as usize, mt, to_tail);
+            }
             s += 1 << order;
         }
     }
 }
-
-/// A frame of a free range before it joins a buddy block.
-const FREE_FRAME: Page = Page {
-    flags: 0,
-    ok: 0,
-    mt: 0,
-    next: NIL,
-    prev: NIL,
-    owner: NIL,
-};
 
 /// Marks frames [start, end) reserved by memblock (PageReserved, never freed to the buddy allocator).
 fn mark_reserved(map: &mut [Page], start: u64, end: u64) {

@@ -1,6 +1,7 @@
 //! The memory-management mechanisms, one module per kernel file.
 
 pub mod compaction;
+pub mod deferred;
 pub mod fadvise;
 pub mod filemap;
 pub mod gfp;
@@ -116,6 +117,8 @@ pub struct Mm {
     /// The random stream of page allocator randomization (`kernel.shuffle_page_alloc`,
     /// mm/shuffle.c); None when it is off.
     pub shuffle: Option<crate::engine::rng::Stream>,
+    /// Free MAX_PAGE_ORDER blocks whose frames boot has not written yet.
+    pub deferred: deferred::Deferred,
 }
 
 impl Mm {

@@ -219,6 +219,9 @@ impl Mm {
             p.mt = mt as u8;
             p.owner = NIL;
         }
+        if !tail {
+            self.deferred_note_push_front(zid, order, mt, pfn);
+        }
         let z = &mut self.zones[zid];
         let area = &mut z.free_area[order];
         if tail {
@@ -240,6 +243,7 @@ impl Mm {
         debug_assert!(self.map[pfn as usize].test(pg::BUDDY));
         debug_assert_eq!(self.map[pfn as usize].order(), order);
         debug_assert_eq!(self.map[pfn as usize].mt, mt as u8);
+        self.deferred_note_remove(zid, order, mt, pfn);
         let z = &mut self.zones[zid];
         let area = &mut z.free_area[order];
         area.free_list[mt as usize].remove(&mut self.map, pfn);
@@ -307,7 +311,7 @@ impl Mm {
     #[inline]
     pub fn __rmqueue_smallest(&mut self, zid: usize, order: usize, mt: MigrateType) -> Option<Pfn> {
         for current_order in order..NR_PAGE_ORDERS {
-            let head = self.zones[zid].free_area[current_order].free_list[mt as usize].head;
+            let head = self.free_list_first(zid, current_order, mt);
             if head == NIL {
                 continue;
             }
@@ -346,7 +350,7 @@ impl Mm {
             return -1;
         }
         for fb in FALLBACKS[mt as usize] {
-            if !area.free_list[fb as usize].is_empty() {
+            if !self.free_list_empty(zid, order, fb) {
                 return fb as i32;
             }
         }
@@ -608,7 +612,7 @@ impl Mm {
                 break;
             }
             let fb = MigrateType::from_u8(fb as u8);
-            let head = self.zones[zid].free_area[current_order].free_list[fb as usize].head;
+            let head = self.free_list_first(zid, current_order, fb);
             if let Some(page) =
                 self.try_to_claim_block(zid, head, current_order, order, mt, fb, alloc_flags)
             {
@@ -627,7 +631,7 @@ impl Mm {
                 continue;
             }
             let fb = MigrateType::from_u8(fb as u8);
-            let head = self.zones[zid].free_area[current_order].free_list[fb as usize].head;
+            let head = self.free_list_first(zid, current_order, fb);
             self.page_del_and_expand(zid, head, order, current_order, fb);
             self.trace_extfrag(head, order, current_order, mt, fb);
             return Some(head);
@@ -819,7 +823,9 @@ impl Mm {
             if area.nr_free == 0 {
                 continue;
             }
-            if (0..MIGRATE_PCPTYPES).any(|mt| !area.free_list[mt].is_empty()) {
+            if (0..MIGRATE_PCPTYPES)
+                .any(|mt| !self.free_list_empty(zid, o, MigrateType::from_u8(mt as u8)))
+            {
                 return true;
             }
             if alloc_flags & (ALLOC_HIGHATOMIC | ALLOC_OOM) != 0
@@ -1301,6 +1307,7 @@ impl Mm {
     /// conserved. This is the `expensive-checks` VM_BUG_ON.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_pageblock_stat()?;
+        self.check_deferred()?;
         let n = self.map.len();
         let mut seen = vec![false; n];
         let mut free_total = 0u64;
@@ -1360,6 +1367,27 @@ impl Mm {
                         }
                         free_mt[mt as usize] += 1 << order;
                         cnt += 1;
+                    }
+                    if self.deferred.holds(z.id, order, mt) {
+                        // The blocks whose frames are not written yet hold their place
+                        // in this list ([`Mm::check_deferred`] checks their frames).
+                        for p in self.deferred.blocks(z.id) {
+                            if !z.spans(p) || p & ((1 << order) - 1) != 0 {
+                                return Err(format!("deferred block {p} misplaced"));
+                            }
+                            for q in p..p + (1 << order) {
+                                if seen[q as usize] {
+                                    return Err(format!("pfn {q} is in two free blocks"));
+                                }
+                                seen[q as usize] = true;
+                            }
+                            if mt != MigrateType::Isolate {
+                                zone_free_blocks += 1 << order;
+                                zone_free += 1 << order;
+                            }
+                            free_mt[mt as usize] += 1 << order;
+                            cnt += 1;
+                        }
                     }
                     if cnt != area.nr_free_mt[mt as usize] {
                         return Err(format!(

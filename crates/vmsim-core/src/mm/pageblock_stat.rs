@@ -101,7 +101,7 @@ impl Mm {
             let mut kinds = 0u8;
             let mut p = start;
             while p < end {
-                let page = &self.map[p as usize];
+                let page = &self.frame(p);
                 if page.test(pg::HEAD) {
                     if !page.test(pg::RESERVED) && (page.mt as usize) < 3 {
                         kinds |= 1 << page.mt;

@@ -1953,7 +1953,11 @@ mod kswapd_sleep_tests {
                     let mt = (0..5)
                         .find(|&m| k.mm.zones[z].free_area[order].nr_free_mt[m] > 0)
                         .unwrap();
-                    let head = k.mm.zones[z].free_area[order].free_list[mt].head;
+                    let head = k.mm.free_list_first(
+                        z,
+                        order,
+                        crate::mm::mmzone::MigrateType::from_u8(mt as u8),
+                    );
                     assert!(k.mm.__isolate_free_page(head, order));
                 }
             }

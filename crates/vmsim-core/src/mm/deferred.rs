@@ -1,0 +1,431 @@
+//! Free memory whose frames are written only when first used.
+//!
+//! The kernel does not initialise every `struct page` before it runs: with
+//! CONFIG_DEFERRED_STRUCT_PAGE_INIT, memmap_init() covers part of each node and
+//! deferred_init_memmap() (or deferred_grow_zone(), when an allocation needs more
+//! before that thread is done) initialises the rest and frees it to the buddy
+//! lists in MAX_PAGE_ORDER blocks. vmsim takes the idea further, for its own speed
+//! and memory: a MAX_PAGE_ORDER block that boot frees whole is counted at once in
+//! every free-page figure and holds its place in its free list, but its 1,024
+//! frames stay untouched (the zeroed allocation the host has not even mapped)
+//! until something uses the block: the allocator taking it off its list, or a
+//! compaction scanner reaching it. Then the frames get exactly what boot would
+//! have written, so a run is the same whether a block was written at boot or later.
+//!
+//! The free list of the boot migratetype at MAX_PAGE_ORDER is, in order: the
+//! blocks linked through the frame table up to `after` (the front), the untouched
+//! blocks in `blocks` (in their boot order), and the rest of the linked list (the
+//! back). A block written from the front of `blocks` joins the front; one written
+//! from its back joins the back; both are linked right after `after`.
+
+use super::mmzone::{MigrateType, MAX_PAGE_ORDER};
+use super::page::{pg, ListHead, Page, Pfn, NIL};
+use super::Mm;
+use std::collections::VecDeque;
+
+/// Pages of a MAX_PAGE_ORDER block.
+const BLOCK: u64 = 1 << MAX_PAGE_ORDER;
+
+/// A frame of a free range before it joins a buddy block (what boot writes in every
+/// frame it frees).
+pub const FREE_FRAME: Page = Page {
+    flags: 0,
+    ok: 0,
+    mt: 0,
+    next: NIL,
+    prev: NIL,
+    owner: NIL,
+};
+
+/// The untouched free blocks of every zone.
+#[derive(Debug, Clone, Default)]
+pub struct Deferred {
+    /// One bit per MAX_PAGE_ORDER block of the machine: free since boot, frames untouched.
+    bits: Vec<u64>,
+    /// Per zone: the untouched blocks in free-list order.
+    blocks: Vec<VecDeque<Pfn>>,
+    /// Per zone: the linked block the untouched ones follow in the list (NIL: the list's head).
+    after: Vec<Pfn>,
+    /// The migratetype of their pageblocks and list (the boot migratetype).
+    mt: u8,
+}
+
+impl Deferred {
+    /// No block deferred yet, for `nr_frames` frames in `nr_zones` zones of boot type `mt`.
+    pub fn new(nr_frames: u64, nr_zones: usize, mt: MigrateType) -> Self {
+        Deferred {
+            bits: vec![0; (nr_frames / BLOCK).div_ceil(64) as usize],
+            blocks: vec![VecDeque::new(); nr_zones],
+            after: vec![NIL; nr_zones],
+            mt: mt as u8,
+        }
+    }
+
+    /// Whether the frame `pfn` lies in an untouched block.
+    #[inline(always)]
+    pub fn is_deferred(&self, pfn: Pfn) -> bool {
+        let b = (pfn as u64 / BLOCK) as usize;
+        self.bits
+            .get(b / 64)
+            .is_some_and(|w| w & (1 << (b % 64)) != 0)
+    }
+
+    /// Whether zone `zid`'s free list of `order` and `mt` holds untouched blocks.
+    #[inline(always)]
+    pub fn holds(&self, zid: usize, order: usize, mt: MigrateType) -> bool {
+        order == MAX_PAGE_ORDER && mt as u8 == self.mt && !self.blocks[zid].is_empty()
+    }
+
+    /// Untouched blocks of a zone, in list order.
+    pub fn blocks(&self, zid: usize) -> impl Iterator<Item = Pfn> + '_ {
+        self.blocks[zid].iter().copied()
+    }
+
+    /// Marks the block at `pfn` untouched.
+    fn set(&mut self, pfn: Pfn, on: bool) {
+        let b = (pfn as u64 / BLOCK) as usize;
+        if on {
+            self.bits[b / 64] |= 1 << (b % 64);
+        } else {
+            self.bits[b / 64] &= !(1 << (b % 64));
+        }
+    }
+}
+
+impl Mm {
+    /// Boot frees the MAX_PAGE_ORDER block at `pfn` of zone `zid` to the end of its
+    /// list (`to_tail`, else its head) without writing its frames: everything
+    /// __free_one_page() and __add_to_free_list() count, counted now.
+    pub(super) fn defer_free_block(&mut self, zid: usize, pfn: Pfn, to_tail: bool) {
+        let mt = MigrateType::from_u8(self.deferred.mt);
+        debug_assert_eq!(self.get_pageblock_migratetype(pfn), mt);
+        let d = &mut self.deferred;
+        debug_assert!(d.blocks[zid].is_empty() || d.after[zid] == NIL);
+        if to_tail {
+            d.blocks[zid].push_back(pfn);
+        } else {
+            d.blocks[zid].push_front(pfn);
+        }
+        d.set(pfn, true);
+        let z = &mut self.zones[zid];
+        let area = &mut z.free_area[MAX_PAGE_ORDER];
+        area.nr_free += 1;
+        area.nr_free_mt[mt as usize] += 1;
+        z.nr_free_mt[mt as usize] += BLOCK;
+        z.vm_stat[super::vmstat_items::ZoneStat::NR_FREE_PAGES as usize] += BLOCK as i64;
+        if mt != MigrateType::Isolate {
+            z.vm_stat[super::vmstat_items::ZoneStat::NR_FREE_PAGES_BLOCKS as usize] += BLOCK as i64;
+        }
+    }
+
+    /// The first block of zone `zid`'s free list of `order` and `mt`, its frames written
+    /// if it was untouched (list_first_entry on the free list); NIL if the list is empty.
+    #[inline(always)]
+    pub fn free_list_first(&mut self, zid: usize, order: usize, mt: MigrateType) -> Pfn {
+        if self.deferred.holds(zid, order, mt) && self.deferred.after[zid] == NIL {
+            self.init_deferred_front(zid, 1);
+        }
+        self.zones[zid].free_area[order].free_list[mt as usize].head
+    }
+
+    /// Whether zone `zid`'s free list of `order` and `mt` is empty (list_empty).
+    #[inline(always)]
+    pub fn free_list_empty(&self, zid: usize, order: usize, mt: MigrateType) -> bool {
+        self.zones[zid].free_area[order].free_list[mt as usize].is_empty()
+            && !self.deferred.holds(zid, order, mt)
+    }
+
+    /// Notes that a block joins the head of zone `zid`'s list of `order` and `mt`, before
+    /// the untouched blocks if it becomes the front's only block.
+    #[inline(always)]
+    pub(super) fn deferred_note_push_front(
+        &mut self,
+        zid: usize,
+        order: usize,
+        mt: MigrateType,
+        pfn: Pfn,
+    ) {
+        if self.deferred.holds(zid, order, mt) && self.deferred.after[zid] == NIL {
+            self.deferred.after[zid] = pfn;
+        }
+    }
+
+    /// Notes that a linked block leaves zone `zid`'s list of `order` and `mt` (before it
+    /// is unlinked): the untouched blocks then follow the one before it.
+    #[inline(always)]
+    pub(super) fn deferred_note_remove(
+        &mut self,
+        zid: usize,
+        order: usize,
+        mt: MigrateType,
+        pfn: Pfn,
+    ) {
+        if self.deferred.holds(zid, order, mt) && self.deferred.after[zid] == pfn {
+            self.deferred.after[zid] = self.map[pfn as usize].prev;
+        }
+    }
+
+    /// Writes the frames of the first `n` untouched blocks of zone `zid` and links them
+    /// in order at the end of the list's front (deferred_grow_zone, one block at a time).
+    fn init_deferred_front(&mut self, zid: usize, n: usize) {
+        for _ in 0..n {
+            let Some(pfn) = self.deferred.blocks[zid].pop_front() else {
+                return;
+            };
+            self.init_deferred_block(zid, pfn);
+            self.deferred.after[zid] = pfn;
+        }
+        self.deferred_forget_empty(zid);
+    }
+
+    /// Writes the frames of the last `n` untouched blocks of zone `zid` and links them in
+    /// order at the start of the list's back.
+    fn init_deferred_back(&mut self, zid: usize, n: usize) {
+        for _ in 0..n {
+            let Some(pfn) = self.deferred.blocks[zid].pop_back() else {
+                return;
+            };
+            self.init_deferred_block(zid, pfn);
+        }
+        self.deferred_forget_empty(zid);
+    }
+
+    /// With no untouched block left, the list is its linked part alone.
+    fn deferred_forget_empty(&mut self, zid: usize) {
+        if self.deferred.blocks[zid].is_empty() {
+            self.deferred.after[zid] = NIL;
+        }
+    }
+
+    /// Writes an untouched block's frames as boot would have (free frames, the head a
+    /// buddy of MAX_PAGE_ORDER) and links it right after `after` (__init_single_page and
+    /// __add_to_free_list; the counts already hold it).
+    fn init_deferred_block(&mut self, zid: usize, pfn: Pfn) {
+        self.deferred.set(pfn, false);
+        let start = pfn as usize;
+        self.map[start..start + BLOCK as usize].fill(FREE_FRAME);
+        let mt = self.deferred.mt;
+        {
+            let p = &mut self.map[start];
+            p.flags = pg::BUDDY;
+            p.ok = MAX_PAGE_ORDER as u8;
+            p.mt = mt;
+            p.owner = NIL;
+        }
+        let after = self.deferred.after[zid];
+        let list = &mut self.zones[zid].free_area[MAX_PAGE_ORDER].free_list[mt as usize];
+        insert_after(list, &mut self.map, after, pfn);
+    }
+
+    /// Writes the frames of every untouched block overlapping [start, end), keeping the
+    /// list's order (a scanner is about to read them).
+    pub fn init_deferred_range(&mut self, start: Pfn, end: Pfn) {
+        let first = start as u64 / BLOCK;
+        let last = (end as u64).div_ceil(BLOCK);
+        for b in first..last {
+            let pfn = (b * BLOCK) as Pfn;
+            if self.deferred.is_deferred(pfn) {
+                self.init_deferred_at(pfn);
+            }
+        }
+    }
+
+    /// Writes the frames of the untouched block at `pfn` and of every untouched block
+    /// between it and the nearer end of its zone's untouched run, so the list keeps its
+    /// order.
+    fn init_deferred_at(&mut self, pfn: Pfn) {
+        let zid = self.page_zone(pfn);
+        let q = &self.deferred.blocks[zid];
+        let ascending = q.len() < 2 || q[0] < q[1];
+        let i = if ascending {
+            q.binary_search(&pfn)
+        } else {
+            q.binary_search_by(|x| pfn.cmp(x))
+        }
+        .expect("a deferred block is in its zone's run");
+        let len = q.len();
+        if i < len / 2 {
+            self.init_deferred_front(zid, i + 1);
+        } else {
+            self.init_deferred_back(zid, len - i);
+        }
+    }
+
+    /// Writes the frames of every untouched block (before a walk that reorders the lists).
+    pub fn init_deferred_all(&mut self) {
+        for zid in 0..self.zones.len() {
+            let n = self.deferred.blocks[zid].len();
+            self.init_deferred_front(zid, n);
+        }
+    }
+
+    /// Every block of zone `zid`'s free list of `order` and `mt` in list order, the
+    /// untouched ones in their place (list_for_each_entry, for checks and tests).
+    pub fn free_list_blocks(&self, zid: usize, order: usize, mt: MigrateType) -> Vec<Pfn> {
+        let list = &self.zones[zid].free_area[order].free_list[mt as usize];
+        let holds = self.deferred.holds(zid, order, mt);
+        let after = self.deferred.after[zid];
+        let mut out = Vec::new();
+        if holds && after == NIL {
+            out.extend(self.deferred.blocks(zid));
+        }
+        for p in list.iter(&self.map) {
+            out.push(p);
+            if holds && p == after {
+                out.extend(self.deferred.blocks(zid));
+            }
+        }
+        out
+    }
+
+    /// The frame `pfn` as it is or, in an untouched block, as it will be written.
+    #[inline]
+    pub fn frame(&self, pfn: Pfn) -> Page {
+        if !self.deferred.is_deferred(pfn) {
+            return self.map[pfn as usize];
+        }
+        if (pfn as u64).is_multiple_of(BLOCK) {
+            Page {
+                flags: pg::BUDDY,
+                ok: MAX_PAGE_ORDER as u8,
+                mt: self.deferred.mt,
+                ..FREE_FRAME
+            }
+        } else {
+            FREE_FRAME
+        }
+    }
+
+    /// Checks the untouched blocks: each in its zone, its frames never written.
+    pub fn check_deferred(&self) -> Result<(), String> {
+        for (zid, q) in self.deferred.blocks.iter().enumerate() {
+            for &pfn in q {
+                if !self.deferred.is_deferred(pfn) || self.page_zone(pfn) != zid {
+                    return Err(format!("deferred block {pfn} of zone {zid} is not marked"));
+                }
+                let zero = Page {
+                    flags: 0,
+                    ok: 0,
+                    mt: 0,
+                    next: 0,
+                    prev: 0,
+                    owner: 0,
+                };
+                if self.map[pfn as usize..pfn as usize + BLOCK as usize]
+                    .iter()
+                    .any(|p| *p != zero)
+                {
+                    return Err(format!("deferred block {pfn} has written frames"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Links `pfn` right after `after` (NIL: at the head) (list_add).
+fn insert_after(list: &mut ListHead, map: &mut [Page], after: Pfn, pfn: Pfn) {
+    if after == NIL {
+        list.push_front(map, pfn);
+        return;
+    }
+    let next = map[after as usize].next;
+    if next == NIL {
+        list.push_back(map, pfn);
+        return;
+    }
+    map[pfn as usize].prev = after;
+    map[pfn as usize].next = next;
+    map[after as usize].next = pfn;
+    map[next as usize].prev = pfn;
+}
+
+/// A frame table of `n` zeroed frames, allocated without writing them (calloc: the host
+/// maps the pages when first touched).
+pub fn zeroed_frames(n: usize) -> Vec<Page> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let layout = std::alloc::Layout::array::<Page>(n).expect("frame table size");
+    // SAFETY: `Page` is plain integers, for which all-zero bytes are a valid value; the
+    // pointer comes from the global allocator with the layout Vec<Page> frees it with.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout) as *mut Page;
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Vec::from_raw_parts(ptr, n, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::mm::gfp::GFP_HIGHUSER_MOVABLE;
+
+    fn boot(kernel: &str) -> Mm {
+        let sc = Scenario::from_toml(&format!(
+            "[machine]\nmemory=\"8GiB\"\ncpus=1\n[kernel]\n{kernel}\n"
+        ))
+        .unwrap();
+        Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+    }
+
+    /// The Normal zone.
+    fn normal(mm: &Mm) -> usize {
+        mm.zones.iter().rposition(|z| z.populated()).unwrap()
+    }
+
+    #[test]
+    fn boot_counts_free_blocks_without_writing_their_frames() {
+        let mm = boot("");
+        let z = normal(&mm);
+        let blocks: Vec<Pfn> = mm.deferred.blocks(z).collect();
+        // 4 GiB of Normal less the memmap at the node's top: about a thousand blocks,
+        // in ascending order (boot frees to the lists' tails).
+        assert!(blocks.len() > 900, "{}", blocks.len());
+        assert!(blocks.windows(2).all(|w| w[0] < w[1]));
+        let area = &mm.zones[z].free_area[MAX_PAGE_ORDER];
+        assert_eq!(area.nr_free as usize, blocks.len());
+        assert!(area.free_list[MigrateType::Movable as usize].is_empty());
+        assert!(!mm.free_list_empty(z, MAX_PAGE_ORDER, MigrateType::Movable));
+        // The frames are untouched, and read as boot would have written them.
+        let b = blocks[7];
+        assert!(mm.map[b as usize..b as usize + 1024]
+            .iter()
+            .all(|p| p.flags == 0 && p.next == 0));
+        assert!(mm.frame(b).test(pg::BUDDY) && mm.frame(b).order() == MAX_PAGE_ORDER);
+        assert_eq!(mm.frame(b + 1), FREE_FRAME);
+        mm.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_block_is_written_when_taken_and_the_list_keeps_its_order() {
+        let mut mm = boot("");
+        let z = normal(&mm);
+        let boot_order = mm.free_list_blocks(z, MAX_PAGE_ORDER, MigrateType::Movable);
+        // A scanner reaches a block three quarters along the run: it and the ones after
+        // it are written (the nearer end), in their places.
+        let far = boot_order[boot_order.len() * 3 / 4];
+        mm.init_deferred_range(far + 5, far + 6);
+        assert!(!mm.deferred.is_deferred(far));
+        assert_eq!(mm.map[far as usize].order(), MAX_PAGE_ORDER);
+        assert_eq!(
+            mm.free_list_blocks(z, MAX_PAGE_ORDER, MigrateType::Movable),
+            boot_order
+        );
+        // Whole blocks come off the list in boot order, each written as it goes.
+        for want in &boot_order[..3] {
+            let (p, _) = mm.alloc_pages_fast(GFP_HIGHUSER_MOVABLE, MAX_PAGE_ORDER, 0, 0);
+            assert_eq!(p, Some(*want));
+            assert!(!mm.deferred.is_deferred(*want));
+        }
+        mm.check_invariants().unwrap();
+        // A block freed to the list's head goes before the untouched run.
+        mm.free_pages(boot_order[0], MAX_PAGE_ORDER, 0);
+        let now = mm.free_list_blocks(z, MAX_PAGE_ORDER, MigrateType::Movable);
+        assert_eq!(now.len(), boot_order.len() - 2);
+        mm.check_invariants().unwrap();
+    }
+}
