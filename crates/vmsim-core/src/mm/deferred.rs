@@ -361,16 +361,8 @@ pub fn zeroed_frames(n: usize) -> Vec<Page> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Scenario;
     use crate::mm::gfp::GFP_HIGHUSER_MOVABLE;
-
-    fn boot(kernel: &str) -> Mm {
-        let sc = Scenario::from_toml(&format!(
-            "[machine]\nmemory=\"8GiB\"\ncpus=1\n[kernel]\n{kernel}\n"
-        ))
-        .unwrap();
-        Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
-    }
+    use crate::mm::mm_init::boot_8gib as boot;
 
     /// The Normal zone.
     fn normal(mm: &Mm) -> usize {

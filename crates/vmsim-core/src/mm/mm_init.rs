@@ -237,6 +237,16 @@ impl Mm {
     }
 }
 
+/// An 8 GiB one-CPU machine booted with the `[kernel]` lines `kernel` (for tests).
+#[cfg(test)]
+pub(crate) fn boot_8gib(kernel: &str) -> Mm {
+    let sc = crate::config::Scenario::from_toml(&format!(
+        "[machine]\nmemory=\"8GiB\"\ncpus=1\n[kernel]\n{kernel}\n"
+    ))
+    .unwrap();
+    Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+}
+
 /// Marks frames [start, end) reserved by memblock (PageReserved, never freed to the buddy allocator).
 fn mark_reserved(map: &mut [Page], start: u64, end: u64) {
     for p in &mut map[start.min(end) as usize..end as usize] {

@@ -104,17 +104,9 @@ impl Mm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Scenario;
     use crate::mm::mmzone::MigrateType;
 
-    /// An 8 GiB one-CPU machine booted with the `[kernel]` lines `kernel`.
-    fn boot(kernel: &str) -> Mm {
-        let sc = Scenario::from_toml(&format!(
-            "[machine]\nmemory=\"8GiB\"\ncpus=1\n[kernel]\n{kernel}\n"
-        ))
-        .unwrap();
-        Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
-    }
+    use crate::mm::mm_init::boot_8gib as boot;
 
     /// The largest zone (Normal).
     fn normal(mm: &Mm) -> usize {
