@@ -240,6 +240,22 @@ def test_a_profile_names_what_was_measured_and_what_is_estimated() -> None:
     assert parsed["name"] == "mine" and parsed["cost"] == prof["cost"]
 
 
+def test_a_repetition_below_zero_starts_the_spread_at_zero_and_says_so() -> None:
+    # migrate_page is compact_migrated less buddy_free: on a busy machine one of the
+    # two-pass solves can land below zero; the profile stays valid.
+    base = api.cost_profile("seed-era")
+    cal = calibrate.Calibration(machine={"machine": "m", "kernel": "k", "date": "2026-01-01"})
+    cal.knobs["migrate_page"] = calibrate.Figure(
+        "migrate_page", [-1275.0, 900.0, 2875.3], "a difference"
+    )
+    prof = calibrate.profile(cal, base, "mine")
+    assert prof["cost"]["migrate_page"] == 900
+    assert prof["spread"]["migrate_page"] == [0.0, 2875.3]
+    assert "1 of 3 below zero" in prof["method"]["migrate_page"]
+    parsed = json.loads(_vmsim.cost_profile(calibrate.profile_toml(prof)))
+    assert parsed["cost"]["migrate_page"] == 900
+
+
 def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() -> None:
     base = api.cost_profile("measured-6.18")
     cal = calibrate.Calibration(machine={"machine": "m", "kernel": "k", "date": "2026-12-01"})

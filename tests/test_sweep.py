@@ -356,8 +356,8 @@ def test_output_that_is_not_a_sweep_is_refused(cli, tmp_path):
 # ---------------------------------------------------------------------------
 
 
-def test_capacity_estimate_bounds_a_measured_worker(tmp_path):
-    text = SMALL.read_text().replace('memory = "256MiB"', 'memory = "16GiB"')
+def _peak_rss(text: str) -> int:
+    """The peak resident memory of a process that runs the scenario `text` [bytes]."""
     # VmHWM, not ru_maxrss: the latter keeps the forking parent's peak across exec.
     code = (
         "import re, sys; from vmsim import api; api.run(sys.stdin.read()); "
@@ -367,10 +367,24 @@ def test_capacity_estimate_bounds_a_measured_worker(tmp_path):
     p = subprocess.run(
         [sys.executable, "-c", code], input=text, capture_output=True, text=True, check=True
     )
-    peak = int(p.stdout)
-    need = capacity.run_bytes(text)
+    return int(p.stdout)
+
+
+def test_capacity_estimate_bounds_a_measured_worker(tmp_path):
     frames = (16 << 30) // 4096
-    # An upper bound, and not a loose one where the frame table dominates.
+    # A 16 GiB machine whose run touches little of it: the estimate bounds the peak,
+    # and the frames never used cost nothing (written when first used).
+    text = SMALL.read_text().replace('memory = "256MiB"', 'memory = "16GiB"')
+    peak = _peak_rss(text)
+    assert peak <= capacity.run_bytes(text)
+    assert peak < frames * capacity.BYTES_PER_FRAME
+    # One that fills it: the frame table is written, and the bound is not a loose one.
+    full = (
+        'duration = "30s"\n[machine]\nmemory = "16GiB"\ncpus = 1\n'
+        '[[task]]\nname = "fill"\nprogram = [{ op = "touch", size = "15GiB" }]\n'
+    )
+    peak = _peak_rss(full)
+    need = capacity.run_bytes(full)
     assert frames * capacity.BYTES_PER_FRAME < peak <= need < 2 * peak
 
 

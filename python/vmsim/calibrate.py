@@ -2073,9 +2073,17 @@ def profile(
         method = dict(base.get("method", {}))
     for knob, fig in cal.knobs.items():
         cost[knob] = max(1 if knob == "msg_user" else 0, round(fig.median))
-        lo, hi = fig.spread
+        # A cost is never below zero, as the knob is clamped: a repetition that a
+        # difference of two measurements puts below it is noise, and the spread starts at 0.
+        lo, hi = (max(0.0, v) for v in fig.spread)
         spread[knob] = [round(lo, 1), round(hi, 1)]
         method[knob] = f"measured: {fig.method}; median of {len(fig.values)}"
+        negative = sum(v < 0 for v in fig.values)
+        if negative:
+            method[knob] += (
+                f" ({negative} of {len(fig.values)} below zero, the noise of a difference: "
+                "the spread starts at 0)"
+            )
         if fig.median < 1 and knob == "msg_user":
             method[knob] += " (below what the measurement resolves: 1 ns)"
         if only is not None:
