@@ -107,15 +107,8 @@ impl Mm {
             d.blocks[zid].push_front(pfn);
         }
         d.set(pfn, true);
-        let z = &mut self.zones[zid];
-        let area = &mut z.free_area[MAX_PAGE_ORDER];
-        area.nr_free += 1;
-        area.nr_free_mt[mt as usize] += 1;
-        z.nr_free_mt[mt as usize] += BLOCK;
-        z.vm_stat[super::vmstat_items::ZoneStat::NR_FREE_PAGES as usize] += BLOCK as i64;
-        if mt != MigrateType::Isolate {
-            z.vm_stat[super::vmstat_items::ZoneStat::NR_FREE_PAGES_BLOCKS as usize] += BLOCK as i64;
-        }
+        self.account_freepages(zid, BLOCK as i64, mt);
+        self.count_free_block(zid, MAX_PAGE_ORDER, mt);
     }
 
     /// The first block of zone `zid`'s free list of `order` and `mt`, its frames written

@@ -188,7 +188,7 @@ impl Mm {
 
     /// Adjusts NR_FREE_PAGES and the highatomic count (account_freepages).
     #[inline(always)]
-    fn account_freepages(&mut self, zid: usize, nr: i64, mt: MigrateType) {
+    pub(super) fn account_freepages(&mut self, zid: usize, nr: i64, mt: MigrateType) {
         let z = &mut self.zones[zid];
         if mt == MigrateType::Isolate {
             return;
@@ -222,13 +222,21 @@ impl Mm {
         if !tail {
             self.deferred_note_push_front(zid, order, mt, pfn);
         }
+        let list = &mut self.zones[zid].free_area[order].free_list[mt as usize];
+        if tail {
+            list.push_back(&mut self.map, pfn);
+        } else {
+            list.push_front(&mut self.map, pfn);
+        }
+        self.count_free_block(zid, order, mt);
+    }
+
+    /// Counts a block joining a free list: the area's and the zone's free counts (the
+    /// accounting half of __add_to_free_list).
+    #[inline(always)]
+    pub(super) fn count_free_block(&mut self, zid: usize, order: usize, mt: MigrateType) {
         let z = &mut self.zones[zid];
         let area = &mut z.free_area[order];
-        if tail {
-            area.free_list[mt as usize].push_back(&mut self.map, pfn);
-        } else {
-            area.free_list[mt as usize].push_front(&mut self.map, pfn);
-        }
         area.nr_free += 1;
         area.nr_free_mt[mt as usize] += 1;
         z.nr_free_mt[mt as usize] += 1 << order;
