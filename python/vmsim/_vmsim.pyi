@@ -57,8 +57,9 @@ def table_knobs() -> str:
     doc and max."""
 
 def capacity_need(scenario: str) -> str:
-    """Host memory one run of the scenario needs, by part and in all (``total``), as JSON
-    [bytes]; raises ScenarioError if the scenario is wrong."""
+    """Host memory one run of the scenario needs, by part, in all (``total``: every frame
+    used) and before its first event (``at_start``), as JSON [bytes]; raises ScenarioError
+    if the scenario is wrong."""
 
 def bench(min_seconds: float = 1.0, throttle_scenario: str | None = None) -> str:
     """Runs the engine benchmarks; returns JSON."""

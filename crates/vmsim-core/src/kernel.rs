@@ -630,6 +630,13 @@ impl Kernel {
             + t.held.iter().map(|&(_, o)| 1u64 << o).sum::<u64>()
     }
 
+    /// Host memory the run has added since boot to what grows with use: the frames of free
+    /// blocks first used (mm/deferred.rs) and the page tables' slot space [bytes].
+    pub fn host_bytes_grown(&self) -> u64 {
+        self.mm.frames_written_since_boot() * crate::capacity::BYTES_PER_FRAME
+            + self.rmap.host_bytes()
+    }
+
     /// Checks the kernel's invariants (expensive): every frame in exactly one state and
     /// the free counts ([`Mm::check_invariants`]), the LRU lists against their sizes and
     /// counters ([`Mm::check_lru`]), memcg charges against the frames

@@ -32,7 +32,7 @@ pub use error::{Error, Result};
 pub use sim::{run, RunResult};
 
 /// Parses a scenario, optionally overriding its seed, and runs it if this host can hold it
-/// ([`capacity::check`]).
+/// ([`capacity::check`]); a run that outgrows the host stops with [`Error::Capacity`].
 pub fn run_toml(
     text: &str,
     seed: Option<u64>,
@@ -42,6 +42,12 @@ pub fn run_toml(
     if let Some(s) = seed {
         sc.seed = s;
     }
-    capacity::check(&sc)?;
-    Ok(run(&sc, progress))
+    let budget = capacity::check(&sc)?;
+    let mut ctl = sim::Control::new(progress);
+    ctl.budget = budget;
+    match sim::run_controlled(&sc, None, &mut ctl) {
+        Ok((r, _)) => Ok(r),
+        Err(e @ sim::Stopped::HostMemory { .. }) => Err(Error::Capacity(e.to_string())),
+        Err(e) => unreachable!("a run without interruption stops only at a check: {e}"),
+    }
 }

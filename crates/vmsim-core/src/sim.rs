@@ -517,6 +517,9 @@ pub struct Control<'a> {
     pub check_invariants: bool,
     /// Record the run's [`Timeline`] (every task's changes of state, per-zone counters).
     pub timeline: bool,
+    /// What the run may grow by on this host ([`crate::capacity::check`]); looked at with
+    /// the interruption, the run stops with [`Stopped::HostMemory`] when it is spent.
+    pub budget: Option<crate::capacity::Budget>,
 }
 
 impl<'a> Control<'a> {
@@ -528,6 +531,7 @@ impl<'a> Control<'a> {
             max_wall: None,
             check_invariants: cfg!(feature = "expensive-checks"),
             timeline: false,
+            budget: None,
         }
     }
 }
@@ -548,6 +552,14 @@ pub enum Stopped {
         at_ns: u64,
         /// The invariant and how it failed.
         what: String,
+    },
+    /// The run outgrew what the host can give it ([`crate::capacity::Budget`]).
+    #[error("{message}")]
+    HostMemory {
+        /// Simulated time it was seen [ns].
+        at_ns: u64,
+        /// One line: what the run had grown by, and the host's limit.
+        message: String,
     },
 }
 
@@ -610,6 +622,7 @@ pub fn run_built(
     'run: while t < end && eng.live_user_tasks > 0 {
         t = (t + interval).min(end);
         while !eng.run_until_at_most(t, POLL_EVENTS) {
+            within_budget(ctl, &eng)?;
             if look(ctl, eng.now)? {
                 cut = Some(wall_cut(ctl, eng.now));
                 break 'run;
@@ -621,6 +634,7 @@ pub fn run_built(
             tl.sample(&eng.kernel.mm, &snap, t);
         }
         (ctl.progress)(t, end);
+        within_budget(ctl, &eng)?;
         if ctl.check_invariants {
             check_invariants(&eng, t)?;
         }
@@ -668,6 +682,19 @@ pub fn run_built(
         r.trace_events_dropped = (tr.dropped() > 0).then_some(tr.dropped());
     }
     Ok((r, tracer))
+}
+
+/// Stops a run that has grown past its host memory budget ([`Control::budget`]).
+fn within_budget(ctl: &Control, eng: &Engine) -> Result<(), Stopped> {
+    let Some(b) = &ctl.budget else { return Ok(()) };
+    let grown = eng.kernel.host_bytes_grown();
+    if grown <= b.bytes {
+        return Ok(());
+    }
+    Err(Stopped::HostMemory {
+        at_ns: eng.now,
+        message: b.exceeded(eng.now, grown),
+    })
 }
 
 /// The cut of a run whose wall-clock budget ran out at simulated time `now`.

@@ -1,8 +1,9 @@
 //! Runs that always end and can be stopped: programs of operations that take no time
 //! still move simulated time on (each system call costs at least `cost.syscall`), a run
 //! stops when its caller says so, a wall-clock budget cuts it with a partial result,
-//! the invariant checks run during a run and catch a broken LRU size, and the trace
-//! keeps a bounded number of lines.
+//! the invariant checks run during a run and catch a broken LRU size, the trace
+//! keeps a bounded number of lines, and a run that outgrows its host memory budget
+//! stops with one line.
 
 use std::time::{Duration, Instant};
 use vmsim_core::config::Scenario;
@@ -122,6 +123,53 @@ fn zero_time_programs_are_deterministic() {
 }
 
 /// A long run the caller interrupts after a few looks: it stops at once, without a result.
+/// The frame table and page tables grow as a task first uses memory: a budget smaller than
+/// that growth stops the run with one line, a larger one changes nothing.
+#[test]
+fn a_run_that_outgrows_its_host_budget_stops_with_one_line() {
+    let sc = scenario("1s", "1", r#"{ op = "touch", size = "128MiB" }"#);
+    let budget = |bytes| {
+        Some(vmsim_core::capacity::Budget {
+            bytes,
+            limit: vmsim_core::capacity::HostLimit {
+                bytes: bytes + 1_000_000,
+                what: "available",
+            },
+            at_start: 1_000_000,
+            memory: "256MiB".into(),
+        })
+    };
+    let mut progress = |_, _| {};
+    let mut ctl = Control::new(&mut progress);
+    ctl.budget = budget(100_000);
+    match run_controlled(&sc, None, &mut ctl) {
+        Err(Stopped::HostMemory { at_ns, message }) => {
+            assert!(at_ns < 1_000_000_000, "{at_ns}");
+            assert!(
+                message.contains("had grown by") && !message.contains('\n'),
+                "{message}"
+            );
+            assert!(
+                message.ends_with(
+                    "machine.memory = 256MiB with this workload is more than it can simulate"
+                ),
+                "{message}"
+            );
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    // 128 MiB touched: 32,768 frames (512 KiB of frame table) and their page-table slots.
+    let mut progress = |_, _| {};
+    let mut ctl = Control::new(&mut progress);
+    ctl.budget = budget(16 << 20);
+    let (r, _) = run_controlled(&sc, None, &mut ctl).unwrap();
+    let (plain, _) = run_controlled(&sc, None, &mut Control::new(&mut |_, _| {})).unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        serde_json::to_string(&plain).unwrap()
+    );
+}
+
 #[test]
 fn an_interrupted_run_stops_without_a_result() {
     let sc = scenario("1000s", "1000000000000", r#"{op = "signal", name = "x"}"#);

@@ -125,7 +125,7 @@ fn run(
         }
         sc
     };
-    vmsim_core::capacity::check(&sc).map_err(to_py)?;
+    let budget = vmsim_core::capacity::check(&sc).map_err(to_py)?;
     // The first Python exception raised (Ctrl-C's KeyboardInterrupt, or one from `progress`)
     // stops the run.
     let err: std::cell::RefCell<Option<PyErr>> = std::cell::RefCell::new(None);
@@ -157,6 +157,7 @@ fn run(
         max_wall,
         check_invariants,
         timeline: timeline_path.is_some(),
+        budget,
     };
     let outcome =
         vmsim_core::sim::run_controlled(&sc, trace_path.as_ref().map(|_| (fmt, events)), &mut ctl);
@@ -170,6 +171,9 @@ fn run(
         }
         Err(e @ vmsim_core::sim::Stopped::Interrupted { .. }) => {
             return Err(PyKeyboardInterrupt::new_err(e.to_string()))
+        }
+        Err(e @ vmsim_core::sim::Stopped::HostMemory { .. }) => {
+            return Err(ScenarioError::new_err(e.to_string()))
         }
     };
     let os_error = |e: std::io::Error, path: &std::path::Path| {
@@ -229,7 +233,8 @@ fn default_cost_profile() -> &'static str {
     vmsim_core::costs::DEFAULT_PROFILE
 }
 
-/// Host memory one run of a scenario needs, by part, as JSON ({"frame_table": …, "total": …});
+/// Host memory one run of a scenario needs, by part, as JSON ({"frame_table": …, "total": …,
+/// "at_start": …: what is written before the first event});
 /// raises ScenarioError if the scenario is wrong.
 #[pyfunction]
 fn capacity_need(scenario: &str) -> PyResult<String> {
@@ -237,6 +242,7 @@ fn capacity_need(scenario: &str) -> PyResult<String> {
     let need = vmsim_core::capacity::need(&sc);
     let mut v = serde_json::to_value(need).map_err(|e| PyValueError::new_err(e.to_string()))?;
     v["total"] = need.total().into();
+    v["at_start"] = need.at_start().into();
     Ok(v.to_string())
 }
 
@@ -348,6 +354,9 @@ fn replay_kmem(
 ) -> PyResult<String> {
     use vmsim_core::replay::{input, kmem};
     let sc = vmsim_core::Scenario::from_toml(scenario).map_err(to_py)?;
+    // The start must fit this host; a replay writes only the frames its trace and
+    // workloads use.
+    vmsim_core::capacity::check(&sc).map_err(to_py)?;
     if !(interval > 0.0 && interval <= 1e6) {
         return Err(PyValueError::new_err(format!(
             "--interval {interval}: must be in (0, 1e6] seconds"

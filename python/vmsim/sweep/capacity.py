@@ -2,13 +2,19 @@
 
 The engine computes what a run needs (``vmsim_core::capacity::need``, exposed
 as ``_vmsim.capacity_need``): a 16-byte record per 4 KiB frame of the
-simulated machine (``vmsim bench``: ``bytes_per_frame``), a use count and a
-swap-cache entry per swap slot (1 + 4 bytes), a page-table slot per mapped
-page (4 bytes; at most every frame and every swap slot is mapped), a record
-per task and per memory cgroup, and every sample of the time series. A
-worker process adds its interpreter, vmsim and the result, about 16–35 MiB
-(measured with ``ru_maxrss``; 64 MiB is allowed). A 1 TiB machine without
-swap thus needs 1 TiB / 4 KiB × 20 B + 64 MiB ≈ 5.06 GiB.
+simulated machine (``vmsim bench``: ``bytes_per_frame``), a use count, a
+swap-cache entry, an owner and a memcg per swap slot (1 + 3 × 4 bytes), a
+page-table slot per mapped page (4 bytes; at most every frame and every swap
+slot is mapped), a record per task and per memory cgroup, and every sample of
+the time series. A worker process adds its interpreter, vmsim and the result,
+about 16–35 MiB (measured with ``ru_maxrss``; 64 MiB is allowed). A 1 TiB
+machine without swap thus needs at most 1 TiB / 4 KiB × 20 B + 64 MiB ≈ 5.06
+GiB, if its run uses every frame; it writes much less when it starts
+(``at_start``: the frames boot writes, the swap map, tasks, cgroups and
+samples) and grows with the memory it uses. Workers run side by side when
+each one's whole need fits; a grid whose largest run does not fit that way
+runs one worker at a time if that run's start fits, the run itself stopping
+with one line if it outgrows the host.
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ def run_bytes(text: str) -> int:
     """Host memory one run of the scenario ``text`` (a valid scenario) needs at most [bytes]."""
     need: dict[str, int] = json.loads(_vmsim.capacity_need(text))
     return need["total"] + WORKER_BASE_BYTES
+
+
+def start_bytes(text: str) -> int:
+    """Host memory one run of the scenario ``text`` writes before its first event [bytes]."""
+    need: dict[str, int] = json.loads(_vmsim.capacity_need(text))
+    return need["at_start"] + WORKER_BASE_BYTES
 
 
 def available_bytes() -> int:
@@ -74,9 +86,14 @@ def fit_jobs(runs: Sequence[Run], jobs: int, available: int) -> tuple[int, int]:
     room = max(available - HOST_RESERVE_BYTES, 0)
     fit = min(jobs, room // need)
     if fit < 1:
+        start, which = max(
+            ((start_bytes(r.text), r) for r in runs if r.error is None), key=lambda p: p[0]
+        )
+        if start <= room:
+            return 1, need
         knobs = ", ".join(f"{k}={v}" for k, v in which.knobs.items()) or "the scenario"
         raise SweepError(
-            f"{knobs} needs about {gib(need)} per worker; this host has {gib(available)} "
-            "available: the grid cannot run here"
+            f"{knobs} needs about {gib(start)} per worker to start; this host has "
+            f"{gib(available)} available: the grid cannot run here"
         )
     return fit, need

@@ -48,6 +48,8 @@ pub struct Deferred {
     after: Vec<Pfn>,
     /// The migratetype of their pageblocks and list (the boot migratetype).
     mt: u8,
+    /// Blocks written since boot (what the run has added to the host's frame table).
+    written: u64,
 }
 
 impl Deferred {
@@ -58,6 +60,7 @@ impl Deferred {
             blocks: vec![VecDeque::new(); nr_zones],
             after: vec![NIL; nr_zones],
             mt: mt as u8,
+            written: 0,
         }
     }
 
@@ -195,6 +198,7 @@ impl Mm {
     /// __add_to_free_list; the counts already hold it).
     fn init_deferred_block(&mut self, zid: usize, pfn: Pfn) {
         self.deferred.set(pfn, false);
+        self.deferred.written += 1;
         let start = pfn as usize;
         self.map[start..start + BLOCK as usize].fill(FREE_FRAME);
         let mt = self.deferred.mt;
@@ -208,6 +212,12 @@ impl Mm {
         let after = self.deferred.after[zid];
         let list = &mut self.zones[zid].free_area[MAX_PAGE_ORDER].free_list[mt as usize];
         insert_after(list, &mut self.map, after, pfn);
+    }
+
+    /// Frames written since boot: the deferred blocks used so far (their host memory is what
+    /// the frame table has grown by, `capacity::Budget`).
+    pub fn frames_written_since_boot(&self) -> u64 {
+        self.deferred.written * BLOCK
     }
 
     /// Writes the frames of every untouched block overlapping [start, end), keeping the
@@ -331,24 +341,6 @@ fn insert_after(list: &mut ListHead, map: &mut [Page], after: Pfn, pfn: Pfn) {
     map[pfn as usize].next = next;
     map[after as usize].next = pfn;
     map[next as usize].prev = pfn;
-}
-
-/// A frame table of `n` zeroed frames, allocated without writing them (calloc: the host
-/// maps the pages when first touched).
-pub fn zeroed_frames(n: usize) -> Vec<Page> {
-    if n == 0 {
-        return Vec::new();
-    }
-    let layout = std::alloc::Layout::array::<Page>(n).expect("frame table size");
-    // SAFETY: `Page` is plain integers, for which all-zero bytes are a valid value; the
-    // pointer comes from the global allocator with the layout Vec<Page> frees it with.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout) as *mut Page;
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        Vec::from_raw_parts(ptr, n, n)
-    }
 }
 
 #[cfg(test)]

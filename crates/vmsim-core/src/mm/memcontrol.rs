@@ -1742,7 +1742,7 @@ impl Kernel {
         let mut local = vec![0u64; m.groups.len()];
         let mut dirty = vec![0u64; m.groups.len()];
         let mut writeback = vec![0u64; m.groups.len()];
-        for page in &self.mm.map {
+        for page in self.mm.map.iter() {
             if is_charged_kind(page.kind()) && page.owner != NIL {
                 let g = m.folio_memcg(page.kind(), page.owner) as usize;
                 // A page-cache folio counts its pages (its tails have no owner).

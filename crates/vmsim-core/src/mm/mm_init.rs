@@ -25,9 +25,8 @@ impl Mm {
     pub fn boot(machine: &Machine, kcfg: &KernelCfg, cost: &Cost) -> Mm {
         let nr_nodes = machine.nodes as usize;
         let nr_cpus = machine.cpus as usize;
-        let total_pages = machine.memory.0 / PAGE_SIZE;
-        let per_node = (total_pages / nr_nodes as u64) / NODE_ALIGN_PAGES * NODE_ALIGN_PAGES;
-        let nr_frames = per_node * nr_nodes as u64;
+        let per_node = per_node_frames(machine);
+        let nr_frames = nr_frames(machine);
         let grouping = kcfg.mobility_grouping;
         let boot_mt = if grouping {
             MigrateType::Movable
@@ -133,7 +132,7 @@ impl Mm {
         let mut mm = Mm {
             // Frames are written when boot frees or reserves them: a free MAX_PAGE_ORDER
             // block's frames only when it is first used (mm/deferred.rs).
-            map: super::deferred::zeroed_frames(nr_frames as usize),
+            map: super::memmap::MemMap::zeroed(nr_frames as usize),
             pageblock_mt: vec![boot_mt as u8; (nr_frames >> PAGEBLOCK_ORDER) as usize],
             pageblock_zone,
             pb_stat,
@@ -159,18 +158,7 @@ impl Mm {
             deferred,
         };
 
-        // memblock: firmware pages at the bottom of DMA, the kernel image at
-        // 16 MiB (CONFIG_PHYSICAL_START), each node's memmap (64 bytes per
-        // frame) at the top of the node (memblock allocates top-down).
-        let mut reserved: Vec<(u64, u64)> = vec![(0, DMA_FIRMWARE_PAGES.min(per_node))];
-        let image = machine.reserved.0.div_ceil(PAGE_SIZE);
-        reserved.push((DMA32_START_PFN, DMA32_START_PFN + image));
-        for nid in 0..nr_nodes {
-            let end = (nid as u64 + 1) * per_node;
-            let memmap = (per_node * 64).div_ceil(PAGE_SIZE);
-            reserved.push((end - memmap, end));
-        }
-        reserved.sort();
+        let reserved = memblock_reserved(machine);
         for &(s, e) in &reserved {
             self::mark_reserved(&mut mm.map, s, e.min(nr_frames));
         }
@@ -245,6 +233,38 @@ pub(crate) fn boot_8gib(kernel: &str) -> Mm {
     ))
     .unwrap();
     Mm::boot(&sc.machine, &sc.kernel, &sc.cost)
+}
+
+/// Frames of a machine: whole nodes of a NODE_ALIGN_PAGES multiple each [frames].
+pub fn nr_frames(machine: &Machine) -> u64 {
+    per_node_frames(machine) * machine.nodes as u64
+}
+
+/// Frames of one node [frames].
+fn per_node_frames(machine: &Machine) -> u64 {
+    let total_pages = machine.memory.0 / PAGE_SIZE;
+    (total_pages / machine.nodes as u64) / NODE_ALIGN_PAGES * NODE_ALIGN_PAGES
+}
+
+/// memblock's reserved ranges [start, end) of frames, sorted: firmware pages at the bottom
+/// of DMA, the kernel image at 16 MiB (CONFIG_PHYSICAL_START), each node's memmap (64 bytes
+/// per frame) at the top of the node (memblock allocates top-down).
+pub fn memblock_reserved(machine: &Machine) -> Vec<(u64, u64)> {
+    let per_node = per_node_frames(machine);
+    let nr_frames = nr_frames(machine);
+    let mut reserved: Vec<(u64, u64)> = vec![(0, DMA_FIRMWARE_PAGES.min(per_node))];
+    let image = machine.reserved.0.div_ceil(PAGE_SIZE);
+    reserved.push((DMA32_START_PFN, DMA32_START_PFN + image));
+    for nid in 0..machine.nodes as u64 {
+        let end = (nid + 1) * per_node;
+        let memmap = (per_node * 64).div_ceil(PAGE_SIZE);
+        reserved.push((end - memmap, end));
+    }
+    reserved.sort();
+    for r in &mut reserved {
+        *r = (r.0.min(nr_frames), r.1.min(nr_frames));
+    }
+    reserved
 }
 
 /// Marks frames [start, end) reserved by memblock (PageReserved, never freed to the buddy allocator).

@@ -12,6 +12,7 @@ pub mod memcg_stock;
 pub mod memcg_write;
 pub mod memcontrol;
 pub mod memcontrol_v1;
+pub mod memmap;
 pub mod memory;
 pub mod migrate;
 pub mod mm_init;
@@ -41,7 +42,6 @@ pub mod zswap;
 
 use crate::config::{Cost, Kernel as KernelCfg};
 use mmzone::{PerCpuPages, PgData, Zone};
-use page::Page;
 use vmstat_items::{Event, NumaStat};
 
 /// Counters of external-fragmentation events (the mm_page_alloc_extfrag tracepoint).
@@ -67,7 +67,7 @@ pub struct FragStats {
 #[derive(Debug)]
 pub struct Mm {
     /// mem_map: one entry per frame of the machine.
-    pub map: Vec<Page>,
+    pub map: memmap::MemMap,
     /// Migratetype of every pageblock (the pageblock bitmap), indexed by pfn >> pageblock_order.
     pub pageblock_mt: Vec<u8>,
     /// Zone id of every pageblock (zones and nodes are pageblock-aligned).

@@ -96,6 +96,13 @@ pub struct Rmap {
 }
 
 impl Rmap {
+    /// Host memory its slot space holds (page tables and page-cache indices) [bytes].
+    pub fn host_bytes(&self) -> u64 {
+        (self.entries.capacity() * std::mem::size_of::<u32>()
+            + self.owners.capacity() * std::mem::size_of::<Owner>()
+            + self.free_chunks.capacity() * std::mem::size_of::<u32>()) as u64
+    }
+
     /// Takes a chunk for an owner; its slots start empty.
     pub fn alloc_chunk(&mut self, owner: Owner) -> u32 {
         match self.free_chunks.pop() {
