@@ -88,10 +88,7 @@ impl Drop for MemMap {
         if self.len > 0 {
             // SAFETY: the mapping made in `zeroed`, of this size, unmapped once.
             unsafe {
-                libc::munmap(
-                    self.ptr.as_ptr() as *mut libc::c_void,
-                    self.mapped_bytes(),
-                );
+                libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.mapped_bytes());
             }
         }
     }
