@@ -86,6 +86,15 @@ def test_run_path_forms_agree(small_scenario, small_scenario_text):
     assert by_path.json_text == by_str.json_text == by_text.json_text
 
 
+def test_run_without_the_pageblock_map(small_scenario):
+    """pageblocks=False leaves the map (a walk of every pageblock) out, and nothing else."""
+    whole = vmsim.run(small_scenario).data
+    lean = vmsim.run(small_scenario, pageblocks=False).data
+    assert lean["pageblocks"] == [] and len(whole["pageblocks"]) >= 1
+    whole["pageblocks"] = []
+    assert json.dumps(lean) == json.dumps(whole)
+
+
 def test_run_overrides(small_scenario):
     r = vmsim.run(
         small_scenario,

@@ -8,6 +8,7 @@ one line on stderr, no traceback and no Rust panic, before anything is allocated
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,19 +92,19 @@ def test_a_machine_larger_than_the_host_runs_when_its_start_fits(cli):
     need = json.loads(_vmsim.capacity_need('[machine]\nmemory = "8TiB"\n'))
     if need["at_start"] + (2 << 30) > available_bytes():
         pytest.skip("this host cannot hold an 8 TiB machine's start and a workload")
-    proc = cli("run", "--set", "machine.memory=8TiB", "--set", "duration=200ms", "--json")
+    proc = cli("run", "--set", "machine.memory=8TiB", "--set", "duration=200ms")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    r = json.loads(proc.stdout)
-    assert r["summary"]["elapsed_seconds"] == pytest.approx(0.2)
-    assert r["vmstat"]["pgfault"] > 100_000
+    assert "\nelapsed 0.200 s " in proc.stdout, proc.stdout[:500]
+    faults = re.search(r"^pgfault (\d+)$", proc.stdout, re.M)
+    assert faults and int(faults.group(1)) > 100_000, proc.stdout[-2000:]
 
 
 def test_capacity_need_arithmetic_through_the_binding():
     need = json.loads(_vmsim.capacity_need('[machine]\nmemory = "8TiB"\nswap = "4TiB"\n'))
     frames, slots = (8 << 40) // 4096, (4 << 40) // 4096
     assert need["frame_table"] == frames * 16
-    # The memmap boot reserves (64 bytes a frame) and a few chunks at range ends.
-    assert frames // 64 * 16 < need["frame_table_boot"] < frames // 64 * 16 + (16 << 20)
+    # Partial blocks at the ends of ranges, and the pageblock arrays (3 bytes a pageblock).
+    assert frames // 512 * 3 < need["frame_table_boot"] < frames // 512 * 3 + (1 << 20)
     assert need["swap"] == slots * 13
     assert need["page_tables"] == (frames + slots) * 4
     parts = ("frame_table", "swap", "page_tables", "tasks", "memcgs", "samples")

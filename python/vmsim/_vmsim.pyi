@@ -22,12 +22,14 @@ def run(
     max_wall: float | None = None,
     check_invariants: bool = False,
     timeline_path: str | PathLike[str] | None = None,
+    pageblocks: bool = True,
 ) -> str:
     """Runs a scenario given as TOML text; returns the result as JSON text. ``events``
     selects the traced events as set_event does (None: the default selection);
     ``max_wall`` is a wall-clock budget [s] (the partial result carries ``cut``);
     ``check_invariants`` raises InvariantError at the first kernel invariant broken;
-    ``timeline_path`` records the run's timeline and writes it there as JSON."""
+    ``timeline_path`` records the run's timeline and writes it there as JSON; without
+    ``pageblocks`` the result's pageblock map is left empty."""
 
 def validate(scenario: str, costs: str | None = None) -> None:
     """Checks a scenario without running it; raises ScenarioError if it is wrong. ``costs``

@@ -393,6 +393,7 @@ def run(
     check_invariants: bool | None = None,
     timeline: str | Path | None = None,
     costs: str | Path | None = None,
+    pageblocks: bool = True,
 ) -> Result:
     """Runs a scenario and returns its Result.
 
@@ -416,6 +417,8 @@ def run(
     JSON (what ``vmsim run --perfetto`` draws; docs/report.md).
     ``costs`` is a cost profile replacing the scenario's ``costs`` key: a built-in
     profile's name or a profile file (:func:`load_scenario`).
+    ``pageblocks=False`` leaves the result's pageblock map (``pageblocks``: a
+    walk of every pageblock, a result as large as the machine) empty.
     Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     Raises ScenarioError (one line) if the scenario or a selector is wrong.
     """
@@ -442,6 +445,7 @@ def run(
             max_wall=None if max_wall is None else float(max_wall),
             check_invariants=check_invariants,
             timeline_path=str(timeline) if timeline else None,
+            pageblocks=pageblocks,
         )
     except OSError as e:
         written = next((p for p in (trace, timeline) if p and e.filename == str(p)), None)

@@ -363,6 +363,8 @@ def run_cmd(
             max_wall=max_wall,
             check_invariants=check_invariants,
             costs=costs,
+            # The pageblock map is a walk of every pageblock; only these outputs hold it.
+            pageblocks=bool(as_json or output_dir or pbmap_path or perfetto_path or plot),
         )
         if perfetto_path is not None:
             from vmsim import perfetto

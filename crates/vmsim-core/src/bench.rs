@@ -330,6 +330,8 @@ pub fn scale_run(sc: &Scenario) -> ScaleRun {
     let boot = t0.elapsed().as_secs_f64();
     let mut progress = |_, _| {};
     let mut ctl = crate::sim::Control::new(&mut progress);
+    // As `vmsim run` prints it: no pageblock map.
+    ctl.pageblock_map = false;
     let (r, _) = crate::sim::run_built(sc, eng, None, &mut ctl, t0)
         .unwrap_or_else(|e| unreachable!("a run without checks or interruption cannot stop: {e}"));
     let wall = t0.elapsed().as_secs_f64();

@@ -334,7 +334,8 @@ pub struct RunResult {
     /// /proc files at the end: vmstat, buddyinfo, pagetypeinfo, slabinfo, meminfo, and
     /// swaps when there is a swap device.
     pub proc: IndexMap<&'static str, String>,
-    /// Every pageblock's type and contents at the end.
+    /// Every pageblock's type and contents at the end (empty when the run was not asked
+    /// for it, [`Control::pageblock_map`]: a walk of every pageblock of the machine).
     pub pageblocks: Vec<PageblockMap>,
     /// Anonymous fault latencies, base and huge apart, and thpfioscale's regions.
     pub thp: crate::mm::huge_memory::ThpReport,
@@ -517,6 +518,9 @@ pub struct Control<'a> {
     pub check_invariants: bool,
     /// Record the run's [`Timeline`] (every task's changes of state, per-zone counters).
     pub timeline: bool,
+    /// Record the pageblock map at the end ([`RunResult::pageblocks`]); the map is a walk
+    /// of every pageblock and a result proportional to the machine's size.
+    pub pageblock_map: bool,
     /// What the run may grow by on this host ([`crate::capacity::check`]); looked at with
     /// the interruption, the run stops with [`Stopped::HostMemory`] when it is spent.
     pub budget: Option<crate::capacity::Budget>,
@@ -531,6 +535,7 @@ impl<'a> Control<'a> {
             max_wall: None,
             check_invariants: cfg!(feature = "expensive-checks"),
             timeline: false,
+            pageblock_map: true,
             budget: None,
         }
     }
@@ -671,7 +676,15 @@ pub fn run_built(
     }
     // When every task has exited, the CPUs have been idle since at most the last exit.
     eng.finish_at(elapsed.min(eng.now));
-    let mut r = result(sc, &eng, &boot_snap, ts, elapsed, completed);
+    let mut r = result(
+        sc,
+        &eng,
+        &boot_snap,
+        ts,
+        elapsed,
+        completed,
+        ctl.pageblock_map,
+    );
     r.cut = cut;
     if let Some(mut tl) = timeline {
         tl.finish(&mut eng);
@@ -720,6 +733,7 @@ fn result(
     ts: TimeSeries,
     elapsed: u64,
     completed: bool,
+    pageblock_map: bool,
 ) -> RunResult {
     let k = &eng.kernel;
     let mm = &k.mm;
@@ -819,7 +833,11 @@ fn result(
         tasks,
         timeseries: ts,
         proc,
-        pageblocks: mm.pageblock_map(),
+        pageblocks: if pageblock_map {
+            mm.pageblock_map()
+        } else {
+            Vec::new()
+        },
         thp: k.thp.report(),
         workload: k.metrics.clone(),
         memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),

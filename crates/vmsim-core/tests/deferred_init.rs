@@ -1,15 +1,16 @@
-//! Free MAX_PAGE_ORDER blocks whose frames are written only when first used
-//! (`mm/deferred.rs`): a run is the same, to the byte, whether every block was written
-//! at boot or on demand.
+//! Free and reserved MAX_PAGE_ORDER blocks whose frames are written only when first used
+//! or read (`mm/deferred.rs`): a run is the same, to the byte, whether every block was
+//! written at boot or on demand.
 
 use vmsim_core::config::Scenario;
 use vmsim_core::sim::{build, run_built, Control, RunResult};
 
-/// Runs `sc`, with every deferred block written right after boot when `all_at_boot`.
+/// Runs `sc`, with every untouched block (free or reserved) written right after boot when
+/// `all_at_boot`.
 fn run(sc: &Scenario, all_at_boot: bool) -> RunResult {
     let mut eng = build(sc);
     if all_at_boot {
-        eng.kernel.mm.init_deferred_all();
+        eng.kernel.mm.init_untouched_all();
     }
     let mut progress = |_: u64, _: u64| {};
     let mut ctl = Control::new(&mut progress);

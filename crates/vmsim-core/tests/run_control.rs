@@ -170,6 +170,25 @@ fn a_run_that_outgrows_its_host_budget_stops_with_one_line() {
     );
 }
 
+/// Without the pageblock map a result is the same but for the map.
+#[test]
+fn a_run_without_its_pageblock_map_differs_only_there() {
+    let sc = scenario("1s", "1", r#"{ op = "touch", size = "64MiB" }"#);
+    let mut progress = |_, _| {};
+    let mut ctl = Control::new(&mut progress);
+    ctl.pageblock_map = false;
+    let (mut without, _) = run_controlled(&sc, None, &mut ctl).unwrap();
+    let (mut with, _) = run_controlled(&sc, None, &mut Control::new(&mut |_, _| {})).unwrap();
+    assert!(without.pageblocks.is_empty());
+    assert!(with.pageblocks.iter().map(|z| z.free.len()).sum::<usize>() >= 128);
+    with.pageblocks.clear();
+    without.pageblocks.clear();
+    assert_eq!(
+        serde_json::to_string(&with).unwrap(),
+        serde_json::to_string(&without).unwrap()
+    );
+}
+
 #[test]
 fn an_interrupted_run_stops_without_a_result() {
     let sc = scenario("1000s", "1000000000000", r#"{op = "signal", name = "x"}"#);

@@ -77,9 +77,10 @@ create_exception!(
 /// and the partial result says where (`cut`). `check_invariants` checks the kernel's
 /// invariants at every sample and raises InvariantError at the first one broken.
 /// `timeline_path` records the run's timeline (every task's changes of state, per-zone
-/// counters; `vmsim run --perfetto`) and writes it there as JSON.
+/// counters; `vmsim run --perfetto`) and writes it there as JSON. Without `pageblocks`
+/// the result's pageblock map (a walk of every pageblock) is left empty.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern", events=None, max_wall=None, check_invariants=false, timeline_path=None))]
+#[pyo3(signature = (scenario, seed=None, progress=None, trace_path=None, trace_format="modern", events=None, max_wall=None, check_invariants=false, timeline_path=None, pageblocks=true))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -92,6 +93,7 @@ fn run(
     max_wall: Option<f64>,
     check_invariants: bool,
     timeline_path: Option<std::path::PathBuf>,
+    pageblocks: bool,
 ) -> PyResult<String> {
     let fmt = match trace_format {
         "modern" => vmsim_core::trace::TraceFormat::Modern,
@@ -157,6 +159,7 @@ fn run(
         max_wall,
         check_invariants,
         timeline: timeline_path.is_some(),
+        pageblock_map: pageblocks,
         budget,
     };
     let outcome =

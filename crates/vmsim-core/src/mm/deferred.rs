@@ -12,6 +12,10 @@
 //! compaction scanner reaching it. Then the frames get exactly what boot would
 //! have written, so a run is the same whether a block was written at boot or later.
 //!
+//! Reserved memory is written the same way: a MAX_PAGE_ORDER block that memblock
+//! reserves whole (above all the simulated kernel's own memmap, 1/64 of every node)
+//! stays untouched until a scanner reaches it, and reads as reserved until then.
+//!
 //! The free list of the boot migratetype at MAX_PAGE_ORDER is, in order: the
 //! blocks linked through the frame table up to `after` (the front), the untouched
 //! blocks in `blocks` (in their boot order), and the rest of the linked list (the
@@ -37,7 +41,17 @@ pub const FREE_FRAME: Page = Page {
     owner: NIL,
 };
 
-/// The untouched free blocks of every zone.
+/// A frame never written: all bytes zero.
+const ZERO_FRAME: Page = Page {
+    flags: 0,
+    ok: 0,
+    mt: 0,
+    next: 0,
+    prev: 0,
+    owner: 0,
+};
+
+/// The untouched blocks of every zone: free ones, and reserved ones.
 #[derive(Debug, Clone, Default)]
 pub struct Deferred {
     /// One bit per MAX_PAGE_ORDER block of the machine: free since boot, frames untouched.
@@ -50,6 +64,9 @@ pub struct Deferred {
     mt: u8,
     /// Blocks written since boot (what the run has added to the host's frame table).
     written: u64,
+    /// One bit per MAX_PAGE_ORDER block of the machine: reserved whole at boot, frames
+    /// untouched (they read as `Page::reserved()`).
+    reserved: Vec<u64>,
 }
 
 impl Deferred {
@@ -61,6 +78,7 @@ impl Deferred {
             after: vec![NIL; nr_zones],
             mt: mt as u8,
             written: 0,
+            reserved: vec![0; (nr_frames / BLOCK).div_ceil(64) as usize],
         }
     }
 
@@ -71,6 +89,22 @@ impl Deferred {
         self.bits
             .get(b / 64)
             .is_some_and(|w| w & (1 << (b % 64)) != 0)
+    }
+
+    /// Whether the frame `pfn` lies in an untouched reserved block.
+    #[inline(always)]
+    pub fn is_reserved_untouched(&self, pfn: Pfn) -> bool {
+        let b = (pfn as u64 / BLOCK) as usize;
+        self.reserved
+            .get(b / 64)
+            .is_some_and(|w| w & (1 << (b % 64)) != 0)
+    }
+
+    /// Blocks untouched since boot, free or reserved.
+    pub fn untouched_blocks(&self) -> u64 {
+        let free: usize = self.blocks.iter().map(|q| q.len()).sum();
+        let reserved: u32 = self.reserved.iter().map(|w| w.count_ones()).sum();
+        free as u64 + reserved as u64
     }
 
     /// Whether zone `zid`'s free list of `order` and `mt` holds untouched blocks.
@@ -96,6 +130,41 @@ impl Deferred {
 }
 
 impl Mm {
+    /// memblock reserves frames [start, end) (PageReserved, never freed to the buddy
+    /// allocator): whole MAX_PAGE_ORDER blocks are only marked, to be written when first
+    /// read; the frames of partial blocks are written now.
+    pub(super) fn reserve_range(&mut self, start: u64, end: u64) {
+        let mut p = start.min(end);
+        while p < end {
+            if self.deferred.is_reserved_untouched(p as Pfn) {
+                p += 1;
+                continue;
+            }
+            let whole = p.is_multiple_of(BLOCK) && p + BLOCK <= end;
+            if whole
+                && self.map[p as usize..(p + BLOCK) as usize]
+                    .iter()
+                    .all(|f| *f == ZERO_FRAME)
+            {
+                let b = (p / BLOCK) as usize;
+                self.deferred.reserved[b / 64] |= 1 << (b % 64);
+                p += BLOCK;
+                continue;
+            }
+            self.map[p as usize] = Page::reserved();
+            p += 1;
+        }
+    }
+
+    /// Writes the frames of the untouched reserved block at `pfn` (a scanner reads them).
+    fn init_reserved_block(&mut self, pfn: Pfn) {
+        let b = (pfn as u64 / BLOCK) as usize;
+        self.deferred.reserved[b / 64] &= !(1 << (b % 64));
+        self.deferred.written += 1;
+        let start = (b as u64 * BLOCK) as usize;
+        self.map[start..start + BLOCK as usize].fill(Page::reserved());
+    }
+
     /// Boot frees the MAX_PAGE_ORDER block at `pfn` of zone `zid` to the end of its
     /// list (`to_tail`, else its head) without writing its frames: everything
     /// __free_one_page() and __add_to_free_list() count, counted now.
@@ -214,8 +283,8 @@ impl Mm {
         insert_after(list, &mut self.map, after, pfn);
     }
 
-    /// Frames written since boot: the deferred blocks used so far (their host memory is what
-    /// the frame table has grown by, `capacity::Budget`).
+    /// Frames written since boot: the untouched blocks, free or reserved, used or read so
+    /// far (their host memory is what the frame table has grown by, `capacity::Budget`).
     pub fn frames_written_since_boot(&self) -> u64 {
         self.deferred.written * BLOCK
     }
@@ -229,6 +298,8 @@ impl Mm {
             let pfn = (b * BLOCK) as Pfn;
             if self.deferred.is_deferred(pfn) {
                 self.init_deferred_at(pfn);
+            } else if self.deferred.is_reserved_untouched(pfn) {
+                self.init_reserved_block(pfn);
             }
         }
     }
@@ -254,11 +325,24 @@ impl Mm {
         }
     }
 
-    /// Writes the frames of every untouched block (before a walk that reorders the lists).
+    /// Writes the frames of every untouched free block (before a walk that reorders the
+    /// lists).
     pub fn init_deferred_all(&mut self) {
         for zid in 0..self.zones.len() {
             let n = self.deferred.blocks[zid].len();
             self.init_deferred_front(zid, n);
+        }
+    }
+
+    /// Writes the frames of every untouched block, free or reserved (what an eager boot
+    /// would have written).
+    pub fn init_untouched_all(&mut self) {
+        self.init_deferred_all();
+        for b in 0..self.map.len() as u64 / BLOCK {
+            let pfn = (b * BLOCK) as Pfn;
+            if self.deferred.is_reserved_untouched(pfn) {
+                self.init_reserved_block(pfn);
+            }
         }
     }
 
@@ -285,6 +369,9 @@ impl Mm {
     #[inline]
     pub fn frame(&self, pfn: Pfn) -> Page {
         if !self.deferred.is_deferred(pfn) {
+            if self.deferred.is_reserved_untouched(pfn) {
+                return Page::reserved();
+            }
             return self.map[pfn as usize];
         }
         if (pfn as u64).is_multiple_of(BLOCK) {
@@ -306,20 +393,23 @@ impl Mm {
                 if !self.deferred.is_deferred(pfn) || self.page_zone(pfn) != zid {
                     return Err(format!("deferred block {pfn} of zone {zid} is not marked"));
                 }
-                let zero = Page {
-                    flags: 0,
-                    ok: 0,
-                    mt: 0,
-                    next: 0,
-                    prev: 0,
-                    owner: 0,
-                };
                 if self.map[pfn as usize..pfn as usize + BLOCK as usize]
                     .iter()
-                    .any(|p| *p != zero)
+                    .any(|p| *p != ZERO_FRAME)
                 {
                     return Err(format!("deferred block {pfn} has written frames"));
                 }
+            }
+        }
+        for b in 0..self.map.len() as u64 / BLOCK {
+            let pfn = (b * BLOCK) as Pfn;
+            if self.deferred.is_reserved_untouched(pfn)
+                && (self.deferred.is_deferred(pfn)
+                    || self.map[pfn as usize..pfn as usize + BLOCK as usize]
+                        .iter()
+                        .any(|p| *p != ZERO_FRAME))
+            {
+                return Err(format!("untouched reserved block {pfn} has written frames"));
             }
         }
         Ok(())
@@ -352,6 +442,24 @@ mod tests {
     /// The Normal zone.
     fn normal(mm: &Mm) -> usize {
         mm.zones.iter().rposition(|z| z.populated()).unwrap()
+    }
+
+    /// The memmap boot reserves at the top of the node is whole blocks: marked, read as
+    /// reserved, written when a scanner reaches them.
+    #[test]
+    fn reserved_blocks_read_as_reserved_until_a_scanner_writes_them() {
+        let mut mm = boot("");
+        let last = mm.map.len() as Pfn - 1;
+        assert!(mm.deferred.is_reserved_untouched(last));
+        assert_eq!(mm.map[last as usize], ZERO_FRAME);
+        assert_eq!(mm.frame(last), Page::reserved());
+        let before = mm.frames_written_since_boot();
+        mm.init_deferred_range(last - 10, last + 1);
+        assert!(!mm.deferred.is_reserved_untouched(last));
+        assert_eq!(mm.map[last as usize], Page::reserved());
+        assert_eq!(mm.map[(last + 1 - BLOCK as Pfn) as usize], Page::reserved());
+        assert_eq!(mm.frames_written_since_boot(), before + BLOCK);
+        mm.check_invariants().unwrap();
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use super::deferred::FREE_FRAME;
 use super::mmzone::*;
-use super::page::{Page, Pfn, PAGE_SIZE};
+use super::page::{Pfn, PAGE_SIZE};
 use super::page_alloc::*;
 use super::vmstat_items::{Event, NumaStat, ZoneStat};
 use super::{FragStats, Mm};
@@ -160,7 +160,7 @@ impl Mm {
 
         let reserved = memblock_reserved(machine);
         for &(s, e) in &reserved {
-            self::mark_reserved(&mut mm.map, s, e.min(nr_frames));
+            mm.reserve_range(s, e);
         }
         let mut free_ranges = Vec::new();
         let mut cur = 0u64;
@@ -265,11 +265,4 @@ pub fn memblock_reserved(machine: &Machine) -> Vec<(u64, u64)> {
         *r = (r.0.min(nr_frames), r.1.min(nr_frames));
     }
     reserved
-}
-
-/// Marks frames [start, end) reserved by memblock (PageReserved, never freed to the buddy allocator).
-fn mark_reserved(map: &mut [Page], start: u64, end: u64) {
-    for p in &mut map[start.min(end) as usize..end as usize] {
-        *p = Page::reserved();
-    }
 }

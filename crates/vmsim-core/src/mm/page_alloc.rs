@@ -1479,7 +1479,7 @@ impl Mm {
                 p += 1;
                 continue;
             }
-            let page = &self.map[p];
+            let page = &self.frame(p as Pfn);
             if page.test(pg::RESERVED) {
                 reserved += 1;
                 p += 1;
