@@ -85,19 +85,13 @@ impl Deferred {
     /// Whether the frame `pfn` lies in an untouched block.
     #[inline(always)]
     pub fn is_deferred(&self, pfn: Pfn) -> bool {
-        let b = (pfn as u64 / BLOCK) as usize;
-        self.bits
-            .get(b / 64)
-            .is_some_and(|w| w & (1 << (b % 64)) != 0)
+        test_block(&self.bits, pfn)
     }
 
     /// Whether the frame `pfn` lies in an untouched reserved block.
     #[inline(always)]
     pub fn is_reserved_untouched(&self, pfn: Pfn) -> bool {
-        let b = (pfn as u64 / BLOCK) as usize;
-        self.reserved
-            .get(b / 64)
-            .is_some_and(|w| w & (1 << (b % 64)) != 0)
+        test_block(&self.reserved, pfn)
     }
 
     /// Blocks untouched since boot, free or reserved.
@@ -120,12 +114,24 @@ impl Deferred {
 
     /// Marks the block at `pfn` untouched.
     fn set(&mut self, pfn: Pfn, on: bool) {
-        let b = (pfn as u64 / BLOCK) as usize;
-        if on {
-            self.bits[b / 64] |= 1 << (b % 64);
-        } else {
-            self.bits[b / 64] &= !(1 << (b % 64));
-        }
+        set_block(&mut self.bits, pfn, on);
+    }
+}
+
+/// Whether the block holding `pfn` has its bit set in a one-bit-per-block map.
+#[inline(always)]
+fn test_block(bits: &[u64], pfn: Pfn) -> bool {
+    let b = (pfn as u64 / BLOCK) as usize;
+    bits.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0)
+}
+
+/// Sets or clears the bit of the block holding `pfn` in a one-bit-per-block map.
+fn set_block(bits: &mut [u64], pfn: Pfn, on: bool) {
+    let b = (pfn as u64 / BLOCK) as usize;
+    if on {
+        bits[b / 64] |= 1 << (b % 64);
+    } else {
+        bits[b / 64] &= !(1 << (b % 64));
     }
 }
 
@@ -146,8 +152,7 @@ impl Mm {
                     .iter()
                     .all(|f| *f == ZERO_FRAME)
             {
-                let b = (p / BLOCK) as usize;
-                self.deferred.reserved[b / 64] |= 1 << (b % 64);
+                set_block(&mut self.deferred.reserved, p as Pfn, true);
                 p += BLOCK;
                 continue;
             }
@@ -158,10 +163,9 @@ impl Mm {
 
     /// Writes the frames of the untouched reserved block at `pfn` (a scanner reads them).
     fn init_reserved_block(&mut self, pfn: Pfn) {
-        let b = (pfn as u64 / BLOCK) as usize;
-        self.deferred.reserved[b / 64] &= !(1 << (b % 64));
+        set_block(&mut self.deferred.reserved, pfn, false);
         self.deferred.written += 1;
-        let start = (b as u64 * BLOCK) as usize;
+        let start = (pfn as u64 / BLOCK * BLOCK) as usize;
         self.map[start..start + BLOCK as usize].fill(Page::reserved());
     }
 
