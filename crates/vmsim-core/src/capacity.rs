@@ -71,15 +71,13 @@ impl Need {
     /// What is written before the first event: boot's frames, the swap map, the tasks,
     /// cgroups and samples [bytes].
     pub fn at_start(&self) -> u64 {
-        [
+        saturating_sum(&[
             self.frame_table_boot,
             self.swap,
             self.tasks,
             self.memcgs,
             self.samples,
-        ]
-        .iter()
-        .fold(0u64, |a, &b| a.saturating_add(b))
+        ])
     }
 
     /// Address space the run takes at its start: the whole frame table and the rest of
@@ -92,17 +90,20 @@ impl Need {
 
     /// All of it: every frame used and every frame and swap slot mapped [bytes].
     pub fn total(&self) -> u64 {
-        [
+        saturating_sum(&[
             self.frame_table,
             self.swap,
             self.page_tables,
             self.tasks,
             self.memcgs,
             self.samples,
-        ]
-        .iter()
-        .fold(0u64, |a, &b| a.saturating_add(b))
+        ])
     }
+}
+
+/// The sum of `parts`, at most u64::MAX.
+fn saturating_sum(parts: &[u64]) -> u64 {
+    parts.iter().fold(0u64, |a, &b| a.saturating_add(b))
 }
 
 /// What the host can give a run, and what sets that figure.
@@ -262,8 +263,6 @@ fn largest_part(sc: &Scenario, n: &Need) -> String {
 /// with one line if its frame table and page tables grow past it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Budget {
-    /// Bytes the run may write beyond its start.
-    pub bytes: u64,
     /// The host's limit at the start.
     pub limit: HostLimit,
     /// What the start took ([`Need::at_start`]).
@@ -273,6 +272,11 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// Bytes the run may write beyond its start.
+    pub fn bytes(&self) -> u64 {
+        self.limit.bytes.saturating_sub(self.at_start)
+    }
+
     /// The line that stops a run which grew by `grown` bytes at simulated time `at_ns`.
     pub fn exceeded(&self, at_ns: u64, grown: u64) -> String {
         format!(
@@ -320,7 +324,6 @@ pub fn check_against(sc: &Scenario, limits: HostLimits) -> Result<Option<Budget>
         )));
     }
     Ok((n.total() > l.bytes).then(|| Budget {
-        bytes: l.bytes - start,
         limit: l,
         at_start: start,
         memory: sc.machine.memory.to_string(),
@@ -406,7 +409,7 @@ mod tests {
         let s = sc("[machine]\nmemory = \"8TiB\"\nswap = \"4TiB\"\n");
         let n = need(&s);
         let b = check_against(&s, limits(22_100_000_000)).unwrap().unwrap();
-        assert_eq!(b.bytes, 22_100_000_000 - n.at_start());
+        assert_eq!(b.bytes(), 22_100_000_000 - n.at_start());
         assert_eq!(b.memory, "8TiB");
         let line = b.exceeded(3_210_000_000, 21_000_000_000);
         assert!(

@@ -701,7 +701,7 @@ pub fn run_built(
 fn within_budget(ctl: &Control, eng: &Engine) -> Result<(), Stopped> {
     let Some(b) = &ctl.budget else { return Ok(()) };
     let grown = eng.kernel.host_bytes_grown();
-    if grown <= b.bytes {
+    if grown <= b.bytes() {
         return Ok(());
     }
     Err(Stopped::HostMemory {

@@ -128,9 +128,8 @@ fn zero_time_programs_are_deterministic() {
 #[test]
 fn a_run_that_outgrows_its_host_budget_stops_with_one_line() {
     let sc = scenario("1s", "1", r#"{ op = "touch", size = "128MiB" }"#);
-    let budget = |bytes| {
+    let budget = |bytes: u64| {
         Some(vmsim_core::capacity::Budget {
-            bytes,
             limit: vmsim_core::capacity::HostLimit {
                 bytes: bytes + 1_000_000,
                 what: "available",

@@ -33,16 +33,21 @@ WORKER_BASE_BYTES = 64 << 20
 HOST_RESERVE_BYTES = 512 << 20
 
 
+def _need(text: str, part: str) -> int:
+    """A part of what one run of the scenario ``text`` (a valid scenario) needs, with its
+    worker process [bytes]."""
+    need: dict[str, int] = json.loads(_vmsim.capacity_need(text))
+    return need[part] + WORKER_BASE_BYTES
+
+
 def run_bytes(text: str) -> int:
     """Host memory one run of the scenario ``text`` (a valid scenario) needs at most [bytes]."""
-    need: dict[str, int] = json.loads(_vmsim.capacity_need(text))
-    return need["total"] + WORKER_BASE_BYTES
+    return _need(text, "total")
 
 
 def start_bytes(text: str) -> int:
     """Host memory one run of the scenario ``text`` writes before its first event [bytes]."""
-    need: dict[str, int] = json.loads(_vmsim.capacity_need(text))
-    return need["at_start"] + WORKER_BASE_BYTES
+    return _need(text, "at_start")
 
 
 def available_bytes() -> int:
