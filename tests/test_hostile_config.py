@@ -87,12 +87,13 @@ def test_capacity_message_names_need_and_limit():
 
 
 def test_a_machine_larger_than_the_host_runs_when_its_start_fits(cli):
-    """8 TiB: a 34 GB frame table, more than this host's memory, of which the run writes
-    what boot and the workload use (its start and growth are watched, not refused)."""
-    need = json.loads(_vmsim.capacity_need('[machine]\nmemory = "8TiB"\n'))
+    """16 TiB, the largest machine: a 69 GB frame table, more than this host's memory, of
+    which the run writes what boot and the workload use (its start and growth are watched,
+    not refused)."""
+    need = json.loads(_vmsim.capacity_need('[machine]\nmemory = "16TiB"\n'))
     if need["at_start"] + (2 << 30) > available_bytes():
-        pytest.skip("this host cannot hold an 8 TiB machine's start and a workload")
-    proc = cli("run", "--set", "machine.memory=8TiB", "--set", "duration=200ms")
+        pytest.skip("this host cannot hold a 16 TiB machine's start and a workload")
+    proc = cli("run", "--set", "machine.memory=16TiB", "--set", "duration=200ms")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "\nelapsed 0.200 s " in proc.stdout, proc.stdout[:500]
     faults = re.search(r"^pgfault (\d+)$", proc.stdout, re.M)
@@ -106,7 +107,7 @@ def test_capacity_need_arithmetic_through_the_binding():
     # Partial blocks at the ends of ranges, and the pageblock arrays (3 bytes a pageblock).
     assert frames // 512 * 3 < need["frame_table_boot"] < frames // 512 * 3 + (1 << 20)
     assert need["swap"] == slots * 13
-    assert need["page_tables"] == (frames + slots) * 4
+    assert need["page_tables"] == (frames + slots) * 8
     parts = ("frame_table", "swap", "page_tables", "tasks", "memcgs", "samples")
     assert need["total"] == sum(need[p] for p in parts)
     start = ("frame_table_boot", "swap", "tasks", "memcgs", "samples")

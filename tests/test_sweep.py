@@ -394,7 +394,7 @@ def test_capacity_lowers_parallelism_or_refuses():
     start = capacity.start_bytes(runs[0].text)
     room = capacity.HOST_RESERVE_BYTES
     assert capacity.fit_jobs(runs, 4, room + 2 * need + 1) == (2, need)
-    assert capacity.gib(need) == "0.4 GiB"  # 16 Mi frames × 20 B + 64 MiB
+    assert capacity.gib(need) == "0.4 GiB"  # 16 Mi frames × 24 B + 64 MiB
     # Not even one whole need fits, but the run's start does: one worker at a time.
     assert capacity.fit_jobs(runs, 4, room + need - 1) == (1, need)
     assert start < need
@@ -403,7 +403,7 @@ def test_capacity_lowers_parallelism_or_refuses():
 
 
 def test_grid_larger_than_the_host_runs_one_worker_at_a_time(cli, tmp_path):
-    """An 8 TiB point needs 40 GiB if it used all its memory: more than this host has, so
+    """An 8 TiB point needs 48 GiB if it used all its memory: more than this host has, so
     the sweep runs one worker at a time, and each run watches its own growth."""
     start = capacity.start_bytes(sw.plan(SMALL, [{"machine.memory": "8TiB"}], [1])[0].text)
     if start + capacity.HOST_RESERVE_BYTES + (2 << 30) > capacity.available_bytes():
@@ -411,7 +411,7 @@ def test_grid_larger_than_the_host_runs_one_worker_at_a_time(cli, tmp_path):
     out = tmp_path / "c.parquet"
     proc = cli("sweep", SMALL, "--set", "machine.memory=256MiB,8TiB", "-j", "2", "-o", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "1 worker(s) instead of 2: each needs about 40.1 GiB" in proc.stderr
+    assert "1 worker(s) instead of 2: each needs about 48.1 GiB" in proc.stderr
     assert pl.read_parquet(out).height == 2
 
 

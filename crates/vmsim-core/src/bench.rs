@@ -444,8 +444,8 @@ mod tests {
 
     #[test]
     fn a_machine_above_the_largest_is_refused_with_its_reason() {
-        let e = scale_scenario("16TiB").unwrap_err().to_string();
-        assert!(e.contains("16TiB") && e.contains("maximum"), "{e}");
+        let e = scale_scenario("32TiB").unwrap_err().to_string();
+        assert!(e.contains("32TiB") && e.contains("maximum 16TiB"), "{e}");
     }
 
     #[test]

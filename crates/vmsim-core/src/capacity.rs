@@ -27,13 +27,14 @@ use crate::mm::page::{Page, PAGE_SIZE};
 /// `bytes_per_frame`; the pageblock arrays add 3 bytes per 512 frames, left out) [bytes].
 pub const BYTES_PER_FRAME: u64 = std::mem::size_of::<Page>() as u64;
 /// Per swap slot, what `SwapInfo` allocates at once: swap_map's use count (u8), the swap
-/// cache's frame, the owner's slot and the memcg charged (three u32) [bytes].
-pub const BYTES_PER_SWAP_SLOT: u64 = 1 + 3 * std::mem::size_of::<crate::mm::page::Pfn>() as u64;
+/// cache's frame (a page link, `pfn32`), the owner's slot and the memcg charged (three
+/// u32) [bytes].
+pub const BYTES_PER_SWAP_SLOT: u64 = 1 + 3 * std::mem::size_of::<u32>() as u64;
 /// The pageblock arrays, written at boot: its migratetype (u8) and zone (u16) [bytes].
 pub const BYTES_PER_PAGEBLOCK: u64 = 3;
-/// A page-table slot (the reverse map's slot space) per mapped page; at most every frame
-/// and every swap slot is mapped [bytes].
-pub const BYTES_PER_MAPPED_PAGE: u64 = 4;
+/// A page-table slot (the reverse map's slot space, 64 bits: a frame or a swap entry)
+/// per mapped page; at most every frame and every swap slot is mapped [bytes].
+pub const BYTES_PER_MAPPED_PAGE: u64 = 8;
 /// One user task: the engine's task, its program, its mm and its share of the result
 /// (the peak resident set grows by 1,013–1,039 bytes a task from 1 to 20,001 sleeping
 /// tasks, measured on 28 November 2026, the builds of the two stops before too; 823 when
@@ -361,7 +362,7 @@ mod tests {
         let n = need(&sc("[machine]\nmemory = \"8TiB\"\nswap = \"4TiB\"\n"));
         assert_eq!(n.frame_table, (8u64 << 40) / 4096 * 16);
         assert_eq!(n.swap, (4u64 << 40) / 4096 * 13);
-        assert_eq!(n.page_tables, (12u64 << 40) / 4096 * 4);
+        assert_eq!(n.page_tables, (12u64 << 40) / 4096 * 8);
         assert_eq!(human(n.frame_table), "34.4 GB");
     }
 

@@ -1426,9 +1426,11 @@ fn default_duration() -> Nanos {
 /// The built-in default scenario: what `vmsim run` does with no file.
 pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/default.toml");
 
-/// Largest simulated machine (8 TiB) [bytes]: an rmap slot (mm/rmap.rs) holds a frame
-/// number below `SWP_BIT` = 2^31, so 2^31 frames of 4 KiB.
-pub const MAX_MEMORY: u64 = 8 << 40;
+/// Largest simulated machine (16 TiB) [bytes]: 2^32 frames of 4 KiB, each numbered within
+/// a page's 32-bit links (`mm::page::pfn32`). The last frame is always the tail of the
+/// last node's reserved memmap (`mm_init::memblock_reserved`), so the list end
+/// `NIL` = u32::MAX never names a free, listed or mapped frame.
+pub const MAX_MEMORY: u64 = 16 << 40;
 /// Largest swap device (4 TiB) [bytes].
 pub const MAX_SWAP: u64 = 4 << 40;
 /// INT_MAX: the bound of the kernel's `int` sysctls (proc_dointvec_minmax) [count].
@@ -2499,9 +2501,9 @@ mod tests {
         let cost = k.iter().find(|k| k.name == "pcp_alloc").unwrap();
         assert_eq!(cost.max_text().as_deref(), Some("1000000000"));
         let mem = k.iter().find(|k| k.name == "memory").unwrap();
-        assert_eq!(mem.max_text().as_deref(), Some("8TiB"));
+        assert_eq!(mem.max_text().as_deref(), Some("16TiB"));
         assert!(err("[machine]\nmemory = \"32TiB\"\n")
-            .contains("machine.memory = 32TiB is above the maximum 8TiB"));
+            .contains("machine.memory = 32TiB is above the maximum 16TiB"));
         // Every default is within its maximum.
         assert!(Scenario::from_toml("").is_ok());
     }

@@ -3,7 +3,7 @@
 use crate::config::Scenario;
 use crate::kernel::{Engine, Kernel};
 use crate::mm::mmzone::{Wmark, MAX_PAGE_ORDER, MIGRATE_TYPES, NR_PAGE_ORDERS, PAGEBLOCK_ORDER};
-use crate::mm::page::pg;
+use crate::mm::page::{pg, Pfn};
 use crate::mm::vmstat::{vmstat_text, Event, VmstatSnapshot};
 use crate::mm::{FragStats, Mm};
 use indexmap::IndexMap;
@@ -125,8 +125,8 @@ impl Mm {
     pub fn pageblock_map(&self) -> Vec<PageblockMap> {
         let mut out = Vec::new();
         for z in self.zones.iter().filter(|z| z.populated()) {
-            let first = (z.zone_start_pfn as u64) >> PAGEBLOCK_ORDER;
-            let last = (z.zone_end_pfn() as u64).div_ceil(1 << PAGEBLOCK_ORDER);
+            let first = z.zone_start_pfn >> PAGEBLOCK_ORDER;
+            let last = z.zone_end_pfn().div_ceil(1 << PAGEBLOCK_ORDER);
             let mut m = PageblockMap {
                 node: z.nid,
                 zone: z.zone_type.name(),
@@ -139,11 +139,11 @@ impl Mm {
                 m.migratetype
                     .push(['U', 'M', 'R', 'H', 'I'][self.pageblock_mt[pb as usize] as usize]);
                 let (mut free, mut used) = (0u16, [0u16; 3]);
-                let start = (pb << PAGEBLOCK_ORDER) as u32;
+                let start: Pfn = pb << PAGEBLOCK_ORDER;
                 let end = start + (1 << PAGEBLOCK_ORDER);
                 // A block larger than a pageblock starts at an earlier pageblock: find its head.
                 let mut p = start;
-                let head = start & !((1u32 << MAX_PAGE_ORDER) - 1);
+                let head = start & !((1 << MAX_PAGE_ORDER) - 1);
                 let big = self.frame(head);
                 if head < start
                     && big.order() > PAGEBLOCK_ORDER
@@ -160,7 +160,7 @@ impl Mm {
                 }
                 while p < end {
                     let page = &self.frame(p);
-                    let n = 1u32 << page.order();
+                    let n: Pfn = 1 << page.order();
                     if page.test(pg::BUDDY) {
                         free += n.min(end - p) as u16;
                         p += n;

@@ -167,7 +167,7 @@ fn take(
         head.flags,
         head.order()
     );
-    prop_assert_eq!(p as u64 % (1u64 << order), 0, "misaligned block");
+    prop_assert_eq!(p % (1u64 << order), 0, "misaligned block");
     let frames = &mut owned[p as usize..p as usize + (1 << order)];
     prop_assert!(
         frames.iter().all(|&o| !o),

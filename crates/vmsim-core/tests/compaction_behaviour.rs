@@ -339,7 +339,7 @@ fn thp_fault_falls_back_when_no_pageblock_is_free() {
     }
     k.mm.drain_all_pages();
     for &p in &held {
-        if !(p as u64).is_multiple_of(PAGEBLOCK_NR_PAGES) {
+        if !p.is_multiple_of(PAGEBLOCK_NR_PAGES) {
             k.mm.free_pages(p, 0, 0);
         }
     }

@@ -4,11 +4,11 @@ The engine computes what a run needs (``vmsim_core::capacity::need``, exposed
 as ``_vmsim.capacity_need``): a 16-byte record per 4 KiB frame of the
 simulated machine (``vmsim bench``: ``bytes_per_frame``), a use count, a
 swap-cache entry, an owner and a memcg per swap slot (1 + 3 × 4 bytes), a
-page-table slot per mapped page (4 bytes; at most every frame and every swap
+page-table slot per mapped page (8 bytes; at most every frame and every swap
 slot is mapped), a record per task and per memory cgroup, and every sample of
 the time series. A worker process adds its interpreter, vmsim and the result,
 about 16–35 MiB (measured with ``ru_maxrss``; 64 MiB is allowed). A 1 TiB
-machine without swap thus needs at most 1 TiB / 4 KiB × 20 B + 64 MiB ≈ 5.06
+machine without swap thus needs at most 1 TiB / 4 KiB × 24 B + 64 MiB ≈ 6.06
 GiB, if its run uses every frame; it writes much less when it starts
 (``at_start``: the frames boot writes, the swap map, tasks, cgroups and
 samples) and grows with the memory it uses. Workers run side by side when

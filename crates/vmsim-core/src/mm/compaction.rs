@@ -43,7 +43,7 @@ use super::mmzone::{
     MigrateType, Wmark, ZoneType, MAX_NR_ZONES, NR_PAGE_ORDERS, PAGEBLOCK_NR_PAGES,
     PAGEBLOCK_ORDER, PAGE_ALLOC_COSTLY_ORDER,
 };
-use super::page::{pg, PageKind, Pfn, NIL};
+use super::page::{pg, PageKind, Pfn, NIL, NO_OWNER};
 use super::vmstat::Event;
 use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::Kernel;
@@ -614,10 +614,10 @@ impl Kernel {
             };
         cc.whole_zone = cc.migrate_pfn == start && cc.free_pfn == last_block;
         self.trace(TraceEvent::MmCompactionBegin {
-            zone_start: start as u64,
-            migrate_pfn: cc.migrate_pfn as u64,
-            free_pfn: cc.free_pfn as u64,
-            zone_end: end as u64,
+            zone_start: start,
+            migrate_pfn: cc.migrate_pfn,
+            free_pfn: cc.free_pfn,
+            zone_end: end,
             sync: cc.sync,
         });
     }
@@ -696,7 +696,7 @@ impl Kernel {
             && matches!(p.kind(), PageKind::Anon | PageKind::File)
             && p.test(pg::LRU)
             && p.flags & (pg::WRITEBACK | pg::SWAPCACHE | pg::UNEVICTABLE | pg::RECLAIM) == 0
-            && p.owner != NIL;
+            && p.owner != NO_OWNER;
         movable && (!p.test(pg::DIRTY) || !self.is_bdev_slot(p.kind(), p.owner))
     }
 
@@ -776,7 +776,7 @@ impl Kernel {
         self.mm
             .count_vm_events(Event::COMPACT_ISOLATED, nr_isolated);
         self.trace(TraceEvent::MmCompactionIsolateMigratepages {
-            start_pfn: start as u64,
+            start_pfn: start,
             end_pfn: pfn as u64,
             nr_scanned: scanned,
             nr_taken: nr_isolated,
@@ -820,7 +820,7 @@ impl Kernel {
                 if pfn >= min_pfn && self.suitable_migration_target(pfn) {
                     found.push(pfn);
                 }
-                pfn = self.mm.map[pfn as usize].prev;
+                pfn = self.mm.map[pfn as usize].prev();
             }
             scanned += seen as u64;
             for p in found {
@@ -838,7 +838,7 @@ impl Kernel {
         self.count_free_scanned(cc, scanned, scanned, taken);
         self.trace(TraceEvent::MmCompactionFastIsolateFreepages {
             start_pfn: min_pfn as u64,
-            end_pfn: cc.free_pfn as u64,
+            end_pfn: cc.free_pfn,
             nr_scanned: scanned,
             nr_taken: taken,
         });
@@ -968,7 +968,7 @@ impl Kernel {
                 let nr = 1 << p.order();
                 if pfn + nr <= end {
                     pfn += nr - 1;
-                    scanned += nr as u64 - 1;
+                    scanned += nr - 1;
                 }
             }
             pfn += stride;
@@ -976,8 +976,8 @@ impl Kernel {
         let stopped = pfn.min(end);
         self.count_free_scanned(cc, scanned, steps, taken);
         self.trace(TraceEvent::MmCompactionIsolateFreepages {
-            start_pfn: from as u64,
-            end_pfn: stopped as u64,
+            start_pfn: from,
+            end_pfn: stopped,
             nr_scanned: scanned,
             nr_taken: taken,
         });
@@ -1011,7 +1011,7 @@ impl Kernel {
             h.flags = pg::HEAD;
             h.ok = o as u8;
             h.mt = mt;
-            h.owner = NIL;
+            h.owner = NO_OWNER;
             self.mm.pb_account(half);
             cc.freepages[o].push_front(half);
         }
@@ -1071,11 +1071,11 @@ impl Kernel {
             zc.cached_free_pfn = cc.free_pfn;
         }
         let z = &self.mm.zones[cc.zid];
-        let (start, end) = (z.zone_start_pfn as u64, z.zone_end_pfn() as u64);
+        let (start, end) = (z.zone_start_pfn, z.zone_end_pfn());
         self.trace(TraceEvent::MmCompactionEnd {
             zone_start: start,
-            migrate_pfn: cc.migrate_pfn as u64,
-            free_pfn: cc.free_pfn as u64,
+            migrate_pfn: cc.migrate_pfn,
+            free_pfn: cc.free_pfn,
             zone_end: end,
             sync: cc.sync,
             status: ret as i32,

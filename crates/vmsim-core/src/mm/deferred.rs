@@ -23,7 +23,7 @@
 //! from its back joins the back; both are linked right after `after`.
 
 use super::mmzone::{MigrateType, MAX_PAGE_ORDER};
-use super::page::{pg, ListHead, Page, Pfn, NIL};
+use super::page::{pfn32, pg, ListHead, Page, Pfn, NIL, NO_OWNER};
 use super::Mm;
 use std::collections::VecDeque;
 
@@ -36,9 +36,9 @@ pub const FREE_FRAME: Page = Page {
     flags: 0,
     ok: 0,
     mt: 0,
-    next: NIL,
-    prev: NIL,
-    owner: NIL,
+    next: NIL as u32,
+    prev: NIL as u32,
+    owner: NO_OWNER,
 };
 
 /// A frame never written: all bytes zero.
@@ -121,13 +121,13 @@ impl Deferred {
 /// Whether the block holding `pfn` has its bit set in a one-bit-per-block map.
 #[inline(always)]
 fn test_block(bits: &[u64], pfn: Pfn) -> bool {
-    let b = (pfn as u64 / BLOCK) as usize;
+    let b = (pfn / BLOCK) as usize;
     bits.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0)
 }
 
 /// Sets or clears the bit of the block holding `pfn` in a one-bit-per-block map.
 fn set_block(bits: &mut [u64], pfn: Pfn, on: bool) {
-    let b = (pfn as u64 / BLOCK) as usize;
+    let b = (pfn / BLOCK) as usize;
     if on {
         bits[b / 64] |= 1 << (b % 64);
     } else {
@@ -165,7 +165,7 @@ impl Mm {
     fn init_reserved_block(&mut self, pfn: Pfn) {
         set_block(&mut self.deferred.reserved, pfn, false);
         self.deferred.written += 1;
-        let start = (pfn as u64 / BLOCK * BLOCK) as usize;
+        let start = (pfn / BLOCK * BLOCK) as usize;
         self.map[start..start + BLOCK as usize].fill(Page::reserved());
     }
 
@@ -230,7 +230,7 @@ impl Mm {
         pfn: Pfn,
     ) {
         if self.deferred.holds(zid, order, mt) && self.deferred.after[zid] == pfn {
-            self.deferred.after[zid] = self.map[pfn as usize].prev;
+            self.deferred.after[zid] = self.map[pfn as usize].prev();
         }
     }
 
@@ -280,7 +280,7 @@ impl Mm {
             p.flags = pg::BUDDY;
             p.ok = MAX_PAGE_ORDER as u8;
             p.mt = mt;
-            p.owner = NIL;
+            p.owner = NO_OWNER;
         }
         let after = self.deferred.after[zid];
         let list = &mut self.zones[zid].free_area[MAX_PAGE_ORDER].free_list[mt as usize];
@@ -296,8 +296,8 @@ impl Mm {
     /// Writes the frames of every untouched block overlapping [start, end), keeping the
     /// list's order (a scanner is about to read them).
     pub fn init_deferred_range(&mut self, start: Pfn, end: Pfn) {
-        let first = start as u64 / BLOCK;
-        let last = (end as u64).div_ceil(BLOCK);
+        let first = start / BLOCK;
+        let last = end.div_ceil(BLOCK);
         for b in first..last {
             let pfn = (b * BLOCK) as Pfn;
             if self.deferred.is_deferred(pfn) {
@@ -378,7 +378,7 @@ impl Mm {
             }
             return self.map[pfn as usize];
         }
-        if (pfn as u64).is_multiple_of(BLOCK) {
+        if pfn.is_multiple_of(BLOCK) {
             Page {
                 flags: pg::BUDDY,
                 ok: MAX_PAGE_ORDER as u8,
@@ -426,15 +426,15 @@ fn insert_after(list: &mut ListHead, map: &mut [Page], after: Pfn, pfn: Pfn) {
         list.push_front(map, pfn);
         return;
     }
-    let next = map[after as usize].next;
+    let next = map[after as usize].next();
     if next == NIL {
         list.push_back(map, pfn);
         return;
     }
-    map[pfn as usize].prev = after;
-    map[pfn as usize].next = next;
-    map[after as usize].next = pfn;
-    map[next as usize].prev = pfn;
+    map[pfn as usize].prev = pfn32(after);
+    map[pfn as usize].next = pfn32(next);
+    map[after as usize].next = pfn32(pfn);
+    map[next as usize].prev = pfn32(pfn);
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 
 use super::gfp::{Gfp, __GFP_FS, GFP_HIGHUSER_MOVABLE};
 use super::memory::BioKind;
-use super::page::{pg, PageKind, Pfn, NIL};
+use super::page::{pg, PageKind, Pfn, NIL, NO_OWNER};
 use super::rmap::{Entry, Owner, SlotTable};
 use super::vmstat::NodeStat;
 use crate::block::{Request, WbtKind};
@@ -94,7 +94,7 @@ impl Kernel {
             .slot_or_alloc(&mut self.rmap, index, |i| Owner::File { ino, index: i });
         for q in p + 1..p + nr as Pfn {
             // The tail pages belong to the head (compound_head).
-            self.mm.map[q as usize].owner = NIL;
+            self.mm.map[q as usize].owner = NO_OWNER;
         }
         let page = &mut self.mm.map[p as usize];
         page.set_kind(PageKind::File);
@@ -431,7 +431,7 @@ impl Kernel {
                 self.mem_cgroup_uncharge(p);
                 self.filemap_unaccount_folio(p);
                 let page = &mut self.mm.map[p as usize];
-                page.owner = NIL;
+                page.owner = NO_OWNER;
                 page.flags &= !(pg::LRU | pg::ACTIVE);
             } else {
                 self.remove_file_page_and_free(p, cpu);
@@ -454,7 +454,7 @@ impl Kernel {
         let order = self.mm.map[p as usize].order();
         let page = &mut self.mm.map[p as usize];
         page.flags &= !(pg::ACTIVE | pg::REFERENCED | pg::WORKINGSET | pg::RECLAIM | pg::MAPPED);
-        page.owner = NIL;
+        page.owner = NO_OWNER;
         self.mm.free_pages(p, order, cpu);
     }
 

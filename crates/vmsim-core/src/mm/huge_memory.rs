@@ -24,7 +24,7 @@ use super::gfp::{
     Gfp, __GFP_DIRECT_RECLAIM, __GFP_KSWAPD_RECLAIM, __GFP_NORETRY, GFP_TRANSHUGE_LIGHT,
 };
 use super::memory::Fault;
-use super::page::{Pfn, NIL};
+use super::page::{pfn32, Pfn, NIL};
 use super::rmap::{Entry, CHUNK_SLOTS};
 use super::vmstat::Event;
 use crate::config::{ThpDefrag, ThpEnabled};
@@ -55,8 +55,8 @@ impl Kernel {
         self.mm.map[p as usize].ok = ok;
         let mut prev = p;
         for i in 1..nr {
-            let q = p + i;
-            let next = self.mm.map[prev as usize].next;
+            let q = p + i as Pfn;
+            let next = self.mm.map[prev as usize].next();
             self.mm.pb_unaccount(q);
             {
                 let t = &mut self.mm.map[q as usize];
@@ -64,21 +64,21 @@ impl Kernel {
                 t.ok = ok;
                 t.mt = head.mt;
                 t.owner = head.owner + i;
-                t.prev = prev;
-                t.next = next;
+                t.prev = pfn32(prev);
+                t.next = pfn32(next);
             }
             self.mm.pb_account(q);
-            self.mm.map[prev as usize].next = q;
+            self.mm.map[prev as usize].next = pfn32(q);
             if next == NIL {
                 self.mm.nodes[nid].lruvec.lists[l].tail = q;
             } else {
-                self.mm.map[next as usize].prev = q;
+                self.mm.map[next as usize].prev = pfn32(q);
             }
             debug_assert_eq!(self.rmap.get(head.owner + i), Entry::Page(p));
             self.rmap.set(head.owner + i, Entry::Page(q));
             prev = q;
         }
-        let mut out: Vec<Pfn> = (p + 1..p + nr).collect();
+        let mut out: Vec<Pfn> = (p + 1..p + nr as Pfn).collect();
         out.push(p);
         out
     }
@@ -259,9 +259,10 @@ impl Kernel {
         self.mm.cur.acc += HPAGE_PMD_NR * self.mm.cost.clear_page;
         let cpu = self.tasks[tid as usize].cpu;
         for i in 0..HPAGE_PMD_NR as u32 {
-            self.map_anon_page(tid, slot0 + i, p + i);
-            self.mem_cgroup_commit_charge(p + i, memcg);
-            self.mm.folio_add_lru(p + i, cpu);
+            let q = p + i as Pfn;
+            self.map_anon_page(tid, slot0 + i, q);
+            self.mem_cgroup_commit_charge(q, memcg);
+            self.mm.folio_add_lru(q, cpu);
         }
     }
 

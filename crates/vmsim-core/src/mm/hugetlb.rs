@@ -22,7 +22,7 @@ use super::gfp::{
     GFP_HIGHUSER_MOVABLE,
 };
 use super::huge_memory::{HPAGE_PMD_NR, HPAGE_PMD_ORDER};
-use super::page::{PageKind, Pfn, NIL};
+use super::page::{PageKind, Pfn, NO_OWNER};
 use super::vmstat::{Event, NodeStat};
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
@@ -182,7 +182,7 @@ impl Kernel {
         let nid = self.mm.pfn_to_nid(p);
         let page = &mut self.mm.map[p as usize];
         page.set_kind(PageKind::Hugetlb);
-        page.owner = NIL;
+        page.owner = NO_OWNER;
         let h = &mut self.hstate;
         h.nr_huge_pages += 1;
         h.free_huge_pages += 1;

@@ -37,7 +37,7 @@
 
 use super::gfp::{Gfp, __GFP_DIRECT_RECLAIM, GFP_KERNEL};
 use super::mmzone::{lru, Lruvec, PgData};
-use super::page::{PageKind, Pfn, NIL};
+use super::page::{PageKind, Pfn, NIL, NO_OWNER};
 use super::vmscan::{ScanControl, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
 use crate::config::{CgroupShape, CgroupSpec, MemcgReclaimIter, SoftLimitReclaim};
 use crate::engine::TaskId;
@@ -1618,7 +1618,7 @@ impl Kernel {
             return;
         }
         let page = self.mm.map[p as usize];
-        if page.owner == NIL || !is_charged_kind(page.kind()) {
+        if page.owner == NO_OWNER || !is_charged_kind(page.kind()) {
             return;
         }
         let id = self.mm.memcg.folio_memcg(page.kind(), page.owner);
@@ -1640,7 +1640,7 @@ impl Kernel {
             return;
         }
         let page = self.mm.map[p as usize];
-        if page.owner == NIL || !is_charged_kind(page.kind()) {
+        if page.owner == NO_OWNER || !is_charged_kind(page.kind()) {
             return;
         }
         let nr = self.mm.folio_nr_pages(p);
@@ -1682,8 +1682,8 @@ impl Kernel {
     /// Releases the charge a swap slot holds (mem_cgroup_uncharge_swap): memsw under v1,
     /// swap under v2; nothing for a slot without one.
     pub fn mem_cgroup_uncharge_swap(&mut self, s: u32) {
-        let id = self.swap.swap_cgroup_record(s, NIL);
-        if id == NIL || !self.mm.memcg.enabled() {
+        let id = self.swap.swap_cgroup_record(s, NO_OWNER);
+        if id == NO_OWNER || !self.mm.memcg.enabled() {
             return;
         }
         let e = &mut self.mm.memcg.ext_mut(id).stat[stat::SWAP];
@@ -1743,7 +1743,7 @@ impl Kernel {
         let mut dirty = vec![0u64; m.groups.len()];
         let mut writeback = vec![0u64; m.groups.len()];
         for page in self.mm.map.iter() {
-            if is_charged_kind(page.kind()) && page.owner != NIL {
+            if is_charged_kind(page.kind()) && page.owner != NO_OWNER {
                 let g = m.folio_memcg(page.kind(), page.owner) as usize;
                 // A page-cache folio counts its pages (its tails have no owner).
                 let nr = if page.kind() == PageKind::File {
@@ -1789,7 +1789,7 @@ impl Kernel {
         let mut local = vec![0u64; n];
         for s in 0..self.swap.max() {
             let id = self.swap.swap_cgroup(s);
-            if id != NIL {
+            if id != NO_OWNER {
                 if !self.swap.in_use(s) {
                     return Err(format!("swap slot {s} is free but charged to memcg {id}"));
                 }

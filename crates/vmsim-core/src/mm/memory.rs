@@ -13,7 +13,7 @@
 //! without writing it. The swap-in path itself is in swap_state.rs.
 
 use super::gfp::{GFP_HIGHUSER_MOVABLE, GFP_KERNEL};
-use super::page::{pg, PageKind, Pfn, NIL};
+use super::page::{pg, PageKind, Pfn, NIL, NO_OWNER};
 use super::rmap::{Entry, Owner};
 use super::vmstat::{Event, NodeStat};
 use crate::block::{Request, Submitted, WbtKind};
@@ -198,7 +198,7 @@ impl Kernel {
     /// (swap_entry_free → mem_cgroup_uncharge_swap, swap_range_free).
     pub(crate) fn swap_entry_free(&mut self, s: u32, cpu: usize) {
         self.mem_cgroup_uncharge_swap(s);
-        self.swap.set_slot_owner(s, NIL);
+        self.swap.set_slot_owner(s, NO_OWNER);
         self.swap.free_swap_slot(cpu, s);
         self.zswap_invalidate(s);
         self.zram_slot_free_notify(s);
@@ -374,7 +374,7 @@ impl Kernel {
     /// A page whose owner went away while it was being written: freed when the write completes.
     fn orphan_under_writeback(&mut self, p: Pfn) {
         let page = &mut self.mm.map[p as usize];
-        page.owner = NIL;
+        page.owner = NO_OWNER;
         page.flags &= !(pg::LRU | pg::ACTIVE | pg::SWAPCACHE);
     }
 
@@ -393,7 +393,7 @@ impl Kernel {
     /// `cpu` is the reclaimer's (its slot cache under `kernel.swap_slot_cache`).
     pub fn add_to_swap(&mut self, p: Pfn, cpu: usize) -> bool {
         let slot = self.mm.map[p as usize].owner;
-        if slot == NIL || self.rmap.get(slot) != Entry::Page(p) {
+        if slot == NO_OWNER || self.rmap.get(slot) != Entry::Page(p) {
             return false;
         }
         let Some(s) = self.swap.folio_alloc_swap(cpu) else {
@@ -428,7 +428,7 @@ impl Kernel {
     /// false if the page is not mapped.
     pub fn try_to_unmap_swapcache(&mut self, p: Pfn) -> bool {
         let slot = self.mm.map[p as usize].owner;
-        if slot == NIL || self.rmap.get(slot) != Entry::Page(p) {
+        if slot == NO_OWNER || self.rmap.get(slot) != Entry::Page(p) {
             return false;
         }
         let Some(f) = self.swap.folio(p) else {
@@ -453,7 +453,7 @@ impl Kernel {
     /// page's page-table entry holds it, a mapped one's is looked up.
     pub(crate) fn swap_slot_of(&self, p: Pfn) -> Option<u32> {
         let owner = self.mm.map[p as usize].owner;
-        if owner != NIL {
+        if owner != NO_OWNER {
             if let Entry::Swap(s) = self.rmap.get(owner) {
                 if self.swap.cache_lookup(s) == Some(p) {
                     return Some(s);
@@ -512,7 +512,7 @@ impl Kernel {
             RECLAIM_WB_ASYNC
         };
         self.trace(crate::trace::TraceEvent::MmVmscanWriteFolio {
-            pfn: p as u64,
+            pfn: p,
             reclaim_flags: flags,
         });
     }
@@ -719,7 +719,7 @@ impl Kernel {
         let flags = self.mm.map[p as usize].flags;
         self.mod_memcg_page_state(p, super::memcontrol::stat::WRITEBACK, -nr);
         self.mm.map[p as usize].flags &= !pg::WRITEBACK;
-        if self.mm.map[p as usize].owner == NIL && flags & pg::LRU == 0 {
+        if self.mm.map[p as usize].owner == NO_OWNER && flags & pg::LRU == 0 {
             let cpu = 0;
             self.try_to_free_buffers(p, cpu);
             let order = self.mm.map[p as usize].order();
@@ -758,7 +758,7 @@ impl Kernel {
             | pg::YOUNG
             | pg::WORKINGSET
             | pg::RECLAIM);
-        page.owner = NIL;
+        page.owner = NO_OWNER;
         self.mm.free_pages(p, 0, cpu);
     }
 }

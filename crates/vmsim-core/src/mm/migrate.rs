@@ -17,7 +17,7 @@
 //! at the head).
 
 use super::compaction::CompactControl;
-use super::page::{Pfn, NIL};
+use super::page::{pfn32, Pfn, NIL, NO_OWNER};
 use super::rmap::Entry;
 use super::vmstat::Event;
 use crate::kernel::Kernel;
@@ -46,7 +46,7 @@ impl Kernel {
         debug_assert_eq!(self.mm.page_zone(src), self.mm.page_zone(dst));
         let old = self.mm.map[src as usize];
         let order = old.order();
-        let nr = 1u32 << order;
+        let nr: Pfn = 1 << order;
         debug_assert!(self.mm.map[dst as usize].order() == order);
         let l = self.mm.folio_lru_list(src);
         let nid = self.mm.pfn_to_nid(src);
@@ -68,7 +68,7 @@ impl Kernel {
             let d = &mut self.mm.map[(dst + i) as usize];
             d.flags = t.flags;
             d.ok = t.ok;
-            d.owner = NIL;
+            d.owner = NO_OWNER;
         }
         for q in dst..dst + nr {
             self.mm.pb_account(q);
@@ -76,20 +76,20 @@ impl Kernel {
         // Replace src by dst in place on its LRU list (list_replace).
         {
             let list = &mut self.mm.nodes[nid].lruvec.lists[l];
-            if old.prev == NIL {
+            if old.prev() == NIL {
                 list.head = dst;
             } else {
-                self.mm.map[old.prev as usize].next = dst;
+                self.mm.map[old.prev as usize].next = pfn32(dst);
             }
-            if old.next == NIL {
+            if old.next() == NIL {
                 list.tail = dst;
             } else {
-                self.mm.map[old.next as usize].prev = dst;
+                self.mm.map[old.next as usize].prev = pfn32(dst);
             }
         }
         // The page table or every page-cache slot of the folio now points at the new
         // frame (remove_migration_ptes; the multi-index xarray entry).
-        for i in 0..nr {
+        for i in 0..nr as u32 {
             debug_assert_eq!(self.rmap.get(old.owner + i), Entry::Page(src));
             self.rmap.set(old.owner + i, Entry::Page(dst));
         }
@@ -101,9 +101,9 @@ impl Kernel {
             let s = &mut self.mm.map[q as usize];
             s.flags = 0;
             s.ok = 0;
-            s.owner = NIL;
-            s.next = NIL;
-            s.prev = NIL;
+            s.owner = NO_OWNER;
+            s.next = pfn32(NIL);
+            s.prev = pfn32(NIL);
         }
         let mt = self.mm.get_pageblock_migratetype(src);
         self.mm.count_vm_events(Event::PGFREE, nr as u64);

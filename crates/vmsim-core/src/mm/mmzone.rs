@@ -196,9 +196,9 @@ pub struct Zone {
 }
 
 impl Zone {
-    /// One past the last frame (zone_end_pfn).
+    /// One past the last frame (zone_end_pfn); 2^32 for the last zone of a 16 TiB machine.
     pub fn zone_end_pfn(&self) -> Pfn {
-        self.zone_start_pfn + self.spanned_pages as Pfn
+        self.zone_start_pfn + self.spanned_pages
     }
 
     /// Whether the zone has memory (populated_zone).

@@ -6,11 +6,25 @@
 //! list, or (later) an LRU — so one pair of links serves all of them, as
 //! `page->lru` / `page->buddy_list` / `page->pcp_list` share storage in the kernel.
 
-/// A page frame number: index into the frame table.
-pub type Pfn = u32;
+/// A page frame number: index into the frame table. 64 bits wide so that a zone's
+/// end (2^32 on a 16 TiB machine) and every step past it compute without wrapping;
+/// stored in 32 bits inside a [`Page`] (see [`pfn32`]).
+pub type Pfn = u64;
 
-/// "No page": the end of a list.
-pub const NIL: Pfn = u32::MAX;
+/// "No page": the end of a list. As a frame number it is the last frame of a 16 TiB
+/// machine, always reserved memmap (`mm_init::memblock_reserved`), never linked.
+pub const NIL: Pfn = u32::MAX as Pfn;
+
+/// "No owner": a page's `owner` or an rmap slot that names nothing.
+pub const NO_OWNER: u32 = u32::MAX;
+
+/// A frame number as a [`Page`] stores it (its list links): every frame of the largest
+/// machine, and [`NIL`], fit in 32 bits.
+#[inline(always)]
+pub fn pfn32(pfn: Pfn) -> u32 {
+    debug_assert!(pfn <= NIL, "frame number {pfn} does not fit a page link");
+    pfn as u32
+}
 
 /// Page size [bytes].
 pub const PAGE_SIZE: u64 = 4096;
@@ -103,11 +117,11 @@ pub struct Page {
     pub ok: u8,
     /// Migratetype recorded at allocation / on a pcp list.
     pub mt: u8,
-    /// Next frame on the list this frame is on.
-    pub next: Pfn,
-    /// Previous frame on that list.
-    pub prev: Pfn,
-    /// Owner id (task, cache, inode) or NIL.
+    /// Next frame on the list this frame is on ([`pfn32`]; read with [`Page::next`]).
+    pub next: u32,
+    /// Previous frame on that list ([`pfn32`]; read with [`Page::prev`]).
+    pub prev: u32,
+    /// Owner id (task, cache, inode, rmap slot) or [`NO_OWNER`].
     pub owner: u32,
 }
 
@@ -120,10 +134,22 @@ impl Page {
             flags: pg::RESERVED,
             ok: 0,
             mt: 0,
-            next: NIL,
-            prev: NIL,
-            owner: NIL,
+            next: NIL as u32,
+            prev: NIL as u32,
+            owner: NO_OWNER,
         }
+    }
+
+    /// Next frame on the list, or [`NIL`].
+    #[inline(always)]
+    pub fn next(&self) -> Pfn {
+        self.next as Pfn
+    }
+
+    /// Previous frame on the list, or [`NIL`].
+    #[inline(always)]
+    pub fn prev(&self) -> Pfn {
+        self.prev as Pfn
     }
 
     /// Block order.
@@ -188,13 +214,13 @@ impl ListHead {
         let old = self.head;
         {
             let p = &mut map[pfn as usize];
-            p.prev = NIL;
-            p.next = old;
+            p.prev = pfn32(NIL);
+            p.next = pfn32(old);
         }
         if old == NIL {
             self.tail = pfn;
         } else {
-            map[old as usize].prev = pfn;
+            map[old as usize].prev = pfn32(pfn);
         }
         self.head = pfn;
     }
@@ -205,13 +231,13 @@ impl ListHead {
         let old = self.tail;
         {
             let p = &mut map[pfn as usize];
-            p.next = NIL;
-            p.prev = old;
+            p.next = pfn32(NIL);
+            p.prev = pfn32(old);
         }
         if old == NIL {
             self.head = pfn;
         } else {
-            map[old as usize].next = pfn;
+            map[old as usize].next = pfn32(pfn);
         }
         self.tail = pfn;
     }
@@ -221,23 +247,23 @@ impl ListHead {
     pub fn remove(&mut self, map: &mut [Page], pfn: Pfn) {
         let (prev, next) = {
             let p = &map[pfn as usize];
-            (p.prev, p.next)
+            (p.prev(), p.next())
         };
         if prev == NIL {
             debug_assert_eq!(self.head, pfn);
             self.head = next;
         } else {
-            map[prev as usize].next = next;
+            map[prev as usize].next = pfn32(next);
         }
         if next == NIL {
             debug_assert_eq!(self.tail, pfn);
             self.tail = prev;
         } else {
-            map[next as usize].prev = prev;
+            map[next as usize].prev = pfn32(prev);
         }
         let p = &mut map[pfn as usize];
-        p.next = NIL;
-        p.prev = NIL;
+        p.next = pfn32(NIL);
+        p.prev = pfn32(NIL);
     }
 
     /// Removes and returns the head, if any.
@@ -273,7 +299,7 @@ impl Iterator for ListIter<'_> {
             return None;
         }
         let c = self.cur;
-        self.cur = self.map[c as usize].next;
+        self.cur = self.map[c as usize].next();
         Some(c)
     }
 }

@@ -17,7 +17,7 @@
 
 use super::gfp::{alloc_flags::*, gfp_migratetype, gfp_zone, Gfp};
 use super::mmzone::*;
-use super::page::{pg, ListHead, Pfn, NIL, PAGE_SHIFT, PAGE_SIZE};
+use super::page::{pfn32, pg, ListHead, Pfn, NIL, NO_OWNER, PAGE_SHIFT, PAGE_SIZE};
 use super::vmstat_items::{Event, NumaStat, ZoneStat};
 use super::Mm;
 use crate::trace::{TraceEvent, TraceEventId};
@@ -180,7 +180,7 @@ impl Mm {
 
     /// Sets every pageblock of a block of `order` >= pageblock_order (change_pageblock_range).
     fn change_pageblock_range(&mut self, pfn: Pfn, order: usize, mt: MigrateType) {
-        let n = 1u32 << (order - PAGEBLOCK_ORDER);
+        let n: Pfn = 1 << (order - PAGEBLOCK_ORDER);
         for i in 0..n {
             self.set_pageblock_migratetype(pfn + (i << PAGEBLOCK_ORDER), mt);
         }
@@ -217,7 +217,7 @@ impl Mm {
             p.flags = pg::BUDDY;
             p.ok = order as u8;
             p.mt = mt as u8;
-            p.owner = NIL;
+            p.owner = NO_OWNER;
         }
         if !tail {
             self.deferred_note_push_front(zid, order, mt, pfn);
@@ -292,9 +292,9 @@ impl Mm {
         let mut nr_added = 0;
         while high > low {
             high -= 1;
-            let size = 1u32 << high;
+            let size: Pfn = 1 << high;
             self.add_to_free_list(zid, pfn + size, high, mt, false);
-            nr_added += size as u64;
+            nr_added += size;
             self.cur.acc += self.cost.buddy_split;
         }
         nr_added
@@ -379,15 +379,15 @@ impl Mm {
         while p < end {
             let page = &self.map[p as usize];
             if page.test(pg::BUDDY) {
-                let n = 1u32 << page.order();
-                free += n as u64;
+                let n: Pfn = 1 << page.order();
+                free += n;
                 p += n;
                 continue;
             }
             if page.test(pg::HEAD) {
-                let n = 1u32 << page.order();
+                let n: Pfn = 1 << page.order();
                 if page.mt == MigrateType::Movable as u8 {
-                    movable += n as u64;
+                    movable += n;
                 }
                 p += n;
                 continue;
@@ -460,7 +460,7 @@ impl Mm {
         p.flags = pg::HEAD;
         p.ok = order as u8;
         p.mt = mt as u8;
-        p.owner = NIL;
+        p.owner = NO_OWNER;
         self.pb_account(pfn);
         true
     }
@@ -475,9 +475,9 @@ impl Mm {
             p.flags = pg::HEAD;
             p.ok = 0;
             p.mt = mt;
-            p.owner = NIL;
-            p.next = NIL;
-            p.prev = NIL;
+            p.owner = NO_OWNER;
+            p.next = pfn32(NIL);
+            p.prev = pfn32(NIL);
             self.pb_account(q);
         }
     }
@@ -489,7 +489,7 @@ impl Mm {
     fn trace_zone_locked(&mut self, pfn: Pfn, order: usize, mt: MigrateType) {
         if self.trace_enabled(TraceEventId::MmPageAllocZoneLocked) {
             self.trace(TraceEvent::MmPageAllocZoneLocked {
-                pfn: pfn as u64,
+                pfn,
                 order: order as u32,
                 migratetype: mt as i32,
                 percpu_refill: (order <= PAGE_ALLOC_COSTLY_ORDER
@@ -504,7 +504,7 @@ impl Mm {
     fn trace_pcpu_drain(&mut self, pfn: Pfn, mt: MigrateType) {
         if self.trace_enabled(TraceEventId::MmPagePcpuDrain) {
             self.trace(TraceEvent::MmPagePcpuDrain {
-                pfn: pfn as u64,
+                pfn,
                 order: 0,
                 migratetype: mt as i32,
             });
@@ -517,7 +517,7 @@ impl Mm {
     fn trace_page_free(&mut self, pfn: Pfn, order: usize) {
         if self.trace_enabled(TraceEventId::MmPageFree) {
             self.trace(TraceEvent::MmPageFree {
-                pfn: pfn as u64,
+                pfn,
                 order: order as u32,
             });
         }
@@ -535,7 +535,7 @@ impl Mm {
         let change_ownership = self.get_pageblock_migratetype(pfn) == alloc_mt;
         if self.trace_enabled(TraceEventId::MmPageAllocExtfrag) {
             self.trace(TraceEvent::MmPageAllocExtfrag {
-                pfn: pfn as u64,
+                pfn,
                 alloc_order: alloc_order as i32,
                 fallback_order: fallback_order as i32,
                 alloc_migratetype: alloc_mt as i32,
@@ -1030,9 +1030,9 @@ impl Mm {
         p.flags = pg::HEAD;
         p.ok = order as u8;
         p.mt = mt as u8;
-        p.owner = NIL;
-        p.next = NIL;
-        p.prev = NIL;
+        p.owner = NO_OWNER;
+        p.next = pfn32(NIL);
+        p.prev = pfn32(NIL);
         self.pb_account(pfn);
         self.frag.alloc_success[order] += 1;
     }
@@ -1229,7 +1229,7 @@ impl Mm {
             p.flags = pg::PCP;
             p.mt = mt as u8;
             p.ok = 0;
-            p.owner = NIL;
+            p.owner = NO_OWNER;
         }
         let pcp = &mut self.pcp[idx];
         pcp.lists[mt as usize].push_front(&mut self.map, pfn);
@@ -1331,7 +1331,7 @@ impl Mm {
                     let mut prev = NIL;
                     for p in list.iter(&self.map) {
                         let page = &self.map[p as usize];
-                        if page.prev != prev {
+                        if page.prev() != prev {
                             return Err(format!("pfn {p}: broken prev link"));
                         }
                         prev = p;
@@ -1600,7 +1600,7 @@ impl Kernel {
         // The request's outcome, a page or none (a throttled retry is not an outcome yet).
         if r != AllocResult::Retry && self.mm.kmem_trace_enabled(TraceEventId::MmPageAlloc) {
             let pfn = match r {
-                AllocResult::Page(p) => p as u64,
+                AllocResult::Page(p) => p,
                 _ => crate::trace::PFN_NONE,
             };
             self.trace(TraceEvent::MmPageAlloc {

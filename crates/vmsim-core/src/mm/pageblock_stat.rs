@@ -94,8 +94,8 @@ impl Mm {
     /// movable), by a walk of the frame table: the reference for [`PageblockStat::mixed`].
     pub fn mixed_pageblocks_walk(&self) -> u64 {
         let mut mixed = 0;
-        let n = self.map.len() as u32;
-        let mut start = 0u32;
+        let n = self.map.len() as Pfn;
+        let mut start: Pfn = 0;
         while start < n {
             let end = (start + (1 << PAGEBLOCK_ORDER)).min(n);
             let mut kinds = 0u8;
@@ -126,8 +126,8 @@ impl Mm {
     pub fn pageblock_counts_walk(&self, zid: usize) -> [u64; MIGRATE_TYPES] {
         let z = &self.zones[zid];
         let mut counts = [0u64; MIGRATE_TYPES];
-        let first = (z.zone_start_pfn as u64 / PAGEBLOCK_NR_PAGES) as usize;
-        let last = (z.zone_end_pfn() as u64).div_ceil(PAGEBLOCK_NR_PAGES) as usize;
+        let first = (z.zone_start_pfn / PAGEBLOCK_NR_PAGES) as usize;
+        let last = z.zone_end_pfn().div_ceil(PAGEBLOCK_NR_PAGES) as usize;
         for pb in first..last {
             counts[self.pageblock_mt[pb] as usize] += 1;
         }

@@ -19,7 +19,7 @@
 
 use super::gfp::{Gfp, __GFP_NORETRY, __GFP_NOWARN, GFP_HIGHUSER_MOVABLE};
 use super::memory::BioKind;
-use super::page::{pg, Pfn, NIL};
+use super::page::{pg, Pfn, NO_OWNER};
 use super::rmap::Owner;
 use crate::block::Request;
 use crate::engine::TaskId;
@@ -363,7 +363,7 @@ impl Kernel {
     /// yet read (the read's completion, folio_end_read, unlocks it).
     pub fn file_read_in_flight(&self, pfn: Pfn) -> bool {
         let slot = self.mm.map[pfn as usize].owner;
-        if slot == NIL {
+        if slot == NO_OWNER {
             return false;
         }
         let (Owner::File { ino, .. }, index) = self.rmap.owner(slot) else {

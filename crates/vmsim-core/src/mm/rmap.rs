@@ -6,7 +6,8 @@
 //! space is cut into chunks of 512 slots (one PTE table's worth, 2 MiB);
 //! a task or file takes chunks as it grows. A page's `owner` field holds its
 //! slot, so the reverse lookup costs one index. Each slot holds a frame
-//! number, a swap entry ([`SWP_BIT`] | slot of the swap device) or nothing.
+//! number, a swap entry ([`SWP_BIT`] | slot of the swap device) or nothing, in
+//! 64 bits: a 16 TiB machine's frame numbers take all 32 bits of a [`Pfn`].
 
 use super::page::Pfn;
 
@@ -14,17 +15,21 @@ use super::page::Pfn;
 pub const CHUNK_SLOTS: u32 = 512;
 /// log2 of [`CHUNK_SLOTS`].
 pub const CHUNK_SHIFT: u32 = 9;
-/// An empty slot (pte_none).
+/// No chunk in a [`SlotTable`], and no slot (a page's `owner` when it has none).
 pub const SLOT_NONE: u32 = u32::MAX;
-/// Marks a swap entry (!pte_present, is_swap_pte).
-pub const SWP_BIT: u32 = 1 << 31;
-/// A PTE mapping the shared zero page (my_zero_pfn); never a swap slot, as all swap
-/// together holds at most MAX_SWAP / PAGE_SIZE slots, fewer than [`SWP_BIT`] - 2.
-pub const SLOT_ZERO: u32 = u32::MAX - 1;
+/// An empty slot's stored value (pte_none).
+const ENTRY_NONE: u64 = u64::MAX;
+/// Marks a swap entry (!pte_present, is_swap_pte), above every frame number.
+pub const SWP_BIT: u64 = 1 << 32;
+/// A PTE mapping the shared zero page (my_zero_pfn); never a swap entry, as all swap
+/// together holds at most MAX_SWAP / PAGE_SIZE slots.
+const ENTRY_ZERO: u64 = u64::MAX - 1;
 const _: () = assert!(
-    crate::config::MAX_SWAP / super::page::PAGE_SIZE < (SWP_BIT - 2) as u64,
-    "a swap slot could encode as SLOT_ZERO"
+    crate::config::MAX_SWAP / super::page::PAGE_SIZE < u32::MAX as u64,
+    "a swap slot must fit the u32 of Entry::Swap"
 );
+/// Most chunks: every slot number stays below [`SLOT_NONE`].
+const MAX_CHUNKS: u32 = u32::MAX >> CHUNK_SHIFT;
 
 /// Who a chunk belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,26 +68,26 @@ pub enum Entry {
 impl Entry {
     /// Decodes a stored slot value.
     #[inline(always)]
-    pub fn decode(v: u32) -> Entry {
-        if v == SLOT_NONE {
+    pub fn decode(v: u64) -> Entry {
+        if v == ENTRY_NONE {
             Entry::None
-        } else if v == SLOT_ZERO {
+        } else if v == ENTRY_ZERO {
             Entry::Zero
         } else if v & SWP_BIT != 0 {
-            Entry::Swap(v & !SWP_BIT)
+            Entry::Swap(v as u32)
         } else {
-            Entry::Page(v)
+            Entry::Page(v as Pfn)
         }
     }
 
     /// Encodes for storage.
     #[inline(always)]
-    pub fn encode(self) -> u32 {
+    pub fn encode(self) -> u64 {
         match self {
-            Entry::None => SLOT_NONE,
-            Entry::Zero => SLOT_ZERO,
+            Entry::None => ENTRY_NONE,
+            Entry::Zero => ENTRY_ZERO,
             Entry::Page(p) => p,
-            Entry::Swap(s) => s | SWP_BIT,
+            Entry::Swap(s) => s as u64 | SWP_BIT,
         }
     }
 }
@@ -90,7 +95,7 @@ impl Entry {
 /// The slot space.
 #[derive(Debug, Clone, Default)]
 pub struct Rmap {
-    entries: Vec<u32>,
+    entries: Vec<u64>,
     owners: Vec<Owner>,
     free_chunks: Vec<u32>,
 }
@@ -98,7 +103,7 @@ pub struct Rmap {
 impl Rmap {
     /// Host memory its slot space holds (page tables and page-cache indices) [bytes].
     pub fn host_bytes(&self) -> u64 {
-        (self.entries.capacity() * std::mem::size_of::<u32>()
+        (self.entries.capacity() * std::mem::size_of::<u64>()
             + self.owners.capacity() * std::mem::size_of::<Owner>()
             + self.free_chunks.capacity() * std::mem::size_of::<u32>()) as u64
     }
@@ -112,10 +117,10 @@ impl Rmap {
             }
             None => {
                 let c = self.owners.len() as u32;
-                assert!(c < (SWP_BIT >> CHUNK_SHIFT), "rmap slot space exhausted");
+                assert!(c < MAX_CHUNKS, "rmap slot space exhausted");
                 self.owners.push(owner);
                 self.entries
-                    .extend(std::iter::repeat_n(SLOT_NONE, CHUNK_SLOTS as usize));
+                    .extend(std::iter::repeat_n(ENTRY_NONE, CHUNK_SLOTS as usize));
                 c
             }
         }
@@ -209,6 +214,26 @@ impl SlotTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every frame of the largest machine, every swap slot of the largest device, the
+    /// zero page and nothing decode as what was stored.
+    #[test]
+    fn entries_round_trip_at_their_extremes() {
+        let last_swap = (crate::config::MAX_SWAP / super::super::page::PAGE_SIZE - 1) as u32;
+        let last_frame = (crate::config::MAX_MEMORY / super::super::page::PAGE_SIZE - 1) as Pfn;
+        for e in [
+            Entry::None,
+            Entry::Zero,
+            Entry::Page(0),
+            Entry::Page(last_frame - 1),
+            Entry::Page(last_frame),
+            Entry::Swap(0),
+            Entry::Swap(last_swap),
+        ] {
+            assert_eq!(Entry::decode(e.encode()), e, "{e:?}");
+        }
+        assert_ne!(Entry::Page(0).encode(), Entry::Swap(0).encode());
+    }
 
     #[test]
     fn slots_round_trip_and_chunks_are_reused() {

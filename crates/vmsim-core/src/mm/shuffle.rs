@@ -50,7 +50,7 @@ impl Mm {
             self.zones[zid].zone_start_pfn,
             self.zones[zid].zone_end_pfn(),
         );
-        let spanned = (zend - zstart) as u64;
+        let spanned = zend - zstart;
         // Each list as a vector (list_swap exchanges two entries' places).
         let mut lists: Vec<Vec<Pfn>> = (0..MIGRATE_TYPES)
             .map(|mt| {

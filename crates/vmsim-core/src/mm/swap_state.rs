@@ -17,7 +17,7 @@
 
 use super::gfp::GFP_HIGHUSER_MOVABLE;
 use super::memory::{BioKind, Fault};
-use super::page::{pg, PageKind, Pfn, NIL};
+use super::page::{pg, PageKind, Pfn, NO_OWNER};
 use super::rmap::{Entry, Owner};
 use super::vmstat::{Event, NodeStat};
 use crate::block::Request;
@@ -319,7 +319,7 @@ impl Kernel {
             return Ok(Some((p, false)));
         }
         let rslot = self.swap.slot_owner(s);
-        if !self.swap.in_use(s) || rslot == NIL || self.rmap.get(rslot) != Entry::Swap(s) {
+        if !self.swap.in_use(s) || rslot == NO_OWNER || self.rmap.get(rslot) != Entry::Swap(s) {
             return Ok(None);
         }
         let (p, memcg) = self.swapin_alloc_folio(s, tid)?;

@@ -37,7 +37,10 @@
 //! extent, so a file and a partition do the same I/O; swap devices have no
 //! NUMA node, so automatic (negative) priorities keep their order.
 
-use super::page::{Pfn, NIL};
+use super::page::{pfn32, Pfn, NIL, NO_OWNER};
+
+/// No cluster, device, slot owner or group: the end of a cluster list, an unset entry.
+const NONE: u32 = NO_OWNER;
 
 /// A map keyed by frame number.
 type PfnMap<V> = super::page::IntMap<Pfn, V>;
@@ -65,20 +68,20 @@ pub struct SwapInfo {
     pub devices: Vec<SwapDevice>,
     /// Devices that can hand out slots, highest priority first (swap_avail_heads).
     avail: Vec<usize>,
-    /// Each CPU's current cluster on a non-rotational device: (type, offset) or (NIL, 0)
+    /// Each CPU's current cluster on a non-rotational device: (type, offset) or (NONE, 0)
     /// (percpu_swap_cluster.si[0], .offset[0]).
     percpu_cluster: Vec<(u32, u32)>,
     /// The last automatic priority given (least_priority).
     least_priority: i32,
     /// Use count of each slot (swap_map).
     swap_map: Vec<u8>,
-    /// Page in the swap cache for each slot, or NIL (the swap address space).
-    cache: Vec<Pfn>,
+    /// Page in the swap cache for each slot ([`pfn32`]), or NIL (the swap address space).
+    cache: Vec<u32>,
     /// The swap-cache pages by frame (folio->swap and the folio flags the model reads).
     folios: PfnMap<SwapCacheFolio>,
-    /// The rmap slot whose page-table entry holds each slot, or NIL.
+    /// The rmap slot whose page-table entry holds each slot, or NONE.
     owner: Vec<u32>,
-    /// The memory cgroup charged for each slot's swap, or NIL (swap_cgroup_record).
+    /// The memory cgroup charged for each slot's swap, or NONE (swap_cgroup_record).
     memcg: Vec<u32>,
     /// Readahead state: VMA windows per task and the cluster heuristic's (swap_state.rs).
     pub ra: super::swap_state::SwapRaState,
@@ -119,9 +122,9 @@ struct SwapCluster {
     count: u32,
     /// Its list.
     flags: ClusterFlag,
-    /// Previous cluster on its list, or NIL.
+    /// Previous cluster on its list, or NONE.
     prev: u32,
-    /// Next cluster on its list, or NIL.
+    /// Next cluster on its list, or NONE.
     next: u32,
 }
 
@@ -211,12 +214,12 @@ impl SwapDevice {
                 SwapCluster {
                     count: 0,
                     flags: ClusterFlag::None,
-                    prev: NIL,
-                    next: NIL,
+                    prev: NONE,
+                    next: NONE,
                 };
                 nr as usize
             ],
-            lists: [(NIL, NIL); 4],
+            lists: [(NONE, NONE); 4],
             global_next: 0,
             unuse_cursor: 0,
             unuse_progress: 0,
@@ -241,28 +244,28 @@ impl SwapDevice {
     fn move_cluster(&mut self, ci: u32, to: ClusterFlag) {
         let c = self.clusters[ci as usize];
         if let Some(l) = list_index(c.flags) {
-            if c.prev == NIL {
+            if c.prev == NONE {
                 self.lists[l].0 = c.next;
             } else {
                 self.clusters[c.prev as usize].next = c.next;
             }
-            if c.next == NIL {
+            if c.next == NONE {
                 self.lists[l].1 = c.prev;
             } else {
                 self.clusters[c.next as usize].prev = c.prev;
             }
         }
-        let (mut prev, mut next) = (NIL, NIL);
+        let (mut prev, mut next) = (NONE, NONE);
         if let Some(l) = list_index(to) {
             let tail = self.lists[l].1;
             prev = tail;
-            if tail == NIL {
+            if tail == NONE {
                 self.lists[l].0 = ci;
             } else {
                 self.clusters[tail as usize].next = ci;
             }
             self.lists[l].1 = ci;
-            next = NIL;
+            next = NONE;
         }
         let cl = &mut self.clusters[ci as usize];
         cl.flags = to;
@@ -273,7 +276,7 @@ impl SwapDevice {
     /// The first cluster of a list, taken off it (isolate_lock_cluster).
     fn isolate_cluster(&mut self, list: ClusterFlag) -> Option<u32> {
         let head = self.lists[list_index(list)?].0;
-        if head == NIL {
+        if head == NONE {
             return None;
         }
         self.move_cluster(head, ClusterFlag::None);
@@ -421,9 +424,9 @@ impl SwapInfo {
             devices,
             least_priority: -1,
             swap_map: vec![0; n],
-            cache: vec![NIL; n],
-            owner: vec![NIL; n],
-            memcg: vec![NIL; n],
+            cache: vec![pfn32(NIL); n],
+            owner: vec![NONE; n],
+            memcg: vec![NONE; n],
             ..Default::default()
         }
         .with_headers()
@@ -544,7 +547,7 @@ impl SwapInfo {
     /// A slot from the CPU's current cluster on a non-rotational device (swap_alloc_fast).
     fn swap_alloc_fast(&mut self, cpu: usize) -> Option<u32> {
         let (t, offset) = *self.percpu_cluster.get(cpu)?;
-        if t == NIL || offset == 0 || !self.devices[t as usize].writeok {
+        if t == NONE || offset == 0 || !self.devices[t as usize].writeok {
             return None;
         }
         let ci = offset / SWAPFILE_CLUSTER;
@@ -665,7 +668,7 @@ impl SwapInfo {
         self.devices[t].relocate_cluster(ci);
         if solidstate {
             if self.percpu_cluster.len() <= cpu {
-                self.percpu_cluster.resize(cpu + 1, (NIL, 0));
+                self.percpu_cluster.resize(cpu + 1, (NONE, 0));
             }
             self.percpu_cluster[cpu] = (t as u32, next);
         } else {
@@ -782,7 +785,7 @@ impl SwapInfo {
         // flush_percpu_swap_cluster()
         for c in &mut self.percpu_cluster {
             if c.0 == t as u32 {
-                *c = (NIL, 0);
+                *c = (NONE, 0);
             }
         }
         self.devices[t].global_next = 0;
@@ -815,13 +818,13 @@ impl SwapInfo {
             "freeing a free swap slot {slot}"
         );
         debug_assert_eq!(
-            self.cache[slot as usize], NIL,
+            self.cache[slot as usize] as Pfn, NIL,
             "freeing a slot still in the swap cache"
         );
         self.swap_map[slot as usize] = 0;
-        self.owner[slot as usize] = NIL;
+        self.owner[slot as usize] = NONE;
         debug_assert_eq!(
-            self.memcg[slot as usize], NIL,
+            self.memcg[slot as usize], NONE,
             "freeing a charged swap slot"
         );
         self.swap_entries_free(slot);
@@ -859,15 +862,15 @@ impl SwapInfo {
     /// The page in the swap cache for a slot (swap_cache_get_folio).
     #[inline]
     pub fn cache_lookup(&self, slot: u32) -> Option<Pfn> {
-        let p = self.cache[slot as usize];
+        let p = self.cache[slot as usize] as Pfn;
         (p != NIL).then_some(p)
     }
 
     /// Puts a page being swapped out in the swap cache (add_to_swap_cache): its page-table
     /// entry holds the slot, so it needs no folio record until it is mapped again.
     pub fn cache_add(&mut self, slot: u32, pfn: Pfn) {
-        debug_assert_eq!(self.cache[slot as usize], NIL);
-        self.cache[slot as usize] = pfn;
+        debug_assert_eq!(self.cache[slot as usize] as Pfn, NIL);
+        self.cache[slot as usize] = pfn32(pfn);
     }
 
     /// Puts a page being read in the swap cache with its folio record (swap_cache_add_folio):
@@ -887,7 +890,7 @@ impl SwapInfo {
 
     /// Takes a page out of the swap cache (__delete_from_swap_cache).
     pub fn cache_del(&mut self, slot: u32) {
-        let p = self.cache[slot as usize];
+        let p = self.cache[slot as usize] as Pfn;
         debug_assert_ne!(p, NIL);
         if !self.folios.is_empty()
             && self
@@ -897,7 +900,7 @@ impl SwapInfo {
         {
             self.reads_unsubmitted -= 1;
         }
-        self.cache[slot as usize] = NIL;
+        self.cache[slot as usize] = pfn32(NIL);
     }
 
     /// The folio record of a swap-cache page that was read in or is mapped (folio->swap);
@@ -912,7 +915,7 @@ impl SwapInfo {
 
     /// Gives a swap-cache page that is being mapped a folio record, if it has none.
     pub fn track(&mut self, pfn: Pfn, slot: u32) {
-        debug_assert_eq!(self.cache[slot as usize], pfn);
+        debug_assert_eq!(self.cache[slot as usize] as Pfn, pfn);
         self.folios.entry(pfn).or_insert(SwapCacheFolio {
             slot,
             readahead: false,
@@ -944,7 +947,7 @@ impl SwapInfo {
 
     /// Sets when the read of a swap-cache page completes (the bio's end_io sets PG_uptodate).
     pub fn set_uptodate_at(&mut self, slot: u32, pfn: Pfn, at: u64) {
-        debug_assert_eq!(self.cache[slot as usize], pfn);
+        debug_assert_eq!(self.cache[slot as usize] as Pfn, pfn);
         if let Some(f) = self.folios.get_mut(&pfn) {
             if f.uptodate_at == u64::MAX {
                 self.reads_unsubmitted -= 1;
@@ -970,7 +973,7 @@ impl SwapInfo {
         self.folios.len()
     }
 
-    /// The rmap slot whose page-table entry holds a swap slot, or NIL.
+    /// The rmap slot whose page-table entry holds a swap slot, or NONE.
     #[inline]
     pub fn slot_owner(&self, slot: u32) -> u32 {
         self.owner[slot as usize]
@@ -982,13 +985,13 @@ impl SwapInfo {
         self.owner[slot as usize] = rslot;
     }
 
-    /// The memory cgroup charged for a slot's swap, or NIL (lookup_swap_cgroup_id).
+    /// The memory cgroup charged for a slot's swap, or NONE (lookup_swap_cgroup_id).
     #[inline]
     pub fn swap_cgroup(&self, slot: u32) -> u32 {
         self.memcg[slot as usize]
     }
 
-    /// Sets (or with NIL clears) the group charged for a slot, returning the old one (swap_cgroup_record / _clear).
+    /// Sets (or with NONE clears) the group charged for a slot, returning the old one (swap_cgroup_record / _clear).
     #[inline]
     pub fn swap_cgroup_record(&mut self, slot: u32, id: u32) -> u32 {
         std::mem::replace(&mut self.memcg[slot as usize], id)
@@ -1185,7 +1188,7 @@ impl crate::kernel::Kernel {
         };
         let now = self.mm.clock();
         let rslot = self.swap.slot_owner(s);
-        let p = if rslot != NIL && self.rmap.get(rslot) == Entry::Swap(s) {
+        let p = if rslot != NONE && self.rmap.get(rslot) == Entry::Swap(s) {
             let p = match self.swap.cache_lookup(s) {
                 Some(p) => p,
                 None => match self.swapin_for_unuse(tid, s) {

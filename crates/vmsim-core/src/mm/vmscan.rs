@@ -352,8 +352,8 @@ impl Kernel {
             if sc.lumpy {
                 // Lumpy reclaim (2.6.23–3.x isolate_lru_pages): take every LRU page of the
                 // aligned 2^order block around the tag page, active or inactive, file or anon.
-                let start = pfn & !((1u32 << sc.order) - 1);
-                for q in start..start + (1u32 << sc.order) {
+                let start = pfn & !((1 << sc.order) - 1);
+                for q in start..start + (1 << sc.order) {
                     if q == pfn || q as usize >= self.mm.map.len() || self.mm.page_zone(q) != zid {
                         continue;
                     }
