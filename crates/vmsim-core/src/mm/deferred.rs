@@ -56,8 +56,9 @@ const ZERO_FRAME: Page = Page {
 pub struct Deferred {
     /// One bit per MAX_PAGE_ORDER block of the machine: free since boot, frames untouched.
     bits: Vec<u64>,
-    /// Per zone: the untouched blocks in free-list order.
-    blocks: Vec<VecDeque<Pfn>>,
+    /// Per zone: the untouched blocks in free-list order, as block numbers (pfn / BLOCK,
+    /// 32 bits: 4 bytes a block at any machine size).
+    blocks: Vec<VecDeque<u32>>,
     /// Per zone: the linked block the untouched ones follow in the list (NIL: the list's head).
     after: Vec<Pfn>,
     /// The migratetype of their pageblocks and list (the boot migratetype).
@@ -109,7 +110,7 @@ impl Deferred {
 
     /// Untouched blocks of a zone, in list order.
     pub fn blocks(&self, zid: usize) -> impl Iterator<Item = Pfn> + '_ {
-        self.blocks[zid].iter().copied()
+        self.blocks[zid].iter().map(|&b| b as Pfn * BLOCK)
     }
 
     /// Marks the block at `pfn` untouched.
@@ -177,10 +178,11 @@ impl Mm {
         debug_assert_eq!(self.get_pageblock_migratetype(pfn), mt);
         let d = &mut self.deferred;
         debug_assert!(d.blocks[zid].is_empty() || d.after[zid] == NIL);
+        let b = (pfn / BLOCK) as u32;
         if to_tail {
-            d.blocks[zid].push_back(pfn);
+            d.blocks[zid].push_back(b);
         } else {
-            d.blocks[zid].push_front(pfn);
+            d.blocks[zid].push_front(b);
         }
         d.set(pfn, true);
         self.account_freepages(zid, BLOCK as i64, mt);
@@ -238,7 +240,10 @@ impl Mm {
     /// in order at the end of the list's front (deferred_grow_zone, one block at a time).
     fn init_deferred_front(&mut self, zid: usize, n: usize) {
         for _ in 0..n {
-            let Some(pfn) = self.deferred.blocks[zid].pop_front() else {
+            let Some(pfn) = self.deferred.blocks[zid]
+                .pop_front()
+                .map(|b| b as Pfn * BLOCK)
+            else {
                 return;
             };
             self.init_deferred_block(zid, pfn);
@@ -251,7 +256,10 @@ impl Mm {
     /// order at the start of the list's back.
     fn init_deferred_back(&mut self, zid: usize, n: usize) {
         for _ in 0..n {
-            let Some(pfn) = self.deferred.blocks[zid].pop_back() else {
+            let Some(pfn) = self.deferred.blocks[zid]
+                .pop_back()
+                .map(|b| b as Pfn * BLOCK)
+            else {
                 return;
             };
             self.init_deferred_block(zid, pfn);
@@ -314,11 +322,12 @@ impl Mm {
     fn init_deferred_at(&mut self, pfn: Pfn) {
         let zid = self.page_zone(pfn);
         let q = &self.deferred.blocks[zid];
+        let b = (pfn / BLOCK) as u32;
         let ascending = q.len() < 2 || q[0] < q[1];
         let i = if ascending {
-            q.binary_search(&pfn)
+            q.binary_search(&b)
         } else {
-            q.binary_search_by(|x| pfn.cmp(x))
+            q.binary_search_by(|x| b.cmp(x))
         }
         .expect("a deferred block is in its zone's run");
         let len = q.len();
@@ -392,8 +401,8 @@ impl Mm {
 
     /// Checks the untouched blocks: each in its zone, its frames never written.
     pub fn check_deferred(&self) -> Result<(), String> {
-        for (zid, q) in self.deferred.blocks.iter().enumerate() {
-            for &pfn in q {
+        for zid in 0..self.deferred.blocks.len() {
+            for pfn in self.deferred.blocks(zid) {
                 if !self.deferred.is_deferred(pfn) || self.page_zone(pfn) != zid {
                     return Err(format!("deferred block {pfn} of zone {zid} is not marked"));
                 }
