@@ -45,8 +45,10 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --exclude vmsim-py
 
+# Two workers (pytest-xdist): the tests that use the real kernel or time the host run
+# one after another on one of them (tests/conftest.py, HOST_MODULES).
 test-python:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n 2 --dist loadgroup
 
 bench:
 	vmsim bench --json

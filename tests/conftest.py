@@ -176,3 +176,44 @@ def cli() -> RunCli:
         )
 
     return run
+
+
+#: Test modules that use this machine's real kernel (cgroups, sysctls, swap, tracefs,
+#: qemu guests) or time the host (microbenchmarks, Ctrl-C, wall-clock limits, peak RSS,
+#: worker pools): under ``pytest -n 2 --dist loadgroup`` (``make test-python``) they all
+#: run on one worker, one after another, while the other worker runs simulations.
+HOST_MODULES = frozenset(
+    {
+        "test_atomic",
+        "test_bench_scale",
+        "test_calibrate",
+        "test_fidelity",
+        "test_fidelity_vm",
+        "test_ftrace",
+        "test_hostile_cli",
+        "test_hostile_config",
+        "test_interrupt",
+        "test_memcg_walk_real",
+        "test_outputs",
+        "test_reproduce_softlimit",
+        "test_run_limits",
+        "test_swap_devices",
+        "test_sweep",
+        "test_sweep_ray",
+        "test_trace",
+    }
+)
+
+
+#: Single tests elsewhere that do the same: docs/cost-model.md's examples run
+#: `vmsim calibrate` on the real kernel.
+HOST_TESTS = frozenset({"test_console_examples_print_what_the_docs_show[cost-model.md]"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Puts every test of a [`HOST_MODULES`] module, and every [`HOST_TESTS`] test, in
+    xdist's "host" group (before xdist reads the groups)."""
+    for item in items:
+        if item.path.stem in HOST_MODULES or item.name in HOST_TESTS:
+            item.add_marker(pytest.mark.xdist_group("host"))

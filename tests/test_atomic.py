@@ -55,6 +55,19 @@ def test_a_new_directory_appears_with_every_file_or_not_at_all(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["run"]
 
 
+def test_a_new_directory_takes_copies_of_files_given_by_path(tmp_path):
+    trace = tmp_path / "trace.txt"
+    trace.write_bytes(b"kswapd0-42 [000] ...\n")
+    out = tmp_path / "run-1"
+    atomic.write_dir(out, {"scenario.toml": "x = 1\n", "trace.txt": trace})
+    assert (out / "trace.txt").read_bytes() == trace.read_bytes()
+    assert (out / "scenario.toml").read_text() == "x = 1\n"
+    # A file that cannot be read leaves no directory at all.
+    with pytest.raises(OSError):
+        atomic.write_dir(tmp_path / "run-2", {"a": "1", "trace.txt": tmp_path / "missing"})
+    assert sorted(os.listdir(tmp_path)) == ["run-1", "trace.txt"]
+
+
 def test_copy(tmp_path):
     src = tmp_path / "src"
     src.write_bytes(b"trace")

@@ -252,8 +252,9 @@ def output_dir_problem(option: str, path: Path) -> str | None:
     return None
 
 
-def write_dir(out: str | Path, files: Mapping[str, str | bytes]) -> None:
-    """Writes files (name → text, or bytes) into directory ``out``, each whole or not at all.
+def write_dir(out: str | Path, files: Mapping[str, str | bytes | Path]) -> None:
+    """Writes files (name → text, bytes, or a file to copy) into directory ``out``, each
+    whole or not at all.
 
     A new directory is filled beside its target and renamed into place, so it appears
     with every file or not at all; into an existing directory each file is written by
@@ -271,7 +272,9 @@ def write_dir(out: str | Path, files: Mapping[str, str | bytes]) -> None:
         if not stat.S_ISDIR(st.st_mode):
             raise OutputError(given, "exists and is not a directory")
         for name, text in files.items():
-            if isinstance(text, bytes):
+            if isinstance(text, Path):
+                copy_file(text, Path(out) / name)
+            elif isinstance(text, bytes):
                 write_bytes(Path(out) / name, text)
             else:
                 write_text(Path(out) / name, text)
@@ -286,7 +289,9 @@ def write_dir(out: str | Path, files: Mapping[str, str | bytes]) -> None:
     try:
         os.chmod(tmp, 0o777 & ~_UMASK)
         for name, text in files.items():
-            if isinstance(text, bytes):
+            if isinstance(text, Path):
+                shutil.copyfile(text, tmp / name)
+            elif isinstance(text, bytes):
                 (tmp / name).write_bytes(text)
             else:
                 (tmp / name).write_text(text, encoding="utf-8")

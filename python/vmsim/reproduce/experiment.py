@@ -156,36 +156,37 @@ class ReproduceResult(TypedDict):
 def _one_run(
     exp: Experiment, case: str, k: Kernel, seed: int, scale: float, keep_dir: Path | None
 ) -> Run:
-    """Builds and runs one case on one kernel; keeps its files in ``keep_dir``."""
+    """Builds and runs one case on one kernel; keeps its files in ``keep_dir``, which
+    appears with all of them or not at all (an interrupt never leaves a run half kept)."""
     sc, plan = exp.build(case, k, seed, scale)
-    try:
-        if exp.traced:
-            with tempfile.TemporaryDirectory(prefix="vmsim-reproduce-") as tmp:
-                trace = Path(tmp) / "trace.txt"
+    with tempfile.TemporaryDirectory(prefix="vmsim-reproduce-") as tmp:
+        trace = Path(tmp) / "trace.txt"
+        report: dict[str, Any] | None = None
+        try:
+            if exp.traced:
                 r = api.run(sc, seed=seed, trace=trace, trace_format="legacy")
                 s = r.summary
-                report: dict[str, Any] | None = report_dict(
+                report = report_dict(
                     trace,
                     user_seconds=s["user_seconds"],
                     sys_seconds=s["sys_seconds"],
                     elapsed_seconds=s["elapsed_seconds"],
                 )
-                if keep_dir is not None:
-                    keep_dir.mkdir(parents=True, exist_ok=True)
-                    atomic.copy_file(trace, keep_dir / "trace.txt")
-        else:
-            r = api.run(sc, seed=seed)
-            report = None
-    except ScenarioError as e:  # a template or scaling bug, not the user's input
-        raise ReproduceError(f"{exp.name} {case} {k.name} at --scale {scale:g}: {e}") from None
-    if keep_dir is not None:
-        keep_dir.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(keep_dir / "scenario.toml", api.load_scenario(sc))
-        atomic.write_text(keep_dir / "result.json", r.json_text)
-        if report is not None:
-            atomic.write_text(
-                keep_dir / "report.json", json.dumps(report, indent=1, sort_keys=True) + "\n"
-            )
+            else:
+                r = api.run(sc, seed=seed)
+        except ScenarioError as e:  # a template or scaling bug, not the user's input
+            raise ReproduceError(f"{exp.name} {case} {k.name} at --scale {scale:g}: {e}") from None
+        if keep_dir is not None:
+            files: dict[str, str | bytes | Path] = {
+                "scenario.toml": api.load_scenario(sc),
+                "result.json": r.json_text,
+            }
+            if exp.traced:
+                files["trace.txt"] = trace
+            if report is not None:
+                files["report.json"] = json.dumps(report, indent=1, sort_keys=True) + "\n"
+            keep_dir.parent.mkdir(parents=True, exist_ok=True)
+            atomic.write_dir(keep_dir, files)
     return Run(case, k, seed, scale, sc, plan, r, report)
 
 
