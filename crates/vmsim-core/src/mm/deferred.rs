@@ -301,6 +301,12 @@ impl Mm {
         self.deferred.written * BLOCK
     }
 
+    /// Counts every block written so far as boot's (a boot step that writes blocks, the
+    /// free lists' shuffle: `capacity::need` counts those at the start).
+    pub(super) fn count_writes_as_boot(&mut self) {
+        self.deferred.written = 0;
+    }
+
     /// Writes the frames of every untouched block overlapping [start, end), keeping the
     /// list's order (a scanner is about to read them).
     pub fn init_deferred_range(&mut self, start: Pfn, end: Pfn) {

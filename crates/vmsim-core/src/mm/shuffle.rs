@@ -23,8 +23,9 @@ impl Mm {
     /// Shuffles the free lists of every zone, drawing from the scenario seed's stream
     /// (shuffle_free_memory → __shuffle_zone), and with `keep` shuffles frees from now on.
     pub fn shuffle_free_memory(&mut self, seed: u64, keep: bool) {
-        // The walk reorders the lists: every block's frames written first.
+        // The walk reorders the lists: every block's frames written first, at boot.
         self.init_deferred_all();
+        self.count_writes_as_boot();
         let mut rng = Stream::new(seed, streams::SHUFFLE);
         for zid in 0..self.zones.len() {
             if self.zones[zid].managed_pages > 0 {
