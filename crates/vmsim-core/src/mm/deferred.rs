@@ -110,13 +110,25 @@ impl Deferred {
 
     /// Untouched blocks of a zone, in list order.
     pub fn blocks(&self, zid: usize) -> impl Iterator<Item = Pfn> + '_ {
-        self.blocks[zid].iter().map(|&b| b as Pfn * BLOCK)
+        self.blocks[zid].iter().map(|&b| block_pfn(b))
     }
 
     /// Marks the block at `pfn` untouched.
     fn set(&mut self, pfn: Pfn, on: bool) {
         set_block(&mut self.bits, pfn, on);
     }
+}
+
+/// The number of the MAX_PAGE_ORDER block holding `pfn` (below 2^22 on 16 TiB).
+#[inline(always)]
+fn block_of(pfn: Pfn) -> u32 {
+    (pfn / BLOCK) as u32
+}
+
+/// The first frame of block `b`.
+#[inline(always)]
+fn block_pfn(b: u32) -> Pfn {
+    b as Pfn * BLOCK
 }
 
 /// Whether the block holding `pfn` has its bit set in a one-bit-per-block map.
@@ -178,7 +190,7 @@ impl Mm {
         debug_assert_eq!(self.get_pageblock_migratetype(pfn), mt);
         let d = &mut self.deferred;
         debug_assert!(d.blocks[zid].is_empty() || d.after[zid] == NIL);
-        let b = (pfn / BLOCK) as u32;
+        let b = block_of(pfn);
         if to_tail {
             d.blocks[zid].push_back(b);
         } else {
@@ -240,10 +252,7 @@ impl Mm {
     /// in order at the end of the list's front (deferred_grow_zone, one block at a time).
     fn init_deferred_front(&mut self, zid: usize, n: usize) {
         for _ in 0..n {
-            let Some(pfn) = self.deferred.blocks[zid]
-                .pop_front()
-                .map(|b| b as Pfn * BLOCK)
-            else {
+            let Some(pfn) = self.deferred.blocks[zid].pop_front().map(block_pfn) else {
                 return;
             };
             self.init_deferred_block(zid, pfn);
@@ -256,10 +265,7 @@ impl Mm {
     /// order at the start of the list's back.
     fn init_deferred_back(&mut self, zid: usize, n: usize) {
         for _ in 0..n {
-            let Some(pfn) = self.deferred.blocks[zid]
-                .pop_back()
-                .map(|b| b as Pfn * BLOCK)
-            else {
+            let Some(pfn) = self.deferred.blocks[zid].pop_back().map(block_pfn) else {
                 return;
             };
             self.init_deferred_block(zid, pfn);
@@ -328,7 +334,7 @@ impl Mm {
     fn init_deferred_at(&mut self, pfn: Pfn) {
         let zid = self.page_zone(pfn);
         let q = &self.deferred.blocks[zid];
-        let b = (pfn / BLOCK) as u32;
+        let b = block_of(pfn);
         let ascending = q.len() < 2 || q[0] < q[1];
         let i = if ascending {
             q.binary_search(&b)
