@@ -347,7 +347,7 @@ section! {
         thp_defrag: ThpDefrag = ThpDefrag::Madvise, "[policy]";
         /// Soft-limit reclaim of memory cgroups (seed 002): base (the soft-limit tree, largest excess reclaimed first at priority 0 from kswapd and direct reclaim; 3.11 and today's cgroup v1), rework (soft limit folded into the hierarchy walk of shrink_node, eligibility climbing to the root per group), reworkoptim (rework plus children_in_excess skipping subtrees).
         soft_limit_reclaim: SoftLimitReclaim = SoftLimitReclaim::Base, "[policy]";
-        /// The filesystem files are created on: ext4 (6.18's default here: a create allocates an ext4_inode_cache object, a dentry and the inode-table, bitmap and directory blocks in the block device's page cache with their buffer_heads; written pages get buffer_heads; jbd2 journals the metadata, docs/ext4.md) or xfs (vmsim's older model: a create allocates nothing, fio_write a dentry and an xfs_inode; the seed-era templates).
+        /// The filesystem files are created on: ext4 (6.18's default here: a create allocates an ext4_inode_cache object, a dentry and the inode-table, bitmap and directory blocks in the block device's page cache with their buffer_heads; written pages get buffer_heads; jbd2 journals the metadata, docs/ext4.md) xfs (4.20's XFS: a create allocates a dentry, an xfs_inode and its xfs_ili log item; inode chunks and directory blocks are xfs_bufs with unmovable pages of their own, freed by the buffer shrinker; docs/xfs.md) or bare (no filesystem metadata: a create allocates nothing, fio_write a dentry and an xfs_inode; the seed-era templates whose filesystem is not modelled).
         fs: Fs = Fs::Ext4, "[policy]";
         /// ext4's commit= mount option: jbd2 commits the running transaction this long after it started (j_commit_interval, JBD2_DEFAULT_MAX_COMMIT_AGE).
         ext4_commit: u64 = 5, "[s]", max 86_400;
@@ -361,9 +361,14 @@ pub enum Fs {
     /// ext4 with its journal (fs/ext4, fs/jbd2, fs/buffer.c): metadata in the block
     /// device's page cache, buffer_heads, journal commits.
     Ext4,
-    /// vmsim's older model: no filesystem metadata (fio_write allocates a dentry and an
-    /// xfs_inode per file).
+    /// XFS of 4.20 (fs/xfs): a create takes a dentry, an xfs_inode and its log item;
+    /// inode chunks and directory blocks are metadata buffers with unmovable pages of
+    /// their own, freed by the buffer shrinker (fs/xfs.rs).
     Xfs,
+    /// No filesystem metadata (vmsim's older model, kept for the seeds whose filesystem
+    /// is not modelled): a create allocates nothing, fio_write a dentry and an xfs_inode
+    /// per file.
+    Bare,
 }
 
 /// The kernel version whose rules the per-mechanism switches default to.

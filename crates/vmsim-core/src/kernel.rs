@@ -216,6 +216,8 @@ pub struct Kernel {
     pub journal: crate::fs::jbd2::Journal,
     /// The ext4 filesystem's inodes, directories and block groups.
     pub ext4: crate::fs::ext4::Ext4,
+    /// XFS's inodes, directories and metadata buffers (fs/xfs.rs).
+    pub xfs: crate::fs::xfs::Xfs,
 }
 
 /// The engine over this kernel.
@@ -424,6 +426,7 @@ impl Kernel {
             buffers: Default::default(),
             journal: Default::default(),
             ext4: Default::default(),
+            xfs: Default::default(),
         }
     }
 

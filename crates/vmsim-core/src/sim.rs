@@ -350,6 +350,9 @@ pub struct RunResult {
     /// What the ext4 filesystem did, when the run created a file on it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ext4: Option<crate::fs::ext4::Ext4Report>,
+    /// What the XFS filesystem did, when the run created a file on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xfs: Option<crate::fs::xfs::XfsReport>,
     /// Where a limit (the wall-clock budget) cut the run short, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<Cut>,
@@ -843,6 +846,7 @@ fn result(
         memcg: mm.memcg.enabled().then(|| mm.memcg.report(&mm.nodes)),
         snapshots: k.proc_snapshots.clone(),
         ext4: k.ext4_report(),
+        xfs: k.xfs_report(),
         cut: None,
         trace_events_dropped: None,
         timeline: None,

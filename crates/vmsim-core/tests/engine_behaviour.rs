@@ -118,7 +118,7 @@ memory = "256MiB"
 cpus = 2
 # No files: no journal thread either, so the churners' frees alone decide.
 [kernel]
-fs = "xfs"
+fs = "bare"
 [[task]]
 name = "churn"
 count = 2
@@ -577,7 +577,7 @@ cpus = 2
 kswapd = false
 flusher = false
 # Nor the journal thread: every page comes back when the tasks are gone.
-fs = "xfs"
+fs = "bare"
 [[task]]
 name = "big"
 program = [ { op = "touch", size = "300MiB" }, { op = "sleep", time = "2s" } ]
@@ -855,7 +855,7 @@ cpus = 2
 kswapd = false
 flusher = false
 # No journal thread: the task is alone.
-fs = "xfs"
+fs = "bare"
 [[task]]
 name = "a"
 program = [ {{ op = "alloc", order = 0, count = 20000, type = "movable" }}, {free} ]

@@ -1,5 +1,5 @@
 //! Files on ext4 in whole runs: the journal commits, per-repetition file names,
-//! `until_exit`, `unlink_dir`, the xfs switch and determinism.
+//! `until_exit`, `unlink_dir`, the xfs and bare switches and determinism.
 
 use vmsim_core::config::Scenario;
 use vmsim_core::RunResult;
@@ -89,13 +89,37 @@ program = [{ op = "unlink_dir", dir = "w" }]
 }
 
 #[test]
-fn xfs_keeps_the_older_model_and_ext4_runs_are_deterministic() {
-    let xfs = run(&machine("xfs", WRITER));
-    assert!(xfs.ext4.is_none());
+fn bare_keeps_the_older_model_and_ext4_runs_are_deterministic() {
+    let bare = run(&machine("bare", WRITER));
+    assert!(bare.ext4.is_none() && bare.xfs.is_none());
     let a = serde_json::to_string(&run(&machine("ext4", WRITER))).unwrap();
     let b = serde_json::to_string(&run(&machine("ext4", WRITER))).unwrap();
     assert!(a == b, "two runs of the same ext4 scenario differ");
-    assert_ne!(a, serde_json::to_string(&xfs).unwrap());
+    assert_ne!(a, serde_json::to_string(&bare).unwrap());
+}
+
+#[test]
+fn xfs_files_make_metadata_buffers_and_runs_are_deterministic() {
+    let a = run(&machine("xfs", WRITER));
+    let x = a.xfs.as_ref().expect("an xfs report");
+    assert!(a.ext4.is_none());
+    assert_eq!(x.creates, 50, "{x:?}");
+    // 50 inodes fit one 64-inode chunk: two 16 KiB cluster buffers.
+    assert_eq!(x.inode_chunks, 1, "{x:?}");
+    assert!(x.buffer_pages_allocated >= 8, "{x:?}");
+    let slab = &a.proc["slabinfo"];
+    let active = |cache: &str| -> u64 {
+        let line = slab.lines().find(|l| l.starts_with(cache)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(active("xfs_ili"), 50, "{slab}");
+    assert!(active("xfs_buf") >= 2, "{slab}");
+    let b = run(&machine("xfs", WRITER));
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap(),
+        "two runs of the same xfs scenario differ"
+    );
 }
 
 /// The folio orders of the files a `fio_write` of four 256 KiB files left cached.

@@ -385,12 +385,12 @@ program = [ {{ op = "write", file = "q", size = "400MiB" }} ]
 
 /// A 512 MiB machine without swap (`kernel` lines in `[kernel]`) with one group "L"
 /// declared with `files` (its limit lines) and one task in it running `program`. Files
-/// carry no filesystem metadata (`fs = "xfs"`), so that the page counts are the data's.
+/// carry no filesystem metadata (`fs = "bare"`), so that the page counts are the data's.
 fn in_group(kernel: &str, files: &str, program: &str) -> Scenario {
     scenario(
         "512MiB",
         "0",
-        &format!("fs = \"xfs\"\n{kernel}"),
+        &format!("fs = \"bare\"\n{kernel}"),
         &format!(
             "[[cgroup]]\npath = \"L\"\n{files}\n\
              [[task]]\nname = \"dd\"\ncgroup = \"L\"\nprogram = [ {program} ]\n"

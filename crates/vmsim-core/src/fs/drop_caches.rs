@@ -122,13 +122,13 @@ mod tests {
     use crate::mm::vmstat::ProcSnapshot;
 
     /// Runs a one-task scenario on a 1 GiB machine without the flusher (so that written
-    /// pages stay dirty) and without filesystem metadata (`fs = "xfs"`: the page counts
+    /// pages stay dirty) and without filesystem metadata (`fs = "bare"`: the page counts
     /// are the data's, and no buffer_head stays in the reclaimable slab), and returns its
     /// snapshots by name.
     fn run(files: &str, program: &str) -> Vec<ProcSnapshot> {
         let text = format!(
             "duration = \"60s\"\n[machine]\nmemory = \"1GiB\"\ncpus = 2\n\
-             [kernel]\nflusher = false\nfs = \"xfs\"\n{files}\n\
+             [kernel]\nflusher = false\nfs = \"bare\"\n{files}\n\
              [[task]]\nname = \"op\"\nprogram = [{program}]\n"
         );
         let sc = Scenario::from_toml(&text).unwrap();

@@ -294,6 +294,9 @@ impl Kernel {
     /// Creates a file's on-disk inode and directory entry if it is not yet complete
     /// (ext4_create); Page when done, else the allocation's result to retry on.
     pub fn vfs_create(&mut self, tid: TaskId, ino: u32) -> AllocResult {
+        if self.fs_is_xfs() {
+            return self.xfs_create(tid, ino);
+        }
         if !self.fs_is_ext4() {
             return AllocResult::Page(0);
         }
@@ -807,9 +810,9 @@ mod tests {
     }
 
     #[test]
-    fn xfs_creates_nothing() {
+    fn bare_creates_nothing() {
         let sc =
-            Scenario::from_toml("[machine]\nmemory = \"1GiB\"\n[kernel]\nfs = \"xfs\"\n").unwrap();
+            Scenario::from_toml("[machine]\nmemory = \"1GiB\"\n[kernel]\nfs = \"bare\"\n").unwrap();
         let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
         let tid = k.alloc_task_struct("creat", 0, false);
         let ino = k.lookup_or_create("d/f");

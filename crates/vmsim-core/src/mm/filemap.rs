@@ -410,6 +410,7 @@ impl Kernel {
         };
         self.ext4_unlink(tid, ino);
         let cpu = self.tasks[tid as usize].cpu;
+        self.xfs_unlink(ino, cpu);
         let size = self.inodes[ino as usize].size_pages;
         for i in 0..size {
             let Some(slot) = self.inodes[ino as usize].pages.slot(i) else {

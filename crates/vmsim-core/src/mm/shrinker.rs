@@ -53,6 +53,9 @@ pub enum Shrinker<'a> {
     Lists(&'a [usize]),
     /// ext4's extent status entries (`ext4_es_count`/`ext4_es_scan`, fs/ext4_es.rs).
     Ext4Es,
+    /// XFS's metadata buffers (`xfs_buftarg_shrink_count`/`xfs_buftarg_shrink_scan`,
+    /// fs/xfs.rs): NUMA-aware, not memcg-aware, DEFAULT_SEEKS.
+    XfsBuf,
 }
 
 /// shrinker->batch of the superblock's shrinker (alloc_super: `s_shrink->batch = 1024`).
@@ -64,6 +67,7 @@ impl Shrinker<'_> {
         match self {
             Shrinker::Lists(caches) => caches[0],
             Shrinker::Ext4Es => super::slab::EXT4_EXTENT_STATUS,
+            Shrinker::XfsBuf => super::slab::XFS_BUF,
         }
     }
 
@@ -80,6 +84,7 @@ impl Shrinker<'_> {
         match self {
             Shrinker::Lists(_) => SHRINK_SUPER_CACHE_SCAN,
             Shrinker::Ext4Es => crate::trace::SHRINK_EXT4_ES_SCAN,
+            Shrinker::XfsBuf => crate::trace::SHRINK_XFS_BUFTARG_SCAN,
         }
     }
 }
@@ -91,7 +96,8 @@ impl Kernel {
     #[inline]
     pub fn shrink_slab(&mut self, gfp: Gfp, priority: i32, cpu: usize, memcg: u32) -> u64 {
         let lists = gfp.has(__GFP_FS) && self.slab.lru_objects(memcg) > 0;
-        let es = memcg == ROOT_MEM_CGROUP && self.ext4_es_count() > 0;
+        let es =
+            memcg == ROOT_MEM_CGROUP && (self.ext4_es_count() > 0 || self.xfs_buftarg_count() > 0);
         if !lists && !es {
             // super_cache_scan() refuses to recurse into the filesystem; a group with
             // nothing on the lists has no shrinker to run.
@@ -129,6 +135,9 @@ impl Kernel {
         if memcg == ROOT_MEM_CGROUP {
             // Not memcg-aware: run in the root's call only (shrink_slab's global loop).
             let (o, p) = self.do_shrink_slab(Shrinker::Ext4Es, gfp, priority, cpu, memcg);
+            objects += o;
+            pages += p;
+            let (o, p) = self.do_shrink_slab(Shrinker::XfsBuf, gfp, priority, cpu, memcg);
             objects += o;
             pages += p;
         }
@@ -185,6 +194,7 @@ impl Kernel {
                 unused * self.mm.kcfg.vfs_cache_pressure / 100
             }
             Shrinker::Ext4Es => self.ext4_es_count(),
+            Shrinker::XfsBuf => self.xfs_buftarg_count(),
         }
     }
 
@@ -196,6 +206,7 @@ impl Kernel {
         let caches = match s {
             Shrinker::Lists(caches) => caches,
             Shrinker::Ext4Es => return self.ext4_es_scan(nr_to_scan, cpu),
+            Shrinker::XfsBuf => return self.xfs_buftarg_scan(nr_to_scan, cpu),
         };
         let held: Vec<u64> = self.listed(caches, memcg).collect();
         let total = held.iter().sum::<u64>().max(1);
@@ -211,6 +222,10 @@ impl Kernel {
                 };
                 self.mm.cur.acc += self.mm.cost.shrink_object;
                 pages += self.kmem_cache_free(cache, obj, cpu);
+                if cache == super::slab::XFS_INODE {
+                    // xfs_reclaim_inodes_nr frees the inode with its log item.
+                    pages += self.xfs_inode_freed(obj.id, cpu);
+                }
                 freed += 1;
             }
         }
@@ -237,7 +252,7 @@ impl Kernel {
         }
         // ext4's extent status shrinker is not NUMA-aware: its work is node 0's.
         let node = match s {
-            Shrinker::Lists(_) => self.mm.cpu_to_node[cpu],
+            Shrinker::Lists(_) | Shrinker::XfsBuf => self.mm.cpu_to_node[cpu],
             Shrinker::Ext4Es => 0,
         };
         let nid = node as i32;

@@ -42,6 +42,13 @@ pub const BUILTIN_CACHES: &[(&str, u32, u8, bool, bool)] = &[
     // ext4's extent status entries: KMEM_CACHE(extent_status, SLAB_RECLAIM_ACCOUNT), 40
     // bytes, 102 a slab on this machine's 6.18 (/sys/kernel/slab/extent_status).
     ("extent_status", 40, 0, true, false),
+    // XFS's inode log items and buffer heads: 208 and 384 bytes, 19 and 21 a slab of
+    // order 0 and 1 on this machine's 6.18 (/proc/slabinfo); 4.20 made both caches
+    // without KM_ZONE_RECLAIM (xfs_init_zones), so their slabs are unmovable.
+    ("xfs_ili", 208, 0, false, false),
+    ("xfs_buf", 384, 1, false, false),
+    // 512 bytes, 16 a slab of order 1 on this machine's 6.18.
+    ("kmalloc-512", 512, 1, false, false),
 ];
 
 /// One allocated object: its slab and the group it is charged to (slab_obj_exts()[off].objcg).
@@ -99,6 +106,14 @@ pub const BUFFER_HEAD: usize = builtin_index("buffer_head");
 pub const JBD2_JOURNAL_HEAD: usize = builtin_index("jbd2_journal_head");
 /// ext4's extent status cache (ext4_es_cachep).
 pub const EXT4_EXTENT_STATUS: usize = builtin_index("extent_status");
+/// XFS's inode cache (xfs_inode_zone).
+pub const XFS_INODE: usize = builtin_index("xfs_inode");
+/// XFS's inode log items (xfs_ili_zone).
+pub const XFS_ILI: usize = builtin_index("xfs_ili");
+/// XFS's buffer heads (xfs_buf_zone).
+pub const XFS_BUF: usize = builtin_index("xfs_buf");
+/// kmalloc's 512-byte cache.
+pub const KMALLOC_512: usize = builtin_index("kmalloc-512");
 
 /// Names of all built-in caches.
 pub fn builtin_names() -> Vec<&'static str> {

@@ -263,8 +263,8 @@ mod tests {
 
     #[test]
     fn vfs_cache_pressure_0_keeps_dentries_and_inodes() {
-        // fs = "xfs": no buffer_heads, which stay in the reclaimable slab while their pages do.
-        let text = "duration = \"10s\"\n[kernel]\nfs = \"xfs\"\n\
+        // fs = "bare": no buffer_heads, which stay in the reclaimable slab while their pages do.
+        let text = "duration = \"10s\"\n[kernel]\nfs = \"bare\"\n\
                     [machine]\nmemory = \"1GiB\"\ncpus = 2\n\
                     [[task]]\nname = \"root\"\nprogram = [\
                     { op = \"fio_write\", files = 1000, file_size = \"4KiB\" },\

@@ -161,6 +161,9 @@ pub const SHRINK_SCAN_SHADOW_NODES: &str = "scan_shadow_nodes+0x0/0x30";
 pub const SHRINK_SUPER_CACHE_SCAN: &str = "super_cache_scan+0x0/0x210";
 /// `%pS` of ext4's extent status shrinker, as this 6.18 kernel prints it.
 pub const SHRINK_EXT4_ES_SCAN: &str = "ext4_es_scan+0x0/0x3d0";
+/// The XFS buffer shrinker's scan function as mm_shrink_slab_start prints it (offsets
+/// as in a 4.20 x86-64 build are not known; 0x0/0x0 marks that).
+pub const SHRINK_XFS_BUFTARG_SCAN: &str = "xfs_buftarg_shrink_scan+0x0/0x0";
 
 // The tracepoints: one declaration per event (or per class of events sharing
 // fields and formats, as DECLARE_EVENT_CLASS/DEFINE_EVENT do), from which

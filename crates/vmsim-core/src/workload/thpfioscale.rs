@@ -124,9 +124,9 @@ impl ThpOpState {
                 let f = i / ppf;
                 let page = i % ppf;
                 if f as usize >= self.files.len() {
-                    // create_on_open: a new file, with its dentry and inode (on ext4,
-                    // vfs_create below makes its inode, directory entry and metadata).
-                    if !cx.k.fs_is_ext4() {
+                    // create_on_open: a new file, with its dentry and inode (on ext4 and
+                    // xfs, vfs_create below makes its inode, directory entry and metadata).
+                    if cx.k.mm.kcfg.fs == crate::config::Fs::Bare {
                         for cache in ["dentry", "xfs_inode"] {
                             let c = builtin_cache(cache).unwrap_or(0);
                             let r = cx.k.kmem_cache_alloc(c, tid);
