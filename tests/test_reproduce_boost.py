@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from vmsim import api
 from vmsim.reproduce import boost
 from vmsim.reproduce.verdict import VERDICTS
 
@@ -74,6 +75,19 @@ def test_scenarios_follow_the_seed_configs():
     assert "madvise" in ops and "thp_fault" in ops
     default = boost.build_scenario("1socket-default", "boost", 1, SCALE)
     assert "madvise" not in [op["op"] for op in default["task"][1]["program"]]
+
+
+def test_the_files_are_on_xfs_with_its_metadata():
+    """Seed 004's thpfioscale-xfs: creates make XFS's unmovable metadata buffers, so the
+    1-socket runs have unmovable allocations beside the page cache."""
+    sc = boost.build_scenario("1socket-default", "lowzone", 1, SCALE)
+    assert sc["kernel"]["fs"] == "xfs"
+    data = api.run(sc).data
+    x = data["xfs"]
+    files = boost.plan("1socket-default", SCALE)["fio_files_per_thread"] * boost.FIO_THREADS
+    assert x["creates"] == files
+    assert x["inode_chunks"] == -(-files // 64)
+    assert x["buffer_pages_allocated"] >= 8 * x["inode_chunks"]
 
 
 def test_text_has_the_seed_tables(result):

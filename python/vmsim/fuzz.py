@@ -42,8 +42,8 @@ INTERNAL_WORDS = ("untagged enum", "NumOrStr", "panicked", "RUST_BACKTRACE", "Tr
 OPS = (
     "compute", "touch", "unmap", "alloc", "free", "slab", "slab_free", "write", "read",
     "unlink", "madvise", "thp_fault", "fio_write", "fio_read", "signal", "wait",
-    "nr_hugepages", "snapshot", "sleep", "exit", "drop_caches", "compact_memory", "sysctl",
-    "cgroup_write",
+    "nr_hugepages", "snapshot", "sleep", "sleep_elapsed", "exit", "drop_caches", "compact_memory",
+    "sysctl", "cgroup_write",
 )  # fmt: skip
 
 _INT_EDGES = [0, 1, -1, 2**31 - 1, 2**31, 2**32, 2**53, 2**63 - 1, -(2**63), 10**12, 10**18]
@@ -177,6 +177,7 @@ _VALID_OPS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "nr_hugepages": {"pages": _COUNTS, "node": st.integers(0, 2)},
     "snapshot": {"name": _NAMES},
     "sleep": {"time": _TIMES},
+    "sleep_elapsed": {},
     "exit": {},
     "drop_caches": {"value": st.integers(0, 5)},
     "compact_memory": {},

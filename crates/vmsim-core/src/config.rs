@@ -1061,6 +1061,10 @@ pub enum Op {
         /// How long [time].
         time: Nanos,
     },
+    /// Sleep as long as the task has existed so far: a warm-up as long as what came
+    /// before it (mmtests' thpfioscale sleeps `THPFIOSCALE_FIO_WARMUP`, which defaults
+    /// to the time the files took to write, while the random readers run).
+    SleepElapsed {},
     /// Exit now (the end of the program exits too).
     Exit {},
 }

@@ -1042,3 +1042,18 @@ program = [{{ op = "touch", size = "16MiB" }}, {{ op = "wait", name = "never" }}
     );
     assert!(r.vmstat["nr_anon_pages"] >= 4096);
 }
+
+#[test]
+fn sleep_elapsed_sleeps_as_long_as_the_task_has_run() {
+    let r = run(
+        "duration = \"60s\"\n[machine]\nmemory = \"256MiB\"\ncpus = 1\n\
+         [[task]]\nname = \"warm\"\nprogram = [ { op = \"compute\", time = \"2s\" }, \
+         { op = \"sleep_elapsed\" } ]\n",
+    );
+    let t = &r.tasks["warm"];
+    assert!(
+        (t.mean_runtime_seconds - 4.0).abs() < 0.01,
+        "2 s of work, then as long again asleep: {}",
+        t.mean_runtime_seconds
+    );
+}

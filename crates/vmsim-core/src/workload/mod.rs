@@ -470,7 +470,7 @@ impl OpProgram {
                     Op::Free { count, .. } => count.unwrap_or(u64::MAX),
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
-                    Op::Sleep { .. } | Op::Exit {} | Op::Snapshot { .. } => 1,
+                    Op::Sleep { .. } | Op::SleepElapsed {} | Op::Exit {} | Op::Snapshot { .. } => 1,
                     Op::Unlink { file } => {
                         let pid = cx.k.tasks[tid as usize].pid;
                         self.file = expand_file_name(file, self.rep, pid);
@@ -789,6 +789,16 @@ impl OpProgram {
                     return StepOut {
                         user_ns: user,
                         next: Step::Sleep(time.0),
+                    };
+                }
+                Op::SleepElapsed {} => {
+                    self.pc += 1;
+                    self.started = false;
+                    let now = cx.now + user;
+                    let elapsed = now.saturating_sub(cx.k.tasks[tid as usize].stats.start_ns);
+                    return StepOut {
+                        user_ns: user,
+                        next: Step::Sleep(elapsed),
                     };
                 }
                 Op::Exit {} => {
