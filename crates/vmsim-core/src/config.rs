@@ -229,6 +229,8 @@ section! {
         boot_free_to_tail: Option<bool> = None, "[bool]";
         /// Compaction's free scanner samples pageblocks (5.1's "sample pageblocks for free pages"): it looks at every stride-th frame of a block, the stride starting at 1 in synchronous compaction and COMPACT_CLUSTER_MAX (32) in asynchronous, doubling after each block that gave nothing (up to 32) and back to 1 after one that gave something (isolate_freepages). false: every frame of every block, as the seed-era kernels (5.0 and before). Version default: on for 6.18 and 6.1.
         compaction_free_stride: Option<bool> = None, "[bool]";
+        /// Every fallback below pageblock order boosts the watermarks, movable allocations' steals of single pages included: 5.0–6.14's steal_suitable_fallback calls boost_watermark() before it looks at the whole block. false: 6.15+'s __rmqueue_steal takes a page without boosting, only try_to_claim_block (unmovable and reclaimable requests, movable ones of order ≥ pageblock_order / 2) boosts. Version default: 6.18 off, 6.1 on.
+        boost_on_steal: Option<bool> = None, "[bool]";
         /// Page allocator randomization (page_alloc.shuffle=1, CONFIG_SHUFFLE_PAGE_ALLOCATOR, mm/shuffle.c): at boot the free max-order blocks of every zone swap places on their lists at random (__shuffle_zone), and a freed max-order block goes to the head or the tail at random (shuffle_pick_tail), so allocations land anywhere in the zone, as on a machine whose free lists years of frees have mixed. Off by default, as in the kernel.
         shuffle_page_alloc: bool = false, "[bool]";
         /// On-demand readahead (mm/readahead.c): windows that start at get_init_ra_size() of the read's size and ramp with get_next_ra_size() up to the disk's read_ahead_kb, the next one started asynchronously from the PG_readahead folio. false: every miss reads a fixed window of 32 pages synchronously (vmsim's earlier model, kept for the seeds' kernels). Version default: on for 6.18 and 6.1.
@@ -437,6 +439,8 @@ pub struct VersionRules {
     pub boot_free_to_tail: bool,
     /// `kernel.compaction_free_stride`.
     pub compaction_free_stride: bool,
+    /// `kernel.boost_on_steal`.
+    pub boost_on_steal: bool,
 }
 
 impl KernelVersion {
@@ -457,6 +461,7 @@ impl KernelVersion {
                 ondemand_readahead: true,
                 boot_free_to_tail: true,
                 compaction_free_stride: true,
+                boost_on_steal: false,
             },
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
@@ -472,6 +477,7 @@ impl KernelVersion {
                 ondemand_readahead: true,
                 boot_free_to_tail: true,
                 compaction_free_stride: true,
+                boost_on_steal: true,
             },
         }
     }
@@ -496,6 +502,7 @@ impl Kernel {
         self.boot_free_to_tail.get_or_insert(r.boot_free_to_tail);
         self.compaction_free_stride
             .get_or_insert(r.compaction_free_stride);
+        self.boost_on_steal.get_or_insert(r.boost_on_steal);
     }
 
     /// The switches in force: explicit values, else the version's.
@@ -519,6 +526,7 @@ impl Kernel {
             compaction_free_stride: self
                 .compaction_free_stride
                 .unwrap_or(r.compaction_free_stride),
+            boost_on_steal: self.boost_on_steal.unwrap_or(r.boost_on_steal),
         }
     }
 }

@@ -245,6 +245,9 @@ def build_scenario(
             "compaction_free_stride": False,
             # nor proactive compaction (vm.compaction_proactiveness came in 5.9).
             "compaction_proactiveness": 0,
+            # 5.0's steal_suitable_fallback boosted on every fallback below pageblock
+            # order, page cache stealing a page included (6.15+ boosts only on claims).
+            "boost_on_steal": True,
             "ondemand_readahead": False,
         },
         "sampling": {"interval": sampling},

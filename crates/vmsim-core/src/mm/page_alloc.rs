@@ -631,14 +631,29 @@ impl Mm {
         None
     }
 
-    /// Takes the smallest block of a fallback type without claiming its pageblock (__rmqueue_steal).
-    fn __rmqueue_steal(&mut self, zid: usize, order: usize, mt: MigrateType) -> Option<Pfn> {
+    /// Takes the smallest block of a fallback type without claiming its pageblock
+    /// (__rmqueue_steal); under `kernel.boost_on_steal` a steal below pageblock order
+    /// boosts the watermarks first, as 5.0–6.14's steal_suitable_fallback did.
+    fn __rmqueue_steal(
+        &mut self,
+        zid: usize,
+        order: usize,
+        mt: MigrateType,
+        alloc_flags: u32,
+    ) -> Option<Pfn> {
         for current_order in order..NR_PAGE_ORDERS {
             let fb = self.find_suitable_fallback(zid, current_order, mt, false);
             if fb < 0 {
                 continue;
             }
             let fb = MigrateType::from_u8(fb as u8);
+            if current_order < PAGEBLOCK_ORDER
+                && self.kcfg.rules().boost_on_steal
+                && self.boost_watermark(zid)
+                && alloc_flags & ALLOC_KSWAPD != 0
+            {
+                self.zones[zid].boosted_watermark = true;
+            }
             let head = self.free_list_first(zid, current_order, fb);
             self.page_del_and_expand(zid, head, order, current_order, fb);
             self.trace_extfrag(head, order, current_order, mt, fb);
@@ -672,7 +687,7 @@ impl Mm {
             *mode = RmqueueMode::Steal;
         }
         if alloc_flags & ALLOC_NOFRAGMENT == 0 {
-            if let Some(p) = self.__rmqueue_steal(zid, order, mt) {
+            if let Some(p) = self.__rmqueue_steal(zid, order, mt, alloc_flags) {
                 return Some(p);
             }
         }
@@ -2007,6 +2022,58 @@ mod tests {
             "claiming an order-10 block does not fragment"
         );
         m.check_invariants().unwrap();
+    }
+
+    /// DMA32 of a 256 MiB machine with one unmovable block holding free pages and no free
+    /// movable page left; then one movable page is taken (a steal). Returns the zone's
+    /// boost and whether it was flagged for kswapd.
+    fn boost_after_a_movable_steal(kernel: &str) -> (u64, bool) {
+        let mut m = mm_with(kernel);
+        let zid = 1;
+        let mut mode = RmqueueMode::Normal;
+        // An unmovable page claims a whole movable block.
+        m.__rmqueue(zid, 0, MigrateType::Unmovable, ALLOC_KSWAPD, &mut mode)
+            .unwrap();
+        for o in (0..NR_PAGE_ORDERS).rev() {
+            while m.__rmqueue_smallest(zid, o, MigrateType::Movable).is_some() {}
+        }
+        // Only chunks below pageblock_order / 2 stay free in it: a movable request may
+        // not claim the block, only steal a page.
+        for o in (PAGEBLOCK_ORDER / 2..NR_PAGE_ORDERS).rev() {
+            while m
+                .__rmqueue_smallest(zid, o, MigrateType::Unmovable)
+                .is_some()
+            {}
+        }
+        assert_eq!(m.zones[zid].watermark_boost, 0);
+        let mut mode = RmqueueMode::Normal;
+        let p = m.__rmqueue(zid, 0, MigrateType::Movable, ALLOC_KSWAPD, &mut mode);
+        assert!(
+            p.is_some(),
+            "the movable page comes from the unmovable block"
+        );
+        assert_eq!(m.frag.extfrag_fragmenting, 1, "{:?}", m.frag);
+        (m.zones[zid].watermark_boost, m.zones[zid].boosted_watermark)
+    }
+
+    #[test]
+    fn a_movable_steal_boosts_only_under_the_5_0_rule() {
+        assert_eq!(
+            boost_after_a_movable_steal(""),
+            (0, false),
+            "6.15+: a steal does not boost"
+        );
+        let (boost, flagged) = boost_after_a_movable_steal("boost_on_steal = true");
+        assert_eq!(
+            boost, PAGEBLOCK_NR_PAGES,
+            "5.0: steal_suitable_fallback boosts by a block"
+        );
+        assert!(flagged);
+        // 6.1 kept 5.0's rule.
+        assert_eq!(
+            boost_after_a_movable_steal("version = \"6.1\"").0,
+            PAGEBLOCK_NR_PAGES
+        );
     }
 
     #[test]
