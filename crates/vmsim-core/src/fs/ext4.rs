@@ -30,8 +30,10 @@
 //! first, no mballoc buddy cache, no orphan list. The extent status tree is
 //! fs/ext4_es.rs.
 
+use super::split_path;
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
+use crate::mm::gfp::GFP_KERNEL;
 use crate::mm::slab::{DENTRY, EXT4_INODE_CACHE};
 
 /// Blocks in a block group (EXT4_BLOCKS_PER_GROUP with 4 KiB blocks).
@@ -173,14 +175,6 @@ pub struct Ext4Report {
     pub journal_blocks: u64,
 }
 
-/// The directory and the name in it of a path.
-fn split_path(name: &str) -> (&str, &str) {
-    match name.rfind('/') {
-        Some(i) => (&name[..i], &name[i + 1..]),
-        None => ("", name),
-    }
-}
-
 /// A name's hash in a directory (ext4fs_dirhash's role: a fixed, well-mixed 32-bit hash;
 /// FNV-1a here).
 pub fn dirhash(name: &str) -> u32 {
@@ -308,11 +302,7 @@ impl Kernel {
 
     /// The steps of ext4_create from where the last attempt stopped.
     fn ext4_create(&mut self, tid: TaskId, ino: u32) -> AllocResult {
-        // The name is lent out for the steps and put back.
-        let name = std::mem::take(&mut self.inodes[ino as usize].name);
-        let r = self.ext4_create_steps(tid, ino, &name);
-        self.inodes[ino as usize].name = name;
-        r
+        self.with_file_name(ino, |k, name| k.ext4_create_steps(tid, ino, name))
     }
 
     /// [`Kernel::ext4_create`] for the file's name.
@@ -326,12 +316,14 @@ impl Kernel {
         loop {
             let stage = self.ext4.inode(ino).stage;
             let r = match stage {
-                STAGE_DENTRY => self.ext4_cached_object(DENTRY, tid).map(|id| {
+                STAGE_DENTRY => self.cached_object(DENTRY, tid, GFP_KERNEL).map(|id| {
                     self.ext4.inode(ino).dentry = id;
                 }),
-                STAGE_INODE => self.ext4_cached_object(EXT4_INODE_CACHE, tid).map(|id| {
-                    self.ext4.inode(ino).inode_obj = id;
-                }),
+                STAGE_INODE => self
+                    .cached_object(EXT4_INODE_CACHE, tid, GFP_KERNEL)
+                    .map(|id| {
+                        self.ext4.inode(ino).inode_obj = id;
+                    }),
                 STAGE_IBITMAP => {
                     if !self.ext4.inode(ino).numbered {
                         let g = self.ext4.dirs[dir as usize].group;
@@ -387,13 +379,6 @@ impl Kernel {
         if let Some(obj) = self.ext4.inode(ino).inode_off_lru.take() {
             self.slab.lru_add(EXT4_INODE_CACHE, obj);
         }
-    }
-
-    /// One object of a reclaimable cache on its shrinker's LRU (d_alloc, alloc_inode_sb).
-    fn ext4_cached_object(&mut self, c: usize, tid: TaskId) -> Result<u32, AllocResult> {
-        let obj = self.slab_alloc_object(c, tid, crate::mm::gfp::GFP_KERNEL)?;
-        self.slab.lru_add(c, obj);
-        Ok(obj.id)
     }
 
     /// Reads a metadata block and journals it (ext4_journal_get_write_access +

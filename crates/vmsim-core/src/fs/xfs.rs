@@ -38,9 +38,10 @@
 //! and its entry's space go to later creates, and chunks and directory blocks stay. A data extent allocated at writeback stays in the
 //! inode's data fork (no bmap btree block for a small file).
 
+use super::split_path;
 use crate::engine::TaskId;
 use crate::kernel::{AllocResult, Kernel};
-use crate::mm::gfp::GFP_NOFS;
+use crate::mm::gfp::{GFP_KERNEL, GFP_NOFS};
 use crate::mm::page::{IntMap, PageKind, Pfn, NO_OWNER, PAGE_SIZE};
 use crate::mm::slab::{SlabObj, DENTRY, KMALLOC_512, XFS_BUF, XFS_ILI, XFS_INODE};
 use std::collections::VecDeque;
@@ -208,14 +209,6 @@ pub struct XfsReport {
     pub buffer_pages_cached: u64,
 }
 
-/// The directory and the name in it of a path.
-fn split_path(name: &str) -> (&str, &str) {
-    match name.rfind('/') {
-        Some(i) => (&name[..i], &name[i + 1..]),
-        None => ("", name),
-    }
-}
-
 impl Xfs {
     /// The state of a vmsim inode, grown on demand.
     fn inode(&mut self, ino: u32) -> &mut XfsInode {
@@ -280,10 +273,7 @@ impl Kernel {
         if self.xfs.inode(ino).stage == STAGE_DONE {
             return AllocResult::Page(0);
         }
-        let name = std::mem::take(&mut self.inodes[ino as usize].name);
-        let r = self.xfs_create_steps(tid, ino, &name);
-        self.inodes[ino as usize].name = name;
-        r
+        self.with_file_name(ino, |k, name| k.xfs_create_steps(tid, ino, name))
     }
 
     /// [`Kernel::xfs_create`] for the file's name, from where the last attempt stopped.
@@ -294,10 +284,12 @@ impl Kernel {
         loop {
             let stage = self.xfs.inode(ino).stage;
             let r = match stage {
-                STAGE_DENTRY => self.xfs_cached_object(DENTRY, tid).map(|id| {
+                // d_alloc in the lookup, before the transaction: GFP_KERNEL.
+                STAGE_DENTRY => self.cached_object(DENTRY, tid, GFP_KERNEL).map(|id| {
                     self.xfs.inode(ino).dentry = id;
                 }),
-                STAGE_INODE => self.xfs_cached_object(XFS_INODE, tid).map(|id| {
+                // xfs_iget inside the create's transaction (memalloc_nofs): GFP_NOFS.
+                STAGE_INODE => self.cached_object(XFS_INODE, tid, GFP_NOFS).map(|id| {
                     self.xfs.inode(ino).inode_obj = id;
                 }),
                 STAGE_CHUNK => self.xfs_dialloc(tid, ino),
@@ -314,13 +306,6 @@ impl Kernel {
                 return AllocResult::Page(0);
             }
         }
-    }
-
-    /// One object of a reclaimable cache on its shrinker's LRU (d_alloc, xfs_inode_alloc).
-    fn xfs_cached_object(&mut self, c: usize, tid: TaskId) -> Result<u32, AllocResult> {
-        let obj = self.slab_alloc_object(c, tid, GFP_NOFS)?;
-        self.slab.lru_add(c, obj);
-        Ok(obj.id)
     }
 
     /// The directory of a path, made if new (xfs_mkdir, reduced: its shortform entries
