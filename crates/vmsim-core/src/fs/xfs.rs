@@ -103,8 +103,6 @@ pub struct XfsInode {
 pub struct XfsDir {
     /// Entries.
     pub entries: u64,
-    /// Data blocks.
-    pub data_blocks: u64,
     /// Bytes left in the last data block.
     pub last_free: u64,
     /// Disk addresses of the data blocks, in order.
@@ -253,7 +251,7 @@ impl Kernel {
             unlinks: self.xfs.unlinks,
             directories: self.xfs.dirs.len() as u64,
             inode_chunks: self.xfs.chunks,
-            dir_data_blocks: dirs.clone().map(|d| d.data_blocks).sum(),
+            dir_data_blocks: dirs.clone().map(|d| d.data.len() as u64).sum(),
             dir_leaf_blocks: dirs
                 .clone()
                 .map(|d| d.leaves.len() as u64 + d.node.is_some() as u64)
@@ -398,8 +396,8 @@ impl Kernel {
         let d = &self.xfs.dirs[di];
         let (entries, blocks, grow) = (
             d.entries,
-            d.data_blocks,
-            d.data_blocks == 0 || d.last_free < need,
+            d.data.len() as u64,
+            d.data.is_empty() || d.last_free < need,
         );
         // The index: its leaf for the name (xfs_da3_node_lookup_int), then its free block.
         if let Some(&node) = self.xfs.dirs[di].node.as_ref() {
@@ -441,7 +439,6 @@ impl Kernel {
                 self.xfs.dirs[di].free_blocks.push(free);
             }
             let d = &mut self.xfs.dirs[di];
-            d.data_blocks = blocks + 1;
             d.last_free = DIR_BLOCK - DIR3_HDR;
             d.data.push(data);
         } else if let Some(&data) = self.xfs.dirs[di].data.last() {
@@ -711,10 +708,10 @@ mod tests {
         assert_eq!(data_entsize(14), 32);
         create(&mut k, tid, 126);
         let d = &k.xfs.dirs[0];
-        assert_eq!((d.data_blocks, d.leaves.len()), (1, 0));
+        assert_eq!((d.data.len() as u64, d.leaves.len()), (1, 0));
         create(&mut k, tid, 1);
         let d = &k.xfs.dirs[0];
-        assert_eq!((d.data_blocks, d.leaves.len()), (2, 1), "leaf form");
+        assert_eq!((d.data.len() as u64, d.leaves.len()), (2, 1), "leaf form");
         assert!(d.node.is_none());
         create(&mut k, tid, LEAF_ENTRIES as u64 - 127 + 1);
         let d = &k.xfs.dirs[0];
@@ -724,7 +721,7 @@ mod tests {
         create(&mut k, tid, 10_000);
         let d = &k.xfs.dirs[0];
         let n = d.entries;
-        assert_eq!(d.data_blocks, n.div_ceil(126));
+        assert_eq!(d.data.len() as u64, n.div_ceil(126));
         // Leaves run at most 3/4 full after splits.
         assert!(
             d.leaves.len() as u64 >= n * 4 / 3 / LEAF_ENTRIES as u64,
@@ -744,7 +741,7 @@ mod tests {
         }
         assert_eq!(k.xfs.dirs.len(), 2);
         for d in k.xfs.dirs.values() {
-            assert_eq!((d.entries, d.data_blocks), (300, 3));
+            assert_eq!((d.entries, d.data.len() as u64), (300, 3));
         }
     }
 
@@ -788,11 +785,11 @@ mod tests {
         assert_eq!(objs(&k, "xfs_inode"), 38);
         assert_eq!(objs(&k, "dentry"), 39);
         // The freed inode and the entry's space are taken again by the next create.
-        let (chunks, blocks) = (k.xfs.chunks, k.xfs.dirs[0].data_blocks);
+        let (chunks, blocks) = (k.xfs.chunks, k.xfs.dirs[0].data.len() as u64);
         create(&mut k, tid, 1);
         assert_eq!((k.xfs.chunks, k.xfs.ifree), (chunks, 0));
         assert_eq!(
-            (k.xfs.dirs[0].data_blocks, k.xfs.dirs[0].holes),
+            (k.xfs.dirs[0].data.len() as u64, k.xfs.dirs[0].holes),
             (blocks, 0)
         );
         assert_eq!(k.xfs.dirs[0].entries, 40);
