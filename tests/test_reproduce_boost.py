@@ -71,10 +71,18 @@ def test_scenarios_follow_the_seed_configs():
     high = boost.build_scenario("1socket-madvhugepage", "boost", 1, SCALE)
     assert low["kernel"]["watermark_boost_factor"] == 0
     assert high["kernel"]["watermark_boost_factor"] == 15000
-    ops = [op["op"] for op in high["task"][1]["program"]]
+
+    def program(sc, name):
+        return [op["op"] for t in sc["task"] if t["name"] == name for op in t["program"]]
+
+    ops = program(high, "thpfioscale")
     assert "madvise" in ops and "thp_fault" in ops
     default = boost.build_scenario("1socket-default", "boost", 1, SCALE)
-    assert "madvise" not in [op["op"] for op in default["task"][1]["program"]]
+    assert "madvise" not in program(default, "thpfioscale")
+    # thpfioscale-bench: fio's init, `sync`, then the readers and the warm-up.
+    assert program(default, "bench") == ["wait", "sync", "signal"]
+    fio = program(default, "fio")
+    assert fio.index("wait") < fio.index("fio_read")
 
 
 def test_the_files_are_on_xfs_with_its_metadata():

@@ -43,7 +43,7 @@ OPS = (
     "compute", "touch", "unmap", "alloc", "free", "slab", "slab_free", "write", "read",
     "unlink", "madvise", "thp_fault", "fio_write", "fio_read", "signal", "wait",
     "nr_hugepages", "snapshot", "sleep", "sleep_elapsed", "exit", "drop_caches", "compact_memory",
-    "sysctl", "cgroup_write",
+    "sync", "sysctl", "cgroup_write",
 )  # fmt: skip
 
 _INT_EDGES = [0, 1, -1, 2**31 - 1, 2**31, 2**32, 2**53, 2**63 - 1, -(2**63), 10**12, 10**18]
@@ -177,10 +177,11 @@ _VALID_OPS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "nr_hugepages": {"pages": _COUNTS, "node": st.integers(0, 2)},
     "snapshot": {"name": _NAMES},
     "sleep": {"time": _TIMES},
-    "sleep_elapsed": {},
+    "sleep_elapsed": {"upto": _NAMES},
     "exit": {},
     "drop_caches": {"value": st.integers(0, 5)},
     "compact_memory": {},
+    "sync": {},
     "sysctl": {"name": st.sampled_from(["vm.swappiness", "vm.dirty_ratio", "vm.dirty_bytes",
                                         "vm.min_free_kbytes", "vm.watermark_scale_factor",
                                         "vm.nr_hugepages", "vm.drop_caches", "vm.x"]),

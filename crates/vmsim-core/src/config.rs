@@ -1022,6 +1022,9 @@ pub enum Op {
     /// `echo 1 > /proc/sys/vm/compact_memory` as root (sysctl_compaction_handler →
     /// compact_nodes): every zone of every node compacted whole.
     CompactMemory {},
+    /// `sync` as the shell runs it (sync(2), ksys_sync): every dirty page written and
+    /// waited for, ext4's journal committed and the block device's metadata written.
+    Sync {},
     /// Writes one sysctl as root (`sysctl -w NAME=VALUE`), with the kernel's bounds and its
     /// handler's side effects (docs/operator.md lists the names).
     Sysctl {
@@ -1072,7 +1075,12 @@ pub enum Op {
     /// Sleep as long as the task has existed so far: a warm-up as long as what came
     /// before it (mmtests' thpfioscale sleeps `THPFIOSCALE_FIO_WARMUP`, which defaults
     /// to the time the files took to write, while the random readers run).
-    SleepElapsed {},
+    SleepElapsed {
+        /// A `signal` counter: sleep instead as long as from the task's start to that
+        /// counter's last signal (mmtests takes INIT_TIME before its `sync`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        upto: Option<String>,
+    },
     /// Exit now (the end of the program exits too).
     Exit {},
 }
@@ -1908,6 +1916,12 @@ impl Scenario {
                 }
                 Op::FioRead { count, .. } => max_op("fio_read.count", *count, count)?,
                 Op::Wait { count, .. } => max_op("wait.count", *count, count)?,
+                Op::SleepElapsed { upto: Some(name) } if !self.signals(name) => {
+                    return at_op(format!(
+                        "sleep_elapsed: upto \"{}\" is not a counter any task signals",
+                        clip(name)
+                    ));
+                }
                 Op::Write { file, size, bs } => {
                     if file.is_empty() {
                         return at_op("write: file must be a non-empty name".into());
@@ -2018,6 +2032,15 @@ impl Scenario {
             }
         }
         Ok(t.count)
+    }
+
+    /// Whether some task's program signals the counter `name`.
+    fn signals(&self, name: &str) -> bool {
+        self.tasks.iter().any(|t| {
+            t.program
+                .iter()
+                .any(|op| matches!(op, Op::Signal { name: n } if n == name))
+        })
     }
 
     /// The swap type (index) of a device path: `machine.swap`'s "/swapfile" first, then

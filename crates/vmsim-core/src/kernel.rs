@@ -341,6 +341,9 @@ pub fn start_kthreads(eng: &mut Engine) {
             Box::new(crate::mm::zswap::ZswapShrinkWorker),
         );
     }
+    // The completion wait queue sync(2) sleeps on (made last: earlier queues keep their ids).
+    let sync_wq = eng.new_waitqueue();
+    eng.kernel.wb.sync_wq = sync_wq;
     // kcompactd runs beside kswapd; a kernel without kswapd (a test of the slow path) has neither.
     if kcfg.kcompactd && kcfg.compaction && kcfg.kswapd {
         for nid in 0..eng.kernel.mm.nodes.len() {
@@ -406,6 +409,7 @@ impl Kernel {
             files: Default::default(),
             wb: crate::mm::page_writeback::BdiWriteback {
                 wq: usize::MAX,
+                sync_wq: usize::MAX,
                 idle: true,
                 ..Default::default()
             },

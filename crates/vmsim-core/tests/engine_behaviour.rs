@@ -1057,3 +1057,22 @@ fn sleep_elapsed_sleeps_as_long_as_the_task_has_run() {
         t.mean_runtime_seconds
     );
 }
+
+#[test]
+fn sleep_elapsed_upto_a_counter_sleeps_as_long_as_the_task_took_to_its_signal() {
+    // "init" works 1 s and signals; "shell" waits for it (INIT_TIME), works 2 s more (the
+    // sync), then sleeps INIT_TIME: 1 + 2 + 1 s, not as long as its whole 3 s past.
+    let r = run(
+        "duration = \"60s\"\n[machine]\nmemory = \"256MiB\"\ncpus = 2\n\
+         [[task]]\nname = \"init\"\nprogram = [ { op = \"compute\", time = \"1s\" }, \
+         { op = \"signal\", name = \"written\" } ]\n\
+         [[task]]\nname = \"shell\"\nprogram = [ { op = \"wait\", name = \"written\" }, \
+         { op = \"compute\", time = \"2s\" }, { op = \"sleep_elapsed\", upto = \"written\" } ]\n",
+    );
+    let t = &r.tasks["shell"];
+    assert!(
+        (t.mean_runtime_seconds - 4.0).abs() < 0.01,
+        "1 s waited, 2 s of work, 1 s asleep: {}",
+        t.mean_runtime_seconds
+    );
+}

@@ -308,3 +308,79 @@ fn a_memcg_dd_on_a_throttled_shared_disk_runs_to_the_end_and_repeats_itself() {
     assert_eq!(a.vmstat, b.vmstat);
     assert_eq!(a.summary.elapsed_seconds, b.summary.elapsed_seconds);
 }
+
+/// A task writes 64 MiB (under the background threshold of a 1 GiB machine, so nothing
+/// starts writeback by itself), snapshots, runs `sync` if asked, and snapshots again.
+fn sync_run(fs: &str, sync: bool) -> RunResult {
+    let sync_op = if sync { "{ op = \"sync\" }," } else { "" };
+    run(&machine(
+        fs,
+        &format!(
+            "[[task]]\nname = \"w\"\nprogram = [\n  {{ op = \"write\", file = \"d/a\", size = \"64MiB\" }},\n  \
+             {{ op = \"snapshot\", name = \"written\" }},\n  {sync_op}\n  {{ op = \"snapshot\", name = \"after\" }},\n]\n"
+        ),
+    ))
+}
+
+#[test]
+fn sync_writes_every_dirty_page_and_waits_for_it() {
+    for fs in ["ext4", "xfs", "bare"] {
+        let plain = sync_run(fs, false);
+        let synced = sync_run(fs, true);
+        let (w, a) = (&synced.snapshots[0], &synced.snapshots[1]);
+        assert!(
+            w.vmstat["nr_dirty"] >= 16384,
+            "{fs}: {}",
+            w.vmstat["nr_dirty"]
+        );
+        // After sync(2) returns nothing is dirty or under writeback (ext4's metadata too).
+        assert_eq!(a.vmstat["nr_dirty"], 0, "{fs}");
+        assert_eq!(a.vmstat["nr_writeback"], 0, "{fs}");
+        assert!(
+            a.vmstat["nr_written"] - w.vmstat["nr_written"] >= 16384,
+            "{fs}"
+        );
+        // Writing 64 MiB to the disk takes time the task spends asleep in sync(2).
+        assert!(
+            a.time_seconds - w.time_seconds > 0.05,
+            "{fs}: {} s",
+            a.time_seconds - w.time_seconds
+        );
+        // Without it the pages are still dirty at the second snapshot, read at once.
+        assert!(plain.snapshots[1].vmstat["nr_dirty"] >= 16384, "{fs}");
+        assert!(plain.snapshots[1].time_seconds - plain.snapshots[0].time_seconds < 0.01);
+    }
+    // On ext4 the sync commits the journal before its 5 s timer would.
+    let e = sync_run("ext4", true).ext4.expect("an ext4 report");
+    assert!(e.journal_commits >= 1, "{e:?}");
+}
+
+#[test]
+fn sync_traces_the_flusher_work_it_queues() {
+    use vmsim_core::trace::{EventFilter, TraceFormat};
+    let text = machine(
+        "ext4",
+        "[[task]]\nname = \"w\"\nprogram = [ { op = \"write\", file = \"a\", size = \"8MiB\" }, { op = \"sync\" } ]\n",
+    );
+    let (_, tracer) = vmsim_core::sim::run_traced(
+        &scenario(&text),
+        Some((TraceFormat::Modern, EventFilter::default())),
+        &mut |_, _| {},
+    );
+    let mut out = Vec::new();
+    tracer.expect("a trace").write_to(&mut out).unwrap();
+    let trace = String::from_utf8(out).unwrap();
+    let queued: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains(" writeback_queue: ") && l.contains("reason=sync"))
+        .collect();
+    // wakeup_flusher_threads(WB_REASON_SYNC), then sync_inodes_sb's WB_SYNC_ALL work.
+    assert_eq!(queued.len(), 2, "{queued:?}");
+    assert!(queued[0].contains("sync_mode=0"), "{}", queued[0]);
+    assert!(queued[1].contains("sync_mode=1") && queued[1].contains("range_cyclic=0"));
+    let execs = trace
+        .lines()
+        .filter(|l| l.contains(" writeback_exec: ") && l.contains("reason=sync"))
+        .count();
+    assert_eq!(execs, 2);
+}

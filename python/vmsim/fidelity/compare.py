@@ -352,6 +352,8 @@ def _vmsim_ops(step: Any, anon: dict[str, int], advised: dict[str, bool], who: s
         return [{"op": "nr_hugepages", "pages": a["pages"]}]
     if step.op == "compact_memory":
         return [{"op": "compact_memory"}]
+    if step.op == "sync":
+        return [{"op": "sync"}]
     if step.op == "drop_caches":
         return [{"op": "drop_caches", "value": a["value"]}]
     if step.op == "cgroup_limit":

@@ -17,7 +17,8 @@ and vmsim (a scenario derived from the recorded machine). It names
 - ``[[phase]]``: what is measured, in order. A phase's ``steps`` belong to a
   task (run in order per task, tasks side by side) or, without ``task``, are
   operator steps the recorder does itself (``nr_hugepages``,
-  ``compact_memory``, ``drop_caches``, ``sleep``). /proc is read before and after every phase;
+  ``compact_memory``, ``drop_caches``, ``sync``, ``sleep``). /proc is read before and
+  after every phase;
 - ``metrics``: what is compared (see :class:`Metric`);
 - ``trace``: tracepoints whose events are counted per phase (optional).
 
@@ -71,6 +72,8 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "sleep": (("time",), (), "both"),
     "nr_hugepages": (("pages",), (), "operator"),
     "compact_memory": ((), (), "operator"),
+    # sync(1): every dirty page written and waited for (ksys_sync).
+    "sync": ((), (), "operator"),
     "drop_caches": (("value",), (), "operator"),
     # echo SIZE > memory.limit_in_bytes of the experiment's group (mem_cgroup_resize_max).
     "cgroup_limit": (("size",), (), "operator"),

@@ -147,6 +147,8 @@ def run_once(
                     record.setdefault("nr_hugepages", []).append([s.args["pages"], got])
                 elif s.op == "compact_memory":
                     host.sysctl_path("vm.compact_memory").write_text("1\n")
+                elif s.op == "sync":
+                    os.sync()
                 elif s.op == "drop_caches":
                     host.sysctl_path("vm.drop_caches").write_text(f"{s.args['value']}\n")
                 elif s.op == "cgroup_limit" and cg is not None:

@@ -64,7 +64,7 @@ SEED_LABELS = {"lowzone": "lowzone-v5r8", "boost": "boost-v5r8"}
 
 HPAGE = 2 << 20
 # The runs' time limit [s]: the write phase, a warm-up as long, then the THP threads
-# (a 2-socket run at full size takes about 6,300 s).
+# (a 2-socket run at full size takes about 6,700 s).
 RUN_LIMIT_S = 14400
 FIO_FILE_SIZE = 64 << 10
 FIO_THREADS = 4
@@ -197,10 +197,11 @@ def build_scenario(
     has no effect on the run, only on its time series)."""
     p = plan(config, scale)
     thp_prog: list[dict[str, Any]] = [
-        {"op": "wait", "name": "fio_written", "count": FIO_THREADS},
+        {"op": "wait", "name": "synced"},
         # The random readers warm up for as long as the files took to write
-        # (thpfioscale-bench of 2018-11-22: THPFIOSCALE_FIO_WARMUP defaults to INIT_TIME).
-        {"op": "sleep_elapsed"},
+        # (thpfioscale-bench of 2018-11-22: THPFIOSCALE_FIO_WARMUP defaults to INIT_TIME,
+        # taken when fio's init ends, before the sync).
+        {"op": "sleep_elapsed", "upto": "fio_written"},
     ]
     if p["madvise"]:
         thp_prog.append({"op": "madvise", "advice": "hugepage"})
@@ -262,7 +263,17 @@ def build_scenario(
                         "file_size": fmt_bytes(FIO_FILE_SIZE),
                     },
                     {"op": "signal", "name": "fio_written"},
+                    {"op": "wait", "name": "synced"},
                     {"op": "fio_read", "until": "thp_done", "count": p["thp_threads"]},
+                ],
+            },
+            {
+                # thpfioscale-bench's shell: `sync` after fio's init, before the readers.
+                "name": "bench",
+                "program": [
+                    {"op": "wait", "name": "fio_written", "count": FIO_THREADS},
+                    {"op": "sync"},
+                    {"op": "signal", "name": "synced"},
                 ],
             },
             {"name": "thpfioscale", "count": p["thp_threads"], "program": thp_prog},

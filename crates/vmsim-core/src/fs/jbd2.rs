@@ -63,6 +63,10 @@ pub struct Journal {
     pub commits: u64,
     /// Blocks written to the journal (descriptors, buffers, commit blocks).
     pub blocks_logged: u64,
+    /// The transaction a caller asked to be committed now (j_commit_request).
+    pub commit_request: u64,
+    /// The last transaction whose commit has completed (j_commit_sequence).
+    pub commit_sequence: u64,
 }
 
 impl Kernel {
@@ -144,6 +148,28 @@ impl Kernel {
         done
     }
 
+    /// Asks kjournald2 to commit the running transaction now (jbd2_journal_start_commit
+    /// → __jbd2_log_start_commit, which wakes j_wait_commit); returns the transaction to
+    /// wait for (jbd2_log_wait_commit): the running one, or with none running the last
+    /// one whose commit started.
+    pub fn jbd2_journal_start_commit(&mut self) -> u64 {
+        if self.journal.running.is_empty() {
+            return self.journal.tid;
+        }
+        let target = self.journal.tid + 1;
+        self.journal.commit_request = self.journal.commit_request.max(target);
+        match self.journal.wq {
+            Some(wq) => self.mm.cur.wake.push(wq),
+            None => {
+                // No commit thread (a kernel without one): the caller commits.
+                let done = self.jbd2_journal_commit_transaction();
+                self.sleep_until(done);
+                self.journal.commit_sequence = self.journal.tid;
+            }
+        }
+        target
+    }
+
     /// Frees the journal_heads of checkpointed buffers written back in place
     /// (__jbd2_journal_clean_checkpoint_list → __jbd2_journal_remove_checkpoint).
     pub fn jbd2_clean_checkpoint_list(&mut self) {
@@ -172,6 +198,15 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// A commit has completed (j_commit_sequence advances; j_wait_done_commit's waiters,
+    /// a sync(2) among them, wake).
+    fn jbd2_commit_done(&mut self) {
+        self.journal.commit_sequence = self.journal.tid;
+        self.wake_up_sync_waiters();
+    }
+}
+
 /// The journal's commit thread (kjournald2).
 #[derive(Debug, Default)]
 pub struct Kjournald2 {
@@ -186,15 +221,22 @@ impl Program<Kernel> for Kjournald2 {
         let k = &mut *cx.k;
         let now = cx.now;
         let interval = k.ext4_commit_interval();
+        if self.waiting {
+            // The journal write is done: the commit is complete (wake_up(&j_wait_done_commit)).
+            k.jbd2_commit_done();
+        }
         self.waiting = false;
         let due = k.journal.running_start.is_some_and(|t| now >= t + interval)
-            || k.journal.running.len() as u64 >= JOURNAL_BLOCKS / 4;
+            || k.journal.running.len() as u64 >= JOURNAL_BLOCKS / 4
+            || k.journal.commit_request > k.journal.tid;
         if due {
             let done = k.jbd2_journal_commit_transaction();
             k.mm.cur.acc = k.mm.cur.acc.max(1);
             if done > now {
                 self.waiting = true;
                 k.sleep_until(done);
+            } else {
+                k.jbd2_commit_done();
             }
             return StepOut {
                 user_ns: 0,

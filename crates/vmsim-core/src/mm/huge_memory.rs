@@ -156,6 +156,8 @@ pub struct ThpState {
     pub regions: Vec<(bool, u64)>,
     /// Named counters of the `signal` and `wait` operations.
     pub signals: indexmap::IndexMap<String, u64>,
+    /// When each counter was last signalled [ns] (`sleep_elapsed`'s `upto`).
+    pub signal_times: indexmap::IndexMap<String, u64>,
 }
 
 impl Kernel {
@@ -290,9 +292,15 @@ impl Kernel {
         fault
     }
 
-    /// Adds one to a named counter (the `signal` operation).
-    pub fn signal(&mut self, name: &str) {
+    /// Adds one to a named counter at `now` (the `signal` operation).
+    pub fn signal(&mut self, name: &str, now: u64) {
         *self.thp.signals.entry(name.to_string()).or_insert(0) += 1;
+        self.thp.signal_times.insert(name.to_string(), now);
+    }
+
+    /// When a named counter was last signalled, if ever [ns].
+    pub fn signal_time(&self, name: &str) -> Option<u64> {
+        self.thp.signal_times.get(name).copied()
     }
 
     /// A named counter's value (the `wait` operation).

@@ -28,7 +28,9 @@ pub const MAX_WRITEBACK_PAGES: u64 = 1024;
 pub const MAX_PAUSE: u64 = 200_000_000;
 /// Pages a task dirties between balance_dirty_pages() calls (the ratelimit, 32 pages).
 pub const DIRTY_RATELIMIT_PAGES: u64 = 32;
-pub use crate::trace::{WB_REASON_BACKGROUND, WB_REASON_PERIODIC, WB_REASON_VMSCAN};
+pub use crate::trace::{
+    WB_REASON_BACKGROUND, WB_REASON_PERIODIC, WB_REASON_SYNC, WB_REASON_VMSCAN,
+};
 
 /// Writeback work queued for the flusher (struct wb_writeback_work).
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +39,8 @@ pub struct WbWork {
     pub nr_pages: u64,
     /// Why (WB_REASON_*).
     pub reason: i32,
+    /// WB_SYNC_ALL work whose caller waits for it (sync_inodes_sb's `done`).
+    pub sync_all: bool,
 }
 
 /// The backing device's writeback state (struct bdi_writeback).
@@ -53,6 +57,12 @@ pub struct BdiWriteback {
     /// The writeback being done is background or kupdate writeback: its writes carry
     /// REQ_BACKGROUND (wbc_to_write_flags), which writeback throttling limits most.
     pub for_background: bool,
+    /// WB_SYNC_ALL works queued and not yet finished (the `done` counts that
+    /// wb_wait_for_completion waits on).
+    pub sync_works: u64,
+    /// Wait queue of tasks in sync(2) (the completion's waitqueue and jbd2's
+    /// j_wait_done_commit), or usize::MAX before the kernel's threads start.
+    pub sync_wq: usize,
 }
 
 impl Kernel {
@@ -333,6 +343,47 @@ impl Kernel {
         self.wb_wakeup();
     }
 
+    /// A WB_SYNC_ALL work finished: its waiter wakes (finish_writeback_work →
+    /// wake_up_all(work->done->waitq)).
+    pub fn wb_sync_work_done(&mut self) {
+        self.wb.sync_works = self.wb.sync_works.saturating_sub(1);
+        self.wake_up_sync_waiters();
+    }
+
+    /// Wakes the tasks sleeping in sync(2), which look again at what they wait for.
+    pub fn wake_up_sync_waiters(&mut self) {
+        if self.wb.sync_wq != usize::MAX {
+            self.mm.cur.wake.push(self.wb.sync_wq);
+        }
+    }
+
+    /// Queues sync_inodes_sb()'s WB_SYNC_ALL work of every dirty page for the flusher
+    /// (bdi_split_work_to_wbs → wb_queue_work, traced as writeback_queue); false when
+    /// there is no flusher to do it.
+    pub fn wb_queue_sync_all(&mut self) -> bool {
+        if self.wb.wq == usize::MAX {
+            return false;
+        }
+        self.trace(TraceEvent::WritebackQueue {
+            name: crate::trace::mkdev(8, 0),
+            nr_pages: i64::MAX,
+            sb_dev: 0,
+            sync_mode: 1,
+            for_kupdate: 0,
+            range_cyclic: 0,
+            for_background: 0,
+            reason: WB_REASON_SYNC,
+            cgroup_ino: 1,
+        });
+        self.wb.sync_works += 1;
+        self.wb_queue_work(WbWork {
+            nr_pages: u64::MAX,
+            reason: WB_REASON_SYNC,
+            sync_all: true,
+        });
+        true
+    }
+
     /// Asks the flushers to write `nr_pages` (0: all dirty pages) because of `reason`
     /// (wakeup_flusher_threads).
     pub fn wakeup_flusher_threads(&mut self, nr_pages: u64, reason: i32) {
@@ -358,6 +409,7 @@ impl Kernel {
         self.wb_queue_work(WbWork {
             nr_pages: nr,
             reason,
+            sync_all: false,
         });
     }
 
@@ -471,7 +523,8 @@ impl Kernel {
     }
 }
 
-/// Emits writeback_start (before a chunk of work) or writeback_written (after it).
+/// Emits writeback_start (before a chunk of work) or writeback_written (after it);
+/// `sync_mode` is WB_SYNC_ALL (1) for sync_inodes_sb's work, else WB_SYNC_NONE (0).
 fn trace_wb(
     k: &mut Kernel,
     start: bool,
@@ -479,6 +532,7 @@ fn trace_wb(
     reason: i32,
     background: bool,
     kupdate: bool,
+    sync_mode: i32,
 ) {
     let (name, sb_dev) = (crate::trace::mkdev(8, 0), 0);
     let (for_kupdate, for_background) = (kupdate as i32, background as i32);
@@ -487,9 +541,10 @@ fn trace_wb(
             name,
             nr_pages,
             sb_dev,
-            sync_mode: 0,
+            sync_mode,
             for_kupdate,
-            range_cyclic: 1,
+            // sync_inodes_sb's WB_SYNC_ALL work covers whole files (range_cyclic 0).
+            range_cyclic: 1 - sync_mode,
             for_background,
             reason,
             cgroup_ino: 1,
@@ -499,9 +554,10 @@ fn trace_wb(
             name,
             nr_pages,
             sb_dev,
-            sync_mode: 0,
+            sync_mode,
             for_kupdate,
-            range_cyclic: 1,
+            // sync_inodes_sb's WB_SYNC_ALL work covers whole files (range_cyclic 0).
+            range_cyclic: 1 - sync_mode,
             for_background,
             reason,
             cgroup_ino: 1,
@@ -555,7 +611,10 @@ impl Program<Kernel> for Flusher {
             if let Some(w) = self.current {
                 // wb_do_writeback(): a queued work item starts ("everything" is the dirty
                 // and writeback pages of the moment, as writeback_queue showed it).
-                let nr_pages = if w.nr_pages == u64::MAX {
+                let nr_pages = if w.sync_all {
+                    // sync_inodes_sb's LONG_MAX.
+                    i64::MAX
+                } else if w.nr_pages == u64::MAX {
                     k.nr_dirty_and_writeback() as i64
                 } else {
                     w.nr_pages as i64
@@ -564,9 +623,9 @@ impl Program<Kernel> for Flusher {
                     name: crate::trace::mkdev(8, 0),
                     nr_pages,
                     sb_dev: 0,
-                    sync_mode: 0,
+                    sync_mode: w.sync_all as i32,
                     for_kupdate: 0,
-                    range_cyclic: 1,
+                    range_cyclic: 1 - w.sync_all as i32,
                     for_background: 0,
                     reason: w.reason,
                     cgroup_ino: 1,
@@ -574,6 +633,7 @@ impl Program<Kernel> for Flusher {
             }
         }
         let written = if let Some(mut w) = self.current {
+            let sync_mode = w.sync_all as i32;
             trace_wb(
                 k,
                 true,
@@ -581,11 +641,16 @@ impl Program<Kernel> for Flusher {
                 w.reason,
                 false,
                 false,
+                sync_mode,
             );
             let n = k.writeback_inodes(w.nr_pages.min(MAX_WRITEBACK_PAGES), None);
             w.nr_pages = w.nr_pages.saturating_sub(n.max(1));
             self.current = (n > 0 && w.nr_pages > 0).then_some(w);
-            trace_wb(k, false, n as i64, w.reason, false, false);
+            trace_wb(k, false, n as i64, w.reason, false, false, sync_mode);
+            if self.current.is_none() && w.sync_all {
+                // finish_writeback_work(): the waiter in wb_wait_for_completion wakes.
+                k.wb_sync_work_done();
+            }
             n
         } else if k.wb_over_bg_thresh()
             && k.wb
@@ -594,11 +659,11 @@ impl Program<Kernel> for Flusher {
                 .any(|&i| k.inodes[i as usize].nr_dirty > 0)
         {
             // wb_check_background_flush()
-            trace_wb(k, true, i64::MAX, WB_REASON_BACKGROUND, true, false);
+            trace_wb(k, true, i64::MAX, WB_REASON_BACKGROUND, true, false, 0);
             k.wb.for_background = true;
             let n = k.writeback_inodes(MAX_WRITEBACK_PAGES, None);
             k.wb.for_background = false;
-            trace_wb(k, false, n as i64, WB_REASON_BACKGROUND, true, false);
+            trace_wb(k, false, n as i64, WB_REASON_BACKGROUND, true, false, 0);
             n
         } else if now >= self.last_kupdate + interval {
             // wb_check_old_data_flush(): kupdate-style writeback of expired inodes.
@@ -607,14 +672,15 @@ impl Program<Kernel> for Flusher {
             let n = k.writeback_inodes(u64::MAX, Some(now.saturating_sub(expire)));
             k.wb.for_background = false;
             if n > 0 {
-                trace_wb(k, true, n as i64, WB_REASON_PERIODIC, false, true);
-                trace_wb(k, false, n as i64, WB_REASON_PERIODIC, false, true);
+                trace_wb(k, true, n as i64, WB_REASON_PERIODIC, false, true, 0);
+                trace_wb(k, false, n as i64, WB_REASON_PERIODIC, false, true, 0);
             }
             n
         } else {
             0
         };
-        if written > 0 || self.current.is_some() {
+        // wb_do_writeback() takes the queued works one after another before it sleeps.
+        if written > 0 || self.current.is_some() || !k.wb.work_list.is_empty() {
             k.mm.cur.acc = k.mm.cur.acc.max(1);
             return StepOut {
                 user_ns: 0,

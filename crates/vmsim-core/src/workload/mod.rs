@@ -107,6 +107,8 @@ pub struct OpProgram {
     touch_order: Vec<u32>,
     /// How far the current `cgroup_write` has gone.
     memcg_write: crate::mm::memcg_write::MemcgWrite,
+    /// How far the current `sync` has gone.
+    sync: crate::fs::sync::SyncPhase,
 }
 
 /// Pages 0..n in a random order (Fisher–Yates from the task's stream).
@@ -200,6 +202,7 @@ impl OpProgram {
             thp: Default::default(),
             touch_order: Vec::new(),
             memcg_write: Default::default(),
+            sync: crate::fs::sync::SyncPhase::Start,
             syscalls: 0,
             rep: 0,
             until_exit: Rc::new(spec.until_exit.clone()),
@@ -470,7 +473,10 @@ impl OpProgram {
                     Op::Free { count, .. } => count.unwrap_or(u64::MAX),
                     Op::Slab { objects, .. } => *objects,
                     Op::SlabFree { objects, .. } => objects.unwrap_or(u64::MAX),
-                    Op::Sleep { .. } | Op::SleepElapsed {} | Op::Exit {} | Op::Snapshot { .. } => 1,
+                    Op::Sleep { .. }
+                    | Op::SleepElapsed { .. }
+                    | Op::Exit {}
+                    | Op::Snapshot { .. } => 1,
                     Op::Unlink { file } => {
                         let pid = cx.k.tasks[tid as usize].pid;
                         self.file = expand_file_name(file, self.rep, pid);
@@ -492,6 +498,10 @@ impl OpProgram {
                         1
                     }
                     Op::DropCaches { .. } | Op::CompactMemory {} => 1,
+                    Op::Sync {} => {
+                        self.sync = crate::fs::sync::SyncPhase::Start;
+                        1
+                    }
                     Op::Fadvise { file, .. } => {
                         let pid = cx.k.tasks[tid as usize].pid;
                         self.file = expand_file_name(file, self.rep, pid);
@@ -766,6 +776,25 @@ impl OpProgram {
                     cx.k.compact_nodes(tid);
                     self.left = 0;
                 }
+                Op::Sync {} => {
+                    use crate::fs::sync::SyncWait;
+                    match cx.k.ksys_sync_step(&mut self.sync) {
+                        SyncWait::Done => self.left = 0,
+                        SyncWait::Block => {
+                            return StepOut {
+                                user_ns: user,
+                                next: Step::Block {
+                                    wq: cx.k.wb.sync_wq,
+                                    timeout: None,
+                                },
+                            }
+                        }
+                        SyncWait::SleepUntil(t) => {
+                            cx.k.sleep_until(t);
+                            return self.yield_for_io(user);
+                        }
+                    }
+                }
                 Op::Swapon { path } => {
                     if let Some(t) = cx.k.swap_type_by_path(path) {
                         // EBUSY is counted on the device.
@@ -791,11 +820,14 @@ impl OpProgram {
                         next: Step::Sleep(time.0),
                     };
                 }
-                Op::SleepElapsed {} => {
+                Op::SleepElapsed { upto } => {
                     self.pc += 1;
                     self.started = false;
-                    let now = cx.now + user;
-                    let elapsed = now.saturating_sub(cx.k.tasks[tid as usize].stats.start_ns);
+                    let end = match upto {
+                        Some(name) => cx.k.signal_time(name).unwrap_or(cx.now + user),
+                        None => cx.now + user,
+                    };
+                    let elapsed = end.saturating_sub(cx.k.tasks[tid as usize].stats.start_ns);
                     return StepOut {
                         user_ns: user,
                         next: Step::Sleep(elapsed),

@@ -65,7 +65,7 @@ impl ThpOpState {
                 None
             }
             Op::Signal { name } => {
-                cx.k.signal(name);
+                cx.k.signal(name, cx.now + *user + cx.k.mm.cur.acc);
                 *left = 0;
                 None
             }
