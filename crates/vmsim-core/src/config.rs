@@ -315,6 +315,8 @@ section! {
         workingset: bool = true, "[bool]";
         /// Working-set detection of swapped-out anonymous pages (5.9+, needs workingset): reclaim leaves a shadow in the swap cache; a page read back from swap is judged by its refault distance (workingset_refault_anon, _activate_anon, _restore_anon) and comes back active only within the working set. false: every page read back from swap starts on the active list, counted as an activated refault.
         workingset_anon: bool = true, "[bool]";
+        /// New anonymous pages start on the active list (do_anonymous_page's lru_cache_add_active before 2.6.28, lru_cache_add_active_or_unevictable to 5.8), and an inactive anonymous page found referenced is activated at once (page_check_references' PageSwapBacked rule); false: 5.9+, where they start inactive and a first reference only keeps them (lru_cache_add_inactive_or_unevictable).
+        new_anon_active: bool = false, "[bool]";
         /// Run the disk's flusher thread (background and periodic writeback); false leaves dirty pages to reclaim.
         flusher: bool = true, "[bool]";
         /// CONFIG_HZ: timer ticks per second; throttling sleeps come in jiffies.

@@ -519,6 +519,10 @@ fn swappiness_zero_still_swaps_when_there_is_no_page_cache() {
 /// A task that faults a 32 MiB working set and then either keeps touching it
 /// (`rounds` times) or sleeps, while a streaming task faults 224 MiB of new memory.
 fn working_set(retouch: bool) -> String {
+    working_set_on(retouch, "watermark_scale_factor = 1000")
+}
+
+fn working_set_on(retouch: bool, kernel: &str) -> String {
     let hot = if retouch {
         r#"program = [ { op = "touch", size = "32MiB" }, { op = "compute", time = "1ms" } ]
 repeat = 1500"#
@@ -529,7 +533,7 @@ repeat = 1500"#
     // stream's reclaim goes through the inactive list, was set with them (with the
     // measured 6.18 costs reclaim is cheaper and the stream faster: 76 % stays).
     "costs = \"seed-era\"\n".to_string()
-        + &machine("256MiB", "512MiB", "watermark_scale_factor = 1000")
+        + &machine("256MiB", "512MiB", kernel)
         + &format!(
             r#"
 [[task]]
@@ -546,7 +550,11 @@ program = [ {{ op = "touch", size = "224MiB" }}, {{ op = "sleep", time = "10ms" 
 /// Runs until the streaming task exits; returns (lowest rss of the hot task seen
 /// after the stream started [pages], pgactivate).
 fn hot_rss_under_streaming(retouch: bool) -> (u64, i64) {
-    let sc = scenario(&working_set(retouch));
+    hot_rss_under_streaming_on(&working_set(retouch))
+}
+
+fn hot_rss_under_streaming_on(text: &str) -> (u64, i64) {
+    let sc = scenario(text);
     let mut eng = vmsim_core::sim::build(&sc);
     let hot = tid_of(&eng, "hot");
     let stream = tid_of(&eng, "stream");
@@ -582,6 +590,39 @@ fn a_working_set_touched_again_is_activated_and_stays_resident() {
         idle_rss * 2 < busy_rss,
         "an idle working set was kept as well as a busy one ({idle_rss} vs {busy_rss})"
     );
+}
+
+#[test]
+fn under_2_6_25s_rules_a_touched_working_set_stays_on_the_active_list() {
+    // Anonymous pages start active (lru_cache_add_active); shrink_active_list keeps a
+    // referenced mapped page active and shrink_page_list activates one at once.
+    let kernel =
+        "watermark_scale_factor = 1000\nreclaim_scan = \"classic\"\nnew_anon_active = true";
+    let ws = 32 << 8;
+    let (idle_rss, _) = hot_rss_under_streaming_on(&working_set_on(false, kernel));
+    let (busy_rss, _) = hot_rss_under_streaming_on(&working_set_on(true, kernel));
+    assert!(
+        busy_rss * 10 >= ws * 9,
+        "a re-touched working set kept only {busy_rss} of {ws} pages"
+    );
+    assert!(
+        idle_rss * 2 < busy_rss,
+        "an idle working set was kept as well as a busy one ({idle_rss} vs {busy_rss})"
+    );
+}
+
+#[test]
+fn before_5_9_new_anonymous_pages_start_active() {
+    let text = |on: bool| {
+        machine("256MiB", "0B", &format!("new_anon_active = {on}"))
+            + "[[task]]\nname = \"t\"\nprogram = [ { op = \"touch\", size = \"8MiB\" }, { op = \"snapshot\", name = \"s\" } ]\n"
+    };
+    for (on, active) in [(true, 2048), (false, 0)] {
+        let r = run(&text(on));
+        let v = &r.snapshots[0].vmstat;
+        assert_eq!(v["nr_active_anon"], active, "new_anon_active = {on}");
+        assert_eq!(v["nr_active_anon"] + v["nr_inactive_anon"], 2048);
+    }
 }
 
 // ---------------------------------------------------------------------------

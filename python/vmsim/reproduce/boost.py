@@ -228,6 +228,8 @@ def build_scenario(
             "fs": "xfs",
             # 5.0: page-cache shadows (3.15+) but none for anonymous pages (5.9+).
             "workingset_anon": False,
+            # New anonymous pages started on the active list before 5.9.
+            "new_anon_active": True,
             "thp_enabled": "always",
             "thp_defrag": "madvise",
             # 5.0 retried as today (should_reclaim_retry, 4.7+) and woke the flushers for

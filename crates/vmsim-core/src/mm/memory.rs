@@ -220,6 +220,10 @@ impl Kernel {
                 self.map_anon_page(tid, slot, p);
                 self.mem_cgroup_commit_charge(p, memcg);
                 let cpu = self.tasks[tid as usize].cpu;
+                if self.mm.kcfg.new_anon_active {
+                    // Before 5.9: lru_cache_add_active_or_unevictable().
+                    self.mm.map[p as usize].flags |= pg::ACTIVE;
+                }
                 self.mm.folio_add_lru(p, cpu);
                 Fault::Minor
             }

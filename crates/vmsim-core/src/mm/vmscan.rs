@@ -462,8 +462,19 @@ impl Kernel {
     }
 
     /// Whether an inactive page should be kept, activated or reclaimed (folio_check_references).
-    fn folio_check_references(&mut self, pfn: Pfn) -> FolioRef {
+    fn folio_check_references(&mut self, pfn: Pfn, order: usize) -> FolioRef {
+        if self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic {
+            return self.page_referenced_classic(pfn, order);
+        }
         let referenced_ptes = self.folio_referenced(pfn);
+        if referenced_ptes > 0
+            && self.mm.kcfg.new_anon_active
+            && self.mm.map[pfn as usize].kind() == PageKind::Anon
+        {
+            // Before 5.9: "if (PageSwapBacked(page)) return PAGEREF_ACTIVATE;".
+            self.mm.map[pfn as usize].flags |= pg::REFERENCED;
+            return FolioRef::Activate;
+        }
         let p = &mut self.mm.map[pfn as usize];
         let referenced_folio = p.test(pg::REFERENCED);
         p.flags &= !pg::REFERENCED;
@@ -480,6 +491,50 @@ impl Kernel {
         FolioRef::Reclaim
     }
 
+    /// 2.6.2x shrink_page_list()'s reference check: page_referenced() (the PTEs' young
+    /// bits and PG_referenced, both cleared) activates a page in use — mapped or in the
+    /// swap cache (page_mapping_inuse) — for orders up to PAGE_ALLOC_COSTLY_ORDER; a
+    /// referenced page not in use is reclaimed if clean, kept if dirty.
+    fn page_referenced_classic(&mut self, pfn: Pfn, order: usize) -> FolioRef {
+        let young = self.folio_referenced(pfn) > 0;
+        let p = &mut self.mm.map[pfn as usize];
+        let referenced = young || p.test(pg::REFERENCED);
+        p.flags &= !pg::REFERENCED;
+        if !referenced || order > super::mmzone::PAGE_ALLOC_COSTLY_ORDER {
+            return FolioRef::Reclaim;
+        }
+        let in_use = p.kind() == PageKind::Anon || p.test(pg::MAPPED) || p.test(pg::SWAPCACHE);
+        if in_use {
+            FolioRef::Activate
+        } else {
+            FolioRef::ReclaimClean
+        }
+    }
+
+    /// 2.6.25's calc_reclaim_mapped(): whether shrink_active_list may move mapped pages to
+    /// the inactive list: swap_tendency = mapped_ratio / 2 + distress + swappiness, plus the
+    /// active/inactive imbalance weighted by swappiness and the mapped ratio, is >= 100.
+    /// Simplified: distress is the caller's own priority's (100 >> priority; the kernel
+    /// takes the lower of it and zone->prev_priority, which other reclaimers lower), no
+    /// zone_is_near_oom shortcut, and the mapped pages are the anonymous ones.
+    fn calc_reclaim_mapped(&self, nid: usize, sc: &ScanControl) -> bool {
+        let total: u64 = self.mm.zones.iter().map(|z| z.managed_pages).sum();
+        let anon: i64 = self
+            .mm
+            .nodes
+            .iter()
+            .map(|n| n.vm_stat[NodeStat::NR_ANON_PAGES as usize])
+            .sum();
+        let mapped_ratio = (anon.max(0) as u64 * 100) / total.max(1);
+        let distress = 100u64 >> sc.priority.clamp(0, 63);
+        let swappiness = self.mm.kcfg.swappiness;
+        let lv = self.mm.scan_lruvec(nid);
+        let active = lv.nr[lru::ACTIVE_ANON] + lv.nr[lru::ACTIVE_FILE];
+        let inactive = lv.nr[lru::INACTIVE_ANON] + lv.nr[lru::INACTIVE_FILE];
+        let imbalance = active / (inactive + 1) * (swappiness + 1) / 100 * mapped_ratio / 100;
+        mapped_ratio / 2 + distress + swappiness + imbalance >= 100
+    }
+
     /// Deactivates pages from the tail of an active list (shrink_active_list).
     fn shrink_active_list(&mut self, nr_to_scan: u64, nid: usize, sc: &mut ScanControl, l: usize) {
         let (hold, nr_scanned, nr_taken) = self.isolate_lru_folios(nr_to_scan, nid, sc, l);
@@ -489,12 +544,33 @@ impl Kernel {
         self.mm
             .mod_node_page_state(nid, NodeStat::NR_ISOLATED_ANON, 0);
         let mut l_inactive = Vec::with_capacity(hold.len());
+        let mut l_active = Vec::new();
         let mut nr_rotated = 0;
+        let classic = self.mm.kcfg.reclaim_scan == crate::config::ReclaimScan::Classic;
+        let reclaim_mapped = classic && self.calc_reclaim_mapped(nid, sc);
+        // total_swap_pages: the usable size of every device on.
+        let swap = self.swap.pages > 0;
         for pfn in hold {
             self.mm.cur.acc += self.mm.cost.shrink_page / 2;
-            // Referenced pages are deactivated too: only executable file pages
-            // get another trip, and executables are not modelled.
-            if self.folio_referenced(pfn) > 0 {
+            if classic {
+                // 2.6.25: a mapped page stays active unless mapped pages may be reclaimed,
+                // it is anonymous with no swap, or it was referenced (page_referenced()).
+                let p = &self.mm.map[pfn as usize];
+                let anon = p.kind() == PageKind::Anon;
+                if anon || p.test(pg::MAPPED) {
+                    let referenced = self.folio_referenced(pfn) > 0;
+                    let p = &mut self.mm.map[pfn as usize];
+                    let referenced = referenced || p.test(pg::REFERENCED);
+                    p.flags &= !pg::REFERENCED;
+                    if !reclaim_mapped || (anon && !swap) || referenced {
+                        nr_rotated += self.mm.folio_nr_pages(pfn);
+                        l_active.push(pfn);
+                        continue;
+                    }
+                }
+            } else if self.folio_referenced(pfn) > 0 {
+                // Referenced pages are deactivated too: only executable file pages
+                // get another trip, and executables are not modelled.
                 nr_rotated += self.mm.folio_nr_pages(pfn);
             }
             let p = &mut self.mm.map[pfn as usize];
@@ -502,6 +578,7 @@ impl Kernel {
             p.flags |= pg::WORKINGSET;
             l_inactive.push(pfn);
         }
+        self.move_folios_to_lru(nid, &l_active);
         let nr_deactivate = self.move_folios_to_lru(nid, &l_inactive);
         self.mm.count_vm_events(Event::PGDEACTIVATE, nr_deactivate);
         // 6.1's shrink_active_list notes no cost: rotations are free there.
@@ -594,7 +671,7 @@ impl Kernel {
             let references = if activate {
                 FolioRef::Activate
             } else {
-                self.folio_check_references(pfn)
+                self.folio_check_references(pfn, sc.order)
             };
             match references {
                 FolioRef::Activate => activate = true,
