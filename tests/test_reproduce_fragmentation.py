@@ -202,3 +202,57 @@ def test_ablation_errors_are_one_line(cli, tmp_path, args, needle):
     assert p.stdout == ""
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], p.stderr
+
+
+class _FakeResult:
+    """The parts of a run's result that `_metrics` reads."""
+
+    def __init__(self, tasks: dict, made: int, fork_failures: int) -> None:
+        """`made`: order-10 attempts of the whole run."""
+        order = 10
+        fail = [0] * 11
+        success = [0] * 11
+        success[order] = made
+        self.data = {
+            "tasks": tasks,
+            "fragmentation": {"alloc_success": success, "alloc_fail": fail},
+            "timeseries": {"time_seconds": [0.0, 300.0], "vmstat": {"nr_anon_pages": [0, 0]}},
+            "summary": {
+                "elapsed_seconds": 300.0,
+                "oom_kills": 0,
+                "fork_failures": fork_failures,
+                "extfrag_events": 0,
+                "mixed_pageblocks": 0,
+                "mixed_pageblocks_max": 0,
+            },
+            "vmstat": {},
+        }
+
+
+def test_a_pass_whose_task_was_never_forked_counts_no_attempt():
+    """A load pass whose task could not be forked made no attempt: the at-rest pass's
+    160 attempts are not counted as its successes, nor its fork's failure as a failed
+    attempt."""
+    plan = {
+        "attempts_per_pass": 160,
+        "order": 10,
+        "memory": 1 << 30,
+        "start_seconds": {"load_pass": 95.0, "rest_pass": 200.0},
+    }
+    tasks = {
+        frag.LOAD_COMM: {"mean_runtime_seconds": 0.0, "alloc_failed": 1},
+        frag.REST_COMM: {"mean_runtime_seconds": 17.4, "alloc_failed": 50},
+        "updatedb": {"mean_runtime_seconds": 120.0},
+    }
+    notes: list[str] = []
+    m = frag._metrics(_FakeResult(tasks, 160, 1), plan, notes)
+    assert m["load_attempts"] == 0 and m["load_success"] == 0 and m["load_failed"] == 0
+    assert math.isnan(m["load_success_pct"])
+    assert (m["rest_attempts"], m["rest_success"]) == (160, 110)
+    assert notes == ["the load pass's task could not be forked (no memory for it)"]
+    # A load pass that ran but was cut short keeps its own attempts.
+    tasks[frag.LOAD_COMM]["alloc_failed"] = 3
+    notes = []
+    m = frag._metrics(_FakeResult(tasks, 160 + 40, 0), plan, notes)
+    assert (m["load_attempts"], m["load_success"]) == (40, 37)
+    assert notes == ["the load pass did not finish before the time limit"]

@@ -322,15 +322,29 @@ def _metrics(r: api.Result, plan: dict[str, Any], notes: list[str]) -> Metrics:
     load_done = load_t.get("mean_runtime_seconds", 0.0) > 0
     rest_done = rest_t.get("mean_runtime_seconds", 0.0) > 0
     # Attempts are known by design once a pass has finished; otherwise only the
-    # engine's count of order-10 attempts tells how far it got.
-    load_attempts = n if load_done else min(n, made)
+    # engine's count of order-10 attempts tells how far it got (the at-rest pass's
+    # attempts, when it finished, are not the load pass's).
+    if load_done:
+        load_attempts = n
+    elif rest_done:
+        load_attempts = max(0, min(n, made - n))
+    else:
+        load_attempts = min(n, made)
     rest_attempts = n if rest_done else max(0, made - load_attempts)
-    if not load_done:
+    never_ran = not load_done and d["summary"]["fork_failures"] > 0 and load_attempts == 0
+    if never_ran:
+        # copy_process() failed: the pass's task never ran, and the allocation that
+        # failed was its fork's, not an order-10 attempt.
+        notes.append("the load pass's task could not be forked (no memory for it)")
+    elif not load_done:
         notes.append("the load pass did not finish before the time limit")
-    if not rest_done:
+    rest_never_ran = not rest_done and d["summary"]["fork_failures"] > 0 and rest_attempts == 0
+    if rest_never_ran:
+        notes.append("the at-rest pass's task could not be forked (no memory for it)")
+    elif not rest_done:
         notes.append("the at-rest pass did not finish before the time limit")
-    load_fail = load_t.get("alloc_failed", 0)
-    rest_fail = rest_t.get("alloc_failed", 0)
+    load_fail = 0 if never_ran else load_t.get("alloc_failed", 0)
+    rest_fail = 0 if rest_never_ran else rest_t.get("alloc_failed", 0)
     ts = d["timeseries"]
     # The compilers are the only anonymous memory: the load ends when it is gone.
     pages = plan["memory"] // 4096
