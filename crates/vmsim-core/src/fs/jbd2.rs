@@ -164,7 +164,7 @@ impl Kernel {
                 // No commit thread (a kernel without one): the caller commits.
                 let done = self.jbd2_journal_commit_transaction();
                 self.sleep_until(done);
-                self.journal.commit_sequence = self.journal.tid;
+                self.jbd2_commit_done();
             }
         }
         target
@@ -196,9 +196,7 @@ impl Kernel {
         }
         self.journal.checkpoint = keep;
     }
-}
 
-impl Kernel {
     /// A commit has completed (j_commit_sequence advances; j_wait_done_commit's waiters,
     /// a sync(2) among them, wake).
     fn jbd2_commit_done(&mut self) {

@@ -491,18 +491,25 @@ impl Kernel {
         FolioRef::Reclaim
     }
 
+    /// 2.6.2x page_referenced(): the PTEs' young bits and PG_referenced, each tested and
+    /// cleared; true if any was set.
+    fn page_referenced(&mut self, pfn: Pfn) -> bool {
+        let young = self.folio_referenced(pfn) > 0;
+        let p = &mut self.mm.map[pfn as usize];
+        let referenced = p.test(pg::REFERENCED);
+        p.flags &= !pg::REFERENCED;
+        young || referenced
+    }
+
     /// 2.6.2x shrink_page_list()'s reference check: page_referenced() (the PTEs' young
     /// bits and PG_referenced, both cleared) activates a page in use — mapped or in the
     /// swap cache (page_mapping_inuse) — for orders up to PAGE_ALLOC_COSTLY_ORDER; a
     /// referenced page not in use is reclaimed if clean, kept if dirty.
     fn page_referenced_classic(&mut self, pfn: Pfn, order: usize) -> FolioRef {
-        let young = self.folio_referenced(pfn) > 0;
-        let p = &mut self.mm.map[pfn as usize];
-        let referenced = young || p.test(pg::REFERENCED);
-        p.flags &= !pg::REFERENCED;
-        if !referenced || order > super::mmzone::PAGE_ALLOC_COSTLY_ORDER {
+        if !self.page_referenced(pfn) || order > super::mmzone::PAGE_ALLOC_COSTLY_ORDER {
             return FolioRef::Reclaim;
         }
+        let p = &self.mm.map[pfn as usize];
         let in_use = p.kind() == PageKind::Anon || p.test(pg::MAPPED) || p.test(pg::SWAPCACHE);
         if in_use {
             FolioRef::Activate
@@ -558,11 +565,9 @@ impl Kernel {
                 let p = &self.mm.map[pfn as usize];
                 let anon = p.kind() == PageKind::Anon;
                 if anon || p.test(pg::MAPPED) {
-                    let referenced = self.folio_referenced(pfn) > 0;
-                    let p = &mut self.mm.map[pfn as usize];
-                    let referenced = referenced || p.test(pg::REFERENCED);
-                    p.flags &= !pg::REFERENCED;
-                    if !reclaim_mapped || (anon && !swap) || referenced {
+                    // Evaluated in the kernel's order: page_referenced() clears the bits
+                    // only when it is reached.
+                    if !reclaim_mapped || (anon && !swap) || self.page_referenced(pfn) {
                         nr_rotated += self.mm.folio_nr_pages(pfn);
                         l_active.push(pfn);
                         continue;
