@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,8 @@ SANE = {
     "slab_object": (1, 20_000),
     # A dentry or inode freed by the superblock shrinker, ext4's eviction included.
     "shrink_object": (10, 200_000),
+    # A free inode passed over as recently deleted by ext4 without a journal.
+    "ext4_recently_deleted": (1, 20_000),
 }
 
 
@@ -98,9 +101,14 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     # Compaction alone may be left unmeasured, with its reason, when the machine's memory
     # gives compact_memory too little to move; every other knob is measured.
     compaction = {"migrate_page", "compact_scan_page"}
+    # The recently-deleted figure needs ext4 without a journal under --dir.
+    no_rd = calibrate.recently_deleted_unavailable(work)
+    rd = {"ext4_recently_deleted"} if no_rd is not None else set()
     unmeasured = set(data["skipped"])
-    assert unmeasured in (set(), compaction), data["skipped"]
-    assert all("too little to tell" in data["skipped"][k] for k in unmeasured)
+    assert unmeasured in (rd, compaction | rd), data["skipped"]
+    assert all("too little to tell" in data["skipped"][k] for k in unmeasured - rd)
+    if rd:
+        assert data["skipped"]["ext4_recently_deleted"] == no_rd
     assert set(data["knobs"]) == set(SANE) - unmeasured, sorted(data["knobs"])
     for knob, (lo, hi) in SANE.items():
         if knob in unmeasured:
@@ -517,6 +525,51 @@ def test_the_shrinker_family_alone_frees_a_dentry_and_an_inode_a_file(tmp_path: 
     assert all(files <= n <= 2.2 * files for n in data["figures"]["shrunk_objects"]["values"])
     assert list(work.iterdir()) == []
     assert leftovers("vmsim-calibrate-") == []
+
+
+@pytest.mark.skipif(
+    calibrate.recently_deleted_unavailable(Path(tempfile.gettempdir())) is not None,
+    reason=f"{calibrate.recently_deleted_unavailable(Path(tempfile.gettempdir()))}",
+)
+def test_the_ext4_family_alone_measures_creates_past_recently_deleted_inodes(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    out = assert_ok(
+        vmsim(
+            "calibrate",
+            "--quick",
+            "--json",
+            "--only",
+            "ext4",
+            "--base",
+            "measured-6.18",
+            "--dir",
+            str(work),
+        )
+    )
+    data = json.loads(out)
+    assert set(data["knobs"]) == {"ext4_recently_deleted"}
+    lo, hi = SANE["ext4_recently_deleted"]
+    assert lo <= data["knobs"]["ext4_recently_deleted"]["ns"] <= hi, data["knobs"]
+    # Each repetition's second batch passed over the thousand inodes just deleted.
+    before = data["figures"]["create_before_deletes"]["values"]
+    after = data["figures"]["create_after_deletes"]["values"]
+    assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
+    assert list(work.iterdir()) == []
+
+
+def test_the_ext4_family_refuses_a_filesystem_with_a_journal_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(calibrate.host, "ext4_journal", lambda _p: True)
+    why = calibrate.recently_deleted_unavailable(tmp_path)
+    assert why is not None and "has a journal" in why
+    monkeypatch.setattr(calibrate.host, "ext4_journal", lambda _p: None)
+    assert "not ext4" in (calibrate.recently_deleted_unavailable(tmp_path) or "")
+    with pytest.raises(calibrate.CalibrateError, match="calibrate --only ext4: .*not ext4"):
+        calibrate.measure_family("ext4", quick=True, workdir=tmp_path)
 
 
 def test_microbenchmarks_give_positive_figures() -> None:

@@ -22,7 +22,14 @@ from vmsim.fidelity.experiment import (
     parse_experiment,
     parse_metric,
 )
-from vmsim.fidelity.record import FORMAT, load_recording, record, unbuddied_pages, write_recording
+from vmsim.fidelity.record import (
+    FORMAT,
+    load_recording,
+    record,
+    settle_needed,
+    unbuddied_pages,
+    write_recording,
+)
 
 MACHINE = {
     "kernel": "6.18.44-test",
@@ -221,6 +228,41 @@ def test_fadvise_steps_and_read_bs_are_read_checked_and_translated():
         assert "\n" not in str(ei.value)
 
 
+FILES = """
+name = "few-files"
+description = "a few small files made"
+metrics = ["vmstat.nr_dirtied@make"]
+[[task]]
+name = "creat"
+[[phase]]
+name = "make"
+steps = [{ task = "creat", op = "files", dir = "small", count = 50, size = "1KiB" }]
+"""
+
+
+def test_runs_that_make_files_on_ext4_without_a_journal_let_the_deleted_inodes_age():
+    e = exp_of(FILES, "few-files")
+    no_journal = {"filesystem": "ext4", "fs_journal": False}
+    assert settle_needed(e, no_journal)
+    assert not settle_needed(e, no_journal | {"fs_journal": True})
+    assert not settle_needed(e, {"filesystem": "xfs", "fs_journal": None})
+    assert not settle_needed(exp_of(SMALL), no_journal)
+
+
+def test_a_recording_that_makes_files_waits_after_each_run_where_the_kernel_needs_it(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("real-kernel experiment: needs root")
+    if host.mount_of(tmp_path)[2] in ("tmpfs", "ramfs"):
+        pytest.skip("real-kernel experiment: the work directory must be on a disk")
+    e = exp_of(FILES, "few-files")
+    rec = load_recording(
+        record(e, 1, tmp_path / "rec", tmp_path, trace=False, disk_probe=False, settle_seconds=0.2)
+    )
+    waited = rec["runs"][0].get("settled_seconds")
+    assert waited == (0.2 if settle_needed(e, rec["machine"]) else None)
+    assert leftovers(tmp_path) == []
+
+
 def test_fadvise_recording_keeps_the_advice_on_the_readers_file(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("real-kernel experiment: needs root")
@@ -381,6 +423,42 @@ def test_vmsim_scenario_reads_proc_after_every_phase():
     assert sc["disk"]["latency"] == 200000 and sc["machine"]["memory"] == "1GiB"
     assert sc["cgroup"] == [{"path": "fidelity", "limit_in_bytes": 16 << 20}]
     assert missing == []
+
+
+def test_vmsim_scenario_takes_whether_the_recorded_ext4_had_a_journal():
+    for journal in (False, True):
+        machine = MACHINE | {"filesystem": "ext4", "fs_journal": journal}
+        sc, _ = fc.vmsim_scenario(exp_of(SMALL), machine)
+        assert sc["kernel"]["ext4_journal"] is journal
+    # Not recorded, or not ext4: vmsim's default stands.
+    sc, _ = fc.vmsim_scenario(exp_of(SMALL), MACHINE | {"filesystem": "ext4"})
+    assert "ext4_journal" not in sc["kernel"]
+    sc, _ = fc.vmsim_scenario(exp_of(SMALL), MACHINE | {"filesystem": "xfs", "fs_journal": None})
+    assert "ext4_journal" not in sc["kernel"]
+
+
+def test_ext4_journal_reads_the_journal_thread_of_the_mount(tmp_path, monkeypatch):
+    sysfs = tmp_path / "sys"
+    (sysfs / "vdz").mkdir(parents=True)
+    monkeypatch.setattr(host, "mount_of", lambda _p: ("/dev/vdz", "/", "ext4"))
+    (sysfs / "vdz" / "journal_task").write_text("<none>\n")
+    assert host.ext4_journal(tmp_path, sysfs) is False
+    (sysfs / "vdz" / "journal_task").write_text("jbd2/vdz-8\n")
+    assert host.ext4_journal(tmp_path, sysfs) is True
+    (sysfs / "vdz" / "journal_task").unlink()
+    assert host.ext4_journal(tmp_path, sysfs) is None
+    monkeypatch.setattr(host, "mount_of", lambda _p: ("/dev/vdz", "/", "xfs"))
+    assert host.ext4_journal(tmp_path, sysfs) is None
+
+
+def test_the_recorded_machines_say_whether_their_ext4_had_a_journal():
+    # Every shipped recording was made on ext4: the host's without a journal, the
+    # guests' (mkfs.ext4 defaults) with one.
+    for d in fc.recordings_dir().iterdir():
+        for f in d.glob("*.json"):
+            m = json.loads(f.read_text())["machine"]
+            assert m["filesystem"] == "ext4"
+            assert m["fs_journal"] is ("tcg" in d.name), f
 
 
 def test_vmsim_scenario_takes_the_recorded_read_ahead_and_the_recorders_call_size():
@@ -794,6 +872,7 @@ def test_a_recording_probes_the_disk_before_each_run(tmp_path):
         assert p["latency_from"] == "diskstats"
         assert p["latency_ns"] <= p["latency_user_ns"] * 1.05
     disk = rec["machine"]["disk"]
+    assert rec["machine"]["fs_journal"] == host.ext4_journal(tmp_path)
     assert disk["probes"] == 2
     # The recording's figure is the probes' median (of two: their mean, rounded).
     assert abs(disk["latency_ns"] - sum(p["latency_ns"] for p in probes) / 2) <= 1

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from vmsim import _vmsim, api, kprofile
+from vmsim.fidelity import host
 
 MEMCG_ROOT = Path("/sys/fs/cgroup/memory")
 
@@ -869,6 +870,63 @@ def _measure_shrinker(cal: Calibration, workdir: Path, sizes: Sizes) -> None:
     )
 
 
+#: Files deleted before the second batch of creates in the recently-deleted measurement,
+#: and created in each batch: small enough that five repetitions stay in one block group
+#: of 8,192 inodes (each leaves 2 x RD_CREATES files and RD_DELETED free inodes).
+RD_DELETED = 1000
+RD_CREATES = 100
+
+
+def recently_deleted_unavailable(workdir: Path) -> str | None:
+    """Why the recently-deleted measurement cannot run on ``workdir``'s filesystem."""
+    has = host.ext4_journal(workdir)
+    if has is None:
+        fstype = host.mount_of(workdir)[2] or "unknown"
+        return f"{workdir} is on {fstype}, not ext4"
+    if has:
+        return (
+            f"the ext4 filesystem of {workdir} has a journal: find_inode_bit looks for "
+            "recently deleted inodes only without one"
+        )
+    return None
+
+
+def _measure_recently_deleted(cal: Calibration, workdir: Path, sizes: Sizes) -> None:
+    """ext4_recently_deleted: each repetition, in a new directory, creates RD_DELETED
+    files, times RD_CREATES creates, unlinks the first files, waits 1.1 s and times
+    RD_CREATES creates again; the second batch's extra time per create over the inodes
+    it passed over (RD_DELETED each) is the figure. vmsim charges nothing else that
+    differs between the two batches, so the knob is the figure itself."""
+    values, before, after = [], [], []
+    for i in range(sizes.repeat):
+        d = workdir / f"recently-deleted-{i}"
+        d.mkdir()
+        r = _bench("recently_deleted", RD_DELETED, path=str(d))
+        before.append(r["before_ns"])
+        after.append(r["after_ns"])
+        values.append((r["after_ns"] - r["before_ns"]) / r["deleted"])
+    cal.figures["create_before_deletes"] = Figure(
+        "create_before_deletes",
+        before,
+        f"an empty file's open(O_CREAT|O_EXCL) and close, thread CPU time, {RD_CREATES} "
+        "creates in a directory whose inodes are all in use",
+    )
+    cal.figures["create_after_deletes"] = Figure(
+        "create_after_deletes",
+        after,
+        f"the same {RD_CREATES} creates 1.1 s after {RD_DELETED} files of the directory "
+        "were unlinked",
+    )
+    cal.knobs["ext4_recently_deleted"] = Figure(
+        "ext4_recently_deleted",
+        values,
+        f"create_after_deletes less create_before_deletes over the {RD_DELETED} free inodes "
+        "each create of the second batch passes over as recently deleted (ext4 without a "
+        "journal: find_inode_bit → recently_deleted, sb_find_get_block and brelse of the "
+        "inode-table block)",
+    )
+
+
 def _kernel_path_knobs(cal: Calibration, runs: list[dict[str, float | None]], sizes: Sizes) -> None:
     """The kernel-path knobs from their repetitions (those that exercised them)."""
     period = kprofile.PERIOD_NS // 1000
@@ -996,6 +1054,7 @@ FAMILIES = {
     "large-folio-reclaim": ("shrink_large_folio", "free_buffer_head"),
     "kernel-paths": KERNEL_PATH_KNOBS,
     "shrinker": ("shrink_object",),
+    "ext4": ("ext4_recently_deleted",),
 }
 
 
@@ -1023,6 +1082,13 @@ def measure_family(
                 raise CalibrateError(f"calibrate --only {family}: {why}")
             say("the superblock shrinker (perf samples of a limit reclaim of dentries and inodes)")
             _measure_shrinker(cal, Path(tmp), sizes)
+            return cal
+        if family == "ext4":
+            why = recently_deleted_unavailable(Path(tmp))
+            if why is not None:
+                raise CalibrateError(f"calibrate --only {family}: {why}")
+            say("ext4 without a journal: creates past recently deleted inodes")
+            _measure_recently_deleted(cal, Path(tmp), sizes)
             return cal
         if family == "kernel-paths":
             why = kprofile.unavailable()
@@ -1510,6 +1576,12 @@ def measure(
         else:
             for name in (*KERNEL_PATH_KNOBS, "shrink_object"):
                 cal.skipped[name] = f"kernel paths: {why_paths}"
+        why_rd = recently_deleted_unavailable(Path(tmp))
+        if why_rd is None:
+            say("ext4 without a journal: creates past recently deleted inodes")
+            _measure_recently_deleted(cal, Path(tmp), sizes)
+        else:
+            cal.skipped["ext4_recently_deleted"] = why_rd
 
     # The knobs, each from its figures, repetition by repetition.
     k = cal.knobs

@@ -330,6 +330,90 @@ pub fn create_unlink(dir: &str, count: usize) -> Result<f64> {
     Ok(dt as f64 / count.max(1) as f64)
 }
 
+/// What [`recently_deleted`] measured: thread CPU time per empty file created [ns],
+/// before and after `deleted` files of the same directory were unlinked.
+#[derive(Debug, Clone, Copy)]
+pub struct RecentlyDeleted {
+    /// Per create, the directory's group holding only live inodes below the new ones.
+    pub before_ns: f64,
+    /// Per create, `deleted` free inodes deleted a moment ago below the new ones.
+    pub after_ns: f64,
+    /// Free inodes deleted between the two.
+    pub deleted: usize,
+}
+
+/// Creates (O_CREAT|O_EXCL, then close) `count` empty files in `dir` and returns the
+/// thread CPU time per file [ns]; names are `{prefix}{i}`.
+fn create_files(dir: &str, prefix: &str, count: usize) -> Result<f64> {
+    let t0 = thread_cpu();
+    for i in 0..count {
+        let name = std::ffi::CString::new(format!("{dir}/{prefix}{i}"))
+            .map_err(|_| format!("{dir}: a NUL byte in the directory"))?;
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe {
+            libc::open(
+                name.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(os_error("open"));
+        }
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+    }
+    Ok((thread_cpu() - t0) as f64 / count.max(1) as f64)
+}
+
+/// Unlinks `{dir}/{prefix}{i}` for i below `count`.
+fn unlink_files(dir: &str, prefix: &str, count: usize) -> Result<()> {
+    for i in 0..count {
+        let name = std::ffi::CString::new(format!("{dir}/{prefix}{i}"))
+            .map_err(|_| format!("{dir}: a NUL byte in the directory"))?;
+        // SAFETY: a NUL-terminated path of ours.
+        if unsafe { libc::unlink(name.as_ptr()) } != 0 {
+            return Err(os_error("unlink"));
+        }
+    }
+    Ok(())
+}
+
+/// ext4 without a journal passing over recently deleted inodes (find_inode_bit →
+/// recently_deleted): in the empty directory `dir`, creates `deleted` files (the group's
+/// low free inodes), times `count` creates, unlinks the first `deleted`, waits 1.1 s (an
+/// inode deleted in the current second is not "recent"), and times `count` more creates.
+/// Each create of the second batch looks at the `deleted` free inodes below the fresh
+/// ones besides whatever the first batch's looked at. The `2 × count` files made are left
+/// in `dir` (deleting them here would put them in the way of the next repetition); on
+/// an error, whatever was made is removed.
+pub fn recently_deleted(dir: &str, deleted: usize, count: usize) -> Result<RecentlyDeleted> {
+    let run = || -> Result<RecentlyDeleted> {
+        create_files(dir, "old", deleted)?;
+        let before_ns = create_files(dir, "a", count)?;
+        unlink_files(dir, "old", deleted)?;
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let after_ns = create_files(dir, "b", count)?;
+        Ok(RecentlyDeleted {
+            before_ns,
+            after_ns,
+            deleted,
+        })
+    };
+    let out = run();
+    if out.is_err() {
+        for prefix in ["old", "a", "b"] {
+            for i in 0..deleted.max(count) {
+                if let Ok(name) = std::ffi::CString::new(format!("{dir}/{prefix}{i}")) {
+                    // SAFETY: a NUL-terminated path of ours; a missing file is fine.
+                    unsafe { libc::unlink(name.as_ptr()) };
+                }
+            }
+        }
+    }
+    out
+}
+
 /// munmap of a populated anonymous mapping, per page [ns each] (zap_pte_range,
 /// the rmap and LRU removal, the uncharge, free_unref_folios).
 pub fn unmap(bytes: usize) -> Result<f64> {

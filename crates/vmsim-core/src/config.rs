@@ -355,6 +355,8 @@ section! {
         fs: Fs = Fs::Ext4, "[policy]";
         /// ext4's commit= mount option: jbd2 commits the running transaction this long after it started (j_commit_interval, JBD2_DEFAULT_MAX_COMMIT_AGE).
         ext4_commit: u64 = 5, "[s]", max 86_400;
+        /// ext4 with a journal (mke2fs's default, has_journal): jbd2 journals the metadata and kjournald2 commits it. false: no journal, as on this project's machine kind (/sys/fs/ext4/vda/journal_task reads <none>): metadata blocks are dirtied in place (ext4_handle_dirty_metadata without a handle → mark_buffer_dirty) and written back by the flusher, there is no kjournald2, sync waits for no commit, and a new inode passes over free inodes deleted in the last 60 s (360 s while their inode-table block is dirty) (find_inode_bit → recently_deleted), each look costing cost.ext4_recently_deleted.
+        ext4_journal: bool = true, "[bool]";
     }
 }
 
@@ -713,6 +715,8 @@ section! {
         copy_page: u64 = 397, "[ns]", max MAX_OP_COST;
         /// The fixed part of a buffered write(2), once per call whatever its length (entry and return, fdget, generic_write_checks, file_update_time, the call's share of ext4's write_begin/write_end). Measured by vmsim calibrate on this machine kind (6.18): 1669.1-2254.2 ns over 7 repetitions; docs/cost-model.md.
         write_call: u64 = 2123, "[ns]", max MAX_OP_COST;
+        /// One free inode passed over as recently deleted when ext4 without a journal allocates an inode (recently_deleted: sb_find_get_block of its inode-table block, the dtime test, brelse). Measured by vmsim calibrate --only ext4 on this machine kind (6.18): 60.1-191.1 ns over 7 repetitions; docs/cost-model.md.
+        ext4_recently_deleted: u64 = 70, "[ns]", max MAX_OP_COST;
         /// A buffered write(2)'s per-page path beyond the allocation and the copy (the delayed-allocation reservation, the buffer heads' state, folio_mark_dirty). Measured by vmsim calibrate on this machine kind (6.18): 294.4-645.1 ns over 7 repetitions; docs/cost-model.md.
         write_page: u64 = 457, "[ns]", max MAX_OP_COST;
         /// The fixed part of a read(2) of cached pages, once per call (entry and return, fdget, filemap_read's set-up, touch_atime). Measured by vmsim calibrate on this machine kind (6.18): 335.5-590.2 ns over 7 repetitions; docs/cost-model.md.

@@ -317,7 +317,7 @@ pub fn start_kthreads(eng: &mut Engine) {
             );
         }
     }
-    if kcfg.fs == crate::config::Fs::Ext4 {
+    if kcfg.fs == crate::config::Fs::Ext4 && kcfg.ext4_journal {
         // The journal's commit thread, named after its device as jbd2 names it.
         let wq = eng.new_waitqueue();
         eng.kernel.journal.wq = Some(wq);

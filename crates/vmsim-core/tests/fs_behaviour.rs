@@ -312,11 +312,16 @@ fn a_memcg_dd_on_a_throttled_shared_disk_runs_to_the_end_and_repeats_itself() {
 /// A task writes 64 MiB (under the background threshold of a 1 GiB machine, so nothing
 /// starts writeback by itself), snapshots, runs `sync` if asked, and snapshots again.
 fn sync_run(fs: &str, sync: bool) -> RunResult {
+    sync_run_with(fs, "", sync)
+}
+
+/// [`sync_run`] with more `[kernel]` keys.
+fn sync_run_with(fs: &str, kernel: &str, sync: bool) -> RunResult {
     let sync_op = if sync { "{ op = \"sync\" }," } else { "" };
     run(&machine(
         fs,
         &format!(
-            "[[task]]\nname = \"w\"\nprogram = [\n  {{ op = \"write\", file = \"d/a\", size = \"64MiB\" }},\n  \
+            "{kernel}[[task]]\nname = \"w\"\nprogram = [\n  {{ op = \"write\", file = \"d/a\", size = \"64MiB\" }},\n  \
              {{ op = \"snapshot\", name = \"written\" }},\n  {sync_op}\n  {{ op = \"snapshot\", name = \"after\" }},\n]\n"
         ),
     ))
@@ -353,6 +358,24 @@ fn sync_writes_every_dirty_page_and_waits_for_it() {
     // On ext4 the sync commits the journal before its 5 s timer would.
     let e = sync_run("ext4", true).ext4.expect("an ext4 report");
     assert!(e.journal_commits >= 1, "{e:?}");
+    // Without a journal there is nothing to commit: the metadata dirtied in place is
+    // written with the data, and nothing is left dirty either.
+    let nj = sync_run_with("ext4", "ext4_journal = false\n", true);
+    let (w, a) = (&nj.snapshots[0], &nj.snapshots[1]);
+    assert!(w.vmstat["nr_dirty"] > 16384, "{}", w.vmstat["nr_dirty"]);
+    assert_eq!(a.vmstat["nr_dirty"], 0);
+    assert_eq!(a.vmstat["nr_writeback"], 0);
+    let e = nj.ext4.expect("an ext4 report");
+    assert_eq!((e.journal_commits, e.journal_blocks), (0, 0), "{e:?}");
+    let jh = nj.proc["slabinfo"]
+        .lines()
+        .find(|l| l.starts_with("jbd2_journal_head "))
+        .expect("the cache's line");
+    assert_eq!(
+        jh.split_whitespace().nth(2),
+        Some("0"),
+        "no journal_head is ever allocated: {jh}"
+    );
 }
 
 #[test]

@@ -52,6 +52,14 @@ pub fn calibrate_bench(
                 ])
             }
             "create_unlink" => one("ns", cal::create_unlink(&path, size).map_err(os)?),
+            "recently_deleted" => {
+                let r = cal::recently_deleted(&path, size, 100).map_err(os)?;
+                BTreeMap::from([
+                    ("before_ns", r.before_ns),
+                    ("after_ns", r.after_ns),
+                    ("deleted", r.deleted as f64),
+                ])
+            }
             "pipe_pair" => one("ns", cal::pipe_pair(size).map_err(os)?),
             "ping_pong" => one("ns", cal::ping_pong(size, cpu).map_err(os)?),
             "clone_vm" => one("ns", cal::clone_vm(size).map_err(os)?),

@@ -113,6 +113,10 @@ def vmsim_scenario(
         kernel["version"] = version
     else:
         missing.append(f"Linux {machine['kernel']}'s own rules (vmsim runs 6.18's)")
+    if machine.get("filesystem") == "ext4" and machine.get("fs_journal") is not None:
+        # The work directory's ext4 with or without a journal (the machine kind's root
+        # filesystem has none: docs/ext4.md).
+        kernel["ext4_journal"] = bool(machine["fs_journal"])
     sysctl = dict(machine.get("sysctl", {}))
     sysctl.update(exp.sysctl)
     for name, value in sysctl.items():

@@ -143,6 +143,21 @@ def mount_of(path: Path) -> tuple[str, str, str]:
     return best
 
 
+def ext4_journal(path: Path, sysfs: Path = Path("/sys/fs/ext4")) -> bool | None:
+    """Whether the ext4 filesystem holding ``path`` has a journal (None: not ext4, or
+    not known): /sys/fs/ext4/DEV/journal_task names the jbd2 thread, or reads
+    ``<none>`` when the filesystem was made or mounted without one."""
+    dev, _mnt, fstype = mount_of(path)
+    if fstype != "ext4":
+        return None
+    task = sysfs / Path(dev).name / "journal_task"
+    try:
+        text = task.read_text().strip()
+    except OSError:
+        return None
+    return text != "<none>"
+
+
 def block_queue(dev: str) -> Path | None:
     """The sysfs queue directory of the disk under a block device node."""
     name = Path(dev).name
@@ -435,6 +450,7 @@ def machine_info(work: Path, disk: bool = True) -> dict[str, Any]:
         "lru_gen": lru_gen,
         "zswap": zswap,
         "filesystem": fstype,
+        "fs_journal": ext4_journal(work),
         "device": Path(dev).name,
         "disk": dict(queue),
     }

@@ -177,6 +177,23 @@ def run_once(
     }
 
 
+#: Seconds the recorder waits, after syncing, when a run has deleted many files on ext4
+#: without a journal: find_inode_bit passes over an inode deleted less than 60 s ago
+#: (RECENTCY_MIN), and less than 360 s ago while its inode-table block is dirty
+#: (RECENTCY_DIRTY) — which the next run's first creates in that block make it again —
+#: so the next run's creates would be slowed by its predecessor's deletions.
+SETTLE_SECONDS = 361.0
+
+
+def settle_needed(exp: Experiment, machine: dict[str, Any]) -> bool:
+    """Whether a run of ``exp`` leaves inodes the next run would pass over: it makes files
+    (a ``files`` step) and its filesystem is ext4 without a journal."""
+    makes_files = any(s.op == "files" for p in exp.phases for s in p.steps)
+    return (
+        makes_files and machine.get("filesystem") == "ext4" and machine.get("fs_journal") is False
+    )
+
+
 def record(
     exp: Experiment,
     runs: int,
@@ -186,8 +203,13 @@ def record(
     trace: bool = True,
     log: Log = _quiet,
     disk_probe: bool = True,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> Path:
-    """Records ``runs`` runs of an experiment and writes the recording file; returns its path."""
+    """Records ``runs`` runs of an experiment and writes the recording file; returns its path.
+
+    Runs that create many files on ext4 without a journal are each followed by a sync
+    and ``settle_seconds`` of waiting (:func:`settle_needed`), so that no run's creates
+    meet the inodes an earlier run deleted."""
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
         raise FidelityError(f"--runs {runs}: must be an integer from 1 to {MAX_RUNS}")
     check_can_record(exp, work_root)
@@ -205,6 +227,14 @@ def record(
             lists.append(host.probe_free_lists(Path(d)))
         log(f"{exp.name}: run {i + 1} of {runs}")
         run = run_once(exp, work_root, trace=trace, log=log)
+        if settle_needed(exp, machine) and settle_seconds > 0:
+            log(
+                f"  sync and {settle_seconds:.0f} s for the deleted inodes to age "
+                "(ext4 without a journal passes over recently deleted ones)"
+            )
+            os.sync()
+            time.sleep(settle_seconds)
+            run["settled_seconds"] = settle_seconds
         if disk_probe:
             run["disk_probe"] = probes[-1]
         run["free_list_probe"] = lists[-1]

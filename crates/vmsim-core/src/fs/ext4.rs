@@ -108,8 +108,9 @@ pub struct Dir {
 pub struct Group {
     /// Inodes ever handed out from the group (the bitmap's high-water mark).
     pub used: u32,
-    /// Inode indexes freed since, reused first.
-    pub freed: Vec<u32>,
+    /// Inode indexes freed since, reused lowest first, with the second they were freed
+    /// in (the on-disk inode's i_dtime, counted from 1 at boot).
+    pub freed: std::collections::BTreeMap<u32, u64>,
     /// Next block of the group for directory blocks.
     pub next_block: u64,
 }
@@ -142,6 +143,8 @@ pub struct Ext4 {
     pub group_allocs: u64,
     /// The extent status trees and their shrinker's list (fs/ext4_es.rs).
     pub es: super::ext4_es::EsSb,
+    /// Free inodes passed over as recently deleted (no journal: find_inode_bit).
+    pub recently_deleted_passed: u64,
 }
 
 /// What the filesystem did in a run (the result's `ext4` object).
@@ -173,6 +176,9 @@ pub struct Ext4Report {
     pub journal_commits: u64,
     /// Blocks written to the journal (descriptors, metadata, commit blocks).
     pub journal_blocks: u64,
+    /// Free inodes new inodes passed over as recently deleted (a filesystem without a
+    /// journal: find_inode_bit → recently_deleted).
+    pub recently_deleted_passed: u64,
 }
 
 /// A name's hash in a directory (ext4fs_dirhash's role: a fixed, well-mixed 32-bit hash;
@@ -231,18 +237,98 @@ impl Ext4 {
         gr.next_block += 1;
         group_base(g) + b
     }
+}
+
+/// Seconds an inode freed on a filesystem without a journal is passed over
+/// (RECENTCY_MIN, fs/ext4/ialloc.c; 60 since 5.7).
+pub const RECENTCY_MIN: u64 = 60;
+/// Seconds added while its inode-table block is dirty (RECENTCY_DIRTY).
+pub const RECENTCY_DIRTY: u64 = 300;
+
+/// Whether an inode freed in second `dtime` is recently deleted at second `now`
+/// (recently_deleted()'s test: `dtime && time_before32(dtime, now) &&
+/// time_before32(now, dtime + recentcy)`).
+pub fn recently_deleted(dtime: u64, now: u64, block_dirty: bool) -> bool {
+    let recentcy = RECENTCY_MIN + if block_dirty { RECENTCY_DIRTY } else { 0 };
+    dtime != 0 && dtime < now && now < dtime + recentcy
+}
+
+/// The inode-table block holding inode `idx` of group `g`.
+fn itable_block(g: u32, idx: u32) -> u64 {
+    group_base(g) + INODE_TABLE_OFF + (idx / INODES_PER_BLOCK) as u64
+}
+
+/// What [`Kernel::take_inode`] found: the inode number and the free inodes it passed
+/// over as recently deleted.
+struct Taken {
+    i_ino: u32,
+    passed: u64,
+}
+
+impl Kernel {
+    /// The wall clock's seconds as an inode's i_dtime holds them (ktime_get_real_seconds;
+    /// counted from 1 at boot, as 0 means "never deleted").
+    fn ext4_seconds(&self) -> u64 {
+        self.mm.clock() / 1_000_000_000 + 1
+    }
 
     /// An inode number in group `g` or the next with a free inode (find_group_other,
-    /// find_inode_bit).
-    fn take_inode(&mut self, mut g: u32) -> u32 {
+    /// find_inode_bit): the lowest free bit of the group, passing over inodes recently
+    /// deleted when the filesystem has no journal (and taking the last of them when the
+    /// group has nothing else).
+    fn take_inode(&mut self, mut g: u32) -> Taken {
+        let check = !self.mm.kcfg.ext4_journal;
+        let now = self.ext4_seconds();
+        let mut passed = 0;
         loop {
-            let gr = self.group(g);
-            if let Some(i) = gr.freed.pop() {
-                return g * INODES_PER_GROUP + i;
+            self.ext4.group(g);
+            let mut recent = None;
+            let mut found = None;
+            let mut block = (u64::MAX, false, false);
+            for (&i, &dtime) in &self.ext4.groups[g as usize].freed {
+                if !check {
+                    found = Some(i);
+                    break;
+                }
+                let b = itable_block(g, i);
+                if block.0 != b {
+                    // sb_find_get_block(): a block not in the buffer cache was written out.
+                    let page = self.find_get_block(b);
+                    let dirty = page
+                        .is_some_and(|p| self.mm.map[p as usize].test(crate::mm::page::pg::DIRTY));
+                    block = (b, page.is_some(), dirty);
+                }
+                if block.1 && recently_deleted(dtime, now, block.2) {
+                    passed += 1;
+                    recent = Some(i);
+                    continue;
+                }
+                found = Some(i);
+                break;
             }
+            if let Some(i) = found {
+                self.ext4.groups[g as usize].freed.remove(&i);
+                return Taken {
+                    i_ino: g * INODES_PER_GROUP + i,
+                    passed,
+                };
+            }
+            let gr = self.ext4.group(g);
             if gr.used < INODES_PER_GROUP {
                 gr.used += 1;
-                return g * INODES_PER_GROUP + gr.used - 1;
+                return Taken {
+                    i_ino: g * INODES_PER_GROUP + gr.used - 1,
+                    passed,
+                };
+            }
+            if let Some(i) = recent {
+                // Not reusing a recently deleted inode is a preference (find_inode_bit's
+                // not_found): the last one looked at is taken.
+                gr.freed.remove(&i);
+                return Taken {
+                    i_ino: g * INODES_PER_GROUP + i,
+                    passed,
+                };
             }
             g += 1;
         }
@@ -268,6 +354,7 @@ impl Kernel {
             pages_with_buffers: self.buffers.bh.len() as u64,
             journal_commits: self.journal.commits,
             journal_blocks: self.journal.blocks_logged,
+            recently_deleted_passed: self.ext4.recently_deleted_passed,
         })
     }
 
@@ -327,9 +414,11 @@ impl Kernel {
                 STAGE_IBITMAP => {
                     if !self.ext4.inode(ino).numbered {
                         let g = self.ext4.dirs[dir as usize].group;
-                        let i_ino = self.ext4.take_inode(g);
+                        let t = self.take_inode(g);
+                        self.ext4.recently_deleted_passed += t.passed;
+                        self.mm.cur.acc += t.passed * self.mm.cost.ext4_recently_deleted;
                         let e = self.ext4.inode(ino);
-                        e.i_ino = i_ino;
+                        e.i_ino = t.i_ino;
                         e.numbered = true;
                     }
                     let i_ino = self.ext4.inode(ino).i_ino;
@@ -394,10 +483,21 @@ impl Kernel {
             AllocResult::Page(_) => {}
             r => return Err(r),
         }
-        match self.jbd2_journal_dirty_metadata(tid, block) {
+        match self.ext4_handle_dirty_metadata(tid, block) {
             AllocResult::Page(_) => Ok(()),
             r => Err(r),
         }
+    }
+
+    /// Dirties a cached metadata block (__ext4_handle_dirty_metadata): through the
+    /// running jbd2 transaction, or without a journal in place (mark_buffer_dirty), for
+    /// the flusher to write.
+    fn ext4_handle_dirty_metadata(&mut self, tid: TaskId, block: u64) -> AllocResult {
+        if self.mm.kcfg.ext4_journal {
+            return self.jbd2_journal_dirty_metadata(tid, block);
+        }
+        self.mark_buffer_dirty(block);
+        AllocResult::Page(0)
     }
 
     /// Dirties a group's bitmap (inode or block, by offset) and its descriptor
@@ -418,7 +518,7 @@ impl Kernel {
     fn ext4_dirty_inode(&mut self, tid: TaskId, i_ino: u32) -> Result<(), AllocResult> {
         let g = i_ino / INODES_PER_GROUP;
         let idx = i_ino % INODES_PER_GROUP;
-        let block = group_base(g) + INODE_TABLE_OFF + (idx / INODES_PER_BLOCK) as u64;
+        let block = itable_block(g, idx);
         let others_in_use = !idx.is_multiple_of(INODES_PER_BLOCK);
         self.ext4_journal_block(tid, block, true, others_in_use)
     }
@@ -455,7 +555,7 @@ impl Kernel {
             },
         );
         if let Some(&(_, _, b)) = self.ext4.dirs[i].leaves.first() {
-            let _ = self.jbd2_journal_dirty_metadata(tid, b);
+            let _ = self.ext4_handle_dirty_metadata(tid, b);
         }
         Ok(i as u32)
     }
@@ -483,7 +583,7 @@ impl Kernel {
             d.leaves[li].1 = count - upper;
             d.leaves.insert(li + 1, (mid.max(start + 1), upper, nb));
             self.ext4.splits += 1;
-            if let AllocResult::Page(_) = self.jbd2_journal_dirty_metadata(tid, nb) {}
+            if let AllocResult::Page(_) = self.ext4_handle_dirty_metadata(tid, nb) {}
             if h >= self.ext4.dirs[dir as usize].leaves[li + 1].0 {
                 li += 1;
             }
@@ -570,7 +670,11 @@ impl Kernel {
         if e.mapped > 0 {
             let _ = self.ext4_dirty_bitmap_and_gdt(tid, g, BLOCK_BITMAP_OFF);
         }
-        self.ext4.group(g).freed.push(e.i_ino % INODES_PER_GROUP);
+        let dtime = self.ext4_seconds();
+        self.ext4
+            .group(g)
+            .freed
+            .insert(e.i_ino % INODES_PER_GROUP, dtime);
         let cpu = self.tasks[tid as usize].cpu;
         let ic = EXT4_INODE_CACHE;
         let dc = DENTRY;
@@ -742,6 +846,79 @@ mod tests {
         // Its inode number is free again.
         let again = create(&mut k, tid, "d/g");
         assert_eq!(k.ext4.inodes[again as usize].i_ino, 0);
+    }
+
+    /// A booted kernel on ext4 without a journal.
+    fn boot_no_journal() -> (Kernel, TaskId) {
+        let sc = Scenario::from_toml(
+            "[machine]\nmemory = \"1GiB\"\ncpus = 2\n[kernel]\next4_journal = false\n",
+        )
+        .unwrap();
+        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
+        let tid = k.alloc_task_struct("creat", 0, false);
+        k.tasks[tid as usize].alive = true;
+        k.mm.cur.tid = tid;
+        (k, tid)
+    }
+
+    #[test]
+    fn recently_deleted_follows_the_kernels_test() {
+        // time_before32(dtime, now): not in the second it was deleted.
+        assert!(!recently_deleted(10, 10, false));
+        assert!(recently_deleted(10, 11, false));
+        assert!(recently_deleted(10, 69, false));
+        assert!(!recently_deleted(10, 70, false));
+        // A dirty inode-table block: 60 + 300 s.
+        assert!(recently_deleted(10, 369, true));
+        assert!(!recently_deleted(10, 370, true));
+        // dtime 0: never deleted.
+        assert!(!recently_deleted(0, 5, false));
+    }
+
+    #[test]
+    fn without_a_journal_new_inodes_pass_over_recently_deleted_ones() {
+        let (mut k, tid) = boot_no_journal();
+        let cost = k.mm.cost.ext4_recently_deleted;
+        for i in 0..40 {
+            create(&mut k, tid, &format!("d/f{i}"));
+        }
+        for i in 0..40 {
+            k.unlink(tid, &format!("d/f{i}"));
+        }
+        // Two seconds later all 40 are recently deleted: the new inode is a fresh one,
+        // after looking at each of them.
+        k.mm.cur.now += 2_000_000_000;
+        k.mm.cur.acc = 0;
+        let ino = create(&mut k, tid, "d/g0");
+        assert_eq!(k.ext4.inodes[ino as usize].i_ino, 40);
+        assert_eq!(k.ext4.recently_deleted_passed, 40);
+        assert!(k.mm.cur.acc >= 40 * cost);
+        // No journal: no journal_head objects, no commit thread's work.
+        assert_eq!(objs(&k, "jbd2_journal_head"), 0);
+        assert!(k.journal.running.is_empty());
+        // Once their inode-table blocks are written back and a minute has passed, the
+        // lowest free inode is taken again.
+        let bdev = k.buffers.bdev_ino.unwrap();
+        k.write_inode_pages(bdev, u64::MAX);
+        k.mm.cur.now += 400_000_000_000;
+        let before = k.ext4.recently_deleted_passed;
+        let ino = create(&mut k, tid, "d/g1");
+        assert_eq!(k.ext4.inodes[ino as usize].i_ino, 0);
+        assert_eq!(k.ext4.recently_deleted_passed, before);
+    }
+
+    #[test]
+    fn with_a_journal_a_freed_inode_is_reused_at_once() {
+        let (mut k, tid) = boot();
+        for i in 0..3 {
+            create(&mut k, tid, &format!("d/f{i}"));
+        }
+        k.unlink(tid, "d/f1");
+        k.unlink(tid, "d/f0");
+        k.mm.cur.now += 2_000_000_000;
+        let ino = create(&mut k, tid, "d/g");
+        assert_eq!(k.ext4.inodes[ino as usize].i_ino, 0, "the lowest free bit");
+        assert_eq!(k.ext4.recently_deleted_passed, 0);
     }
 
     #[test]

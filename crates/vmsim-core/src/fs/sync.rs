@@ -84,10 +84,15 @@ impl Kernel {
                     if self.file_writes_in_flight() {
                         return self.next_write_check();
                     }
-                    // sync_fs_one_sb(): ext4_sync_fs commits the running transaction.
-                    *phase = if self.fs_is_ext4() {
+                    // sync_fs_one_sb(): ext4_sync_fs commits the running transaction
+                    // (without a journal it has none to commit).
+                    *phase = if self.fs_is_ext4() && self.mm.kcfg.ext4_journal {
                         SyncPhase::Journal(self.jbd2_journal_start_commit())
                     } else {
+                        // sync_bdevs(false): the metadata dirtied in place.
+                        if let Some(ino) = self.buffers.bdev_ino {
+                            self.write_inode_pages(ino, u64::MAX);
+                        }
                         SyncPhase::Bdevs
                     };
                 }
