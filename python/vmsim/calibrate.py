@@ -891,6 +891,50 @@ def recently_deleted_unavailable(workdir: Path) -> str | None:
     return None
 
 
+
+
+#: Empty files a repetition of the create measurement makes.
+CREATES = 2000
+
+
+def create_figure(workdir: Path, sizes: Sizes) -> Figure:
+    """An empty file's open(O_CREAT|O_EXCL) and close on ``workdir``'s filesystem (thread
+    CPU time, CREATES files a repetition in a new directory, left in place so that no
+    repetition meets another's deleted inodes)."""
+    real = []
+    for i in range(sizes.repeat):
+        d = workdir / f"creates-{i}"
+        d.mkdir()
+        real.append(_bench("create_close", CREATES, path=str(d))["ns"])
+    return Figure(
+        "create_close",
+        real,
+        f"an empty file's open(O_CREAT|O_EXCL) and close, thread CPU time, {CREATES} files "
+        f"a repetition in a new directory of the --dir filesystem",
+    )
+
+
+def create_knob(cal: Calibration, cost: dict[str, float]) -> None:
+    """create_call from the create_close figure, less vmsim's own charge for a create: its
+    4 KiB file made whole less a 4 KiB write to a file that exists, with create_call at 0
+    and every other knob from ``cost``."""
+    own_cost = dict(cost, create_call=0)
+    made = _vmsim_sys_per_page(
+        own_cost,
+        [{"op": "fio_write", "files": CHECK_FILES, "file_size": "4KiB", "bs": "4KiB"}],
+        CHECK_FILES,
+    )
+    written = _vmsim_sys_per_page(own_cost, _write(4), CHECK_PAGES)
+    own = made - written
+    cal.knobs["create_call"] = Figure(
+        "create_call",
+        [r - own for r in cal.figures["create_close"].values],
+        f"create_close less vmsim's own charge for a create ({own:.0f} ns: a 4 KiB file "
+        f"made whole, {made:.0f} ns, less a 4 KiB write to a file that exists, "
+        f"{written:.0f} ns; the dentry, the inode, the metadata blocks)",
+    )
+
+
 def _measure_recently_deleted(cal: Calibration, workdir: Path, sizes: Sizes) -> None:
     """ext4_recently_deleted: each repetition, in a new directory, creates RD_DELETED
     files, times RD_CREATES creates, unlinks the first files, waits 1.1 s and times
@@ -1054,7 +1098,7 @@ FAMILIES = {
     "large-folio-reclaim": ("shrink_large_folio", "free_buffer_head"),
     "kernel-paths": KERNEL_PATH_KNOBS,
     "shrinker": ("shrink_object",),
-    "ext4": ("ext4_recently_deleted",),
+    "ext4": ("create_call", "ext4_recently_deleted"),
 }
 
 
@@ -1087,6 +1131,9 @@ def measure_family(
             why = recently_deleted_unavailable(Path(tmp))
             if why is not None:
                 raise CalibrateError(f"calibrate --only {family}: {why}")
+            say("file creates")
+            cal.figures["create_close"] = create_figure(Path(tmp), sizes)
+            create_knob(cal, {n: float(v) for n, v in base.items()})
             say("ext4 without a journal: creates past recently deleted inodes")
             _measure_recently_deleted(cal, Path(tmp), sizes)
             return cal
@@ -1576,6 +1623,11 @@ def measure(
         else:
             for name in (*KERNEL_PATH_KNOBS, "shrink_object"):
                 cal.skipped[name] = f"kernel paths: {why_paths}"
+        if host.mount_of(Path(tmp))[2] == "ext4":
+            say("file creates")
+            cal.figures["create_close"] = create_figure(Path(tmp), sizes)
+        else:
+            cal.skipped["create_call"] = f"{tmp} is not on ext4"
         why_rd = recently_deleted_unavailable(Path(tmp))
         if why_rd is None:
             say("ext4 without a journal: creates past recently deleted inodes")
@@ -1810,11 +1862,14 @@ def measure(
                 else "the copy, the accessed marking)"
             ),
         )
+    if "create_close" in cal.figures:
+        create_knob(cal, _cost_now(base, k))
     for name in (
         "write_call",
         "write_page",
         "read_call",
         "read_page",
+        "create_call",
         "unmap_page",
         "shrink_large_folio",
         "free_buffer_head",
@@ -1872,6 +1927,8 @@ def _vmsim_sys_per_page(
 
 
 CHECK_PAGES = 16 * 256
+#: Files vmsim makes for its own charge of a create.
+CHECK_FILES = 2000
 
 
 def _vmsim_charge_units(cost: dict[str, float]) -> float:

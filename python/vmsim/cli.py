@@ -1048,8 +1048,8 @@ def _vmsim_profile_check(text: str) -> None:
     "family",
     default=None,
     metavar="FAMILY",
-    help="Measure one family of knobs alone (large-folio-reclaim), the rest of the "
-    "profile taken whole from --base.",
+    help="Measure one family of knobs alone (large-folio-reclaim, kernel-paths, shrinker, "
+    "ext4), the rest of the profile taken whole from --base.",
 )
 def calibrate_cmd(
     quick: bool,

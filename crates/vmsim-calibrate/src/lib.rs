@@ -379,6 +379,12 @@ fn unlink_files(dir: &str, prefix: &str, count: usize) -> Result<()> {
     Ok(())
 }
 
+/// `count` empty files created in `dir` (open O_CREAT|O_EXCL, then close) [ns each,
+/// thread CPU time]; the files are left for the caller to remove.
+pub fn create_close(dir: &str, count: usize) -> Result<f64> {
+    create_files(dir, "c", count)
+}
+
 /// ext4 without a journal passing over recently deleted inodes (find_inode_bit →
 /// recently_deleted): in the empty directory `dir`, creates `deleted` files (the group's
 /// low free inodes), times `count` creates, unlinks the first `deleted`, waits 1.1 s (an

@@ -52,6 +52,7 @@ pub fn calibrate_bench(
                 ])
             }
             "create_unlink" => one("ns", cal::create_unlink(&path, size).map_err(os)?),
+            "create_close" => one("ns", cal::create_close(&path, size).map_err(os)?),
             "recently_deleted" => {
                 let r = cal::recently_deleted(&path, size, 100).map_err(os)?;
                 BTreeMap::from([

@@ -437,6 +437,8 @@ impl Kernel {
             self.ext4.inode(ino).stage = stage + 1;
             if stage + 1 == STAGE_DONE {
                 self.ext4.creates += 1;
+                // The open(O_CREAT) and close around it, once the create is complete.
+                self.mm.cur.acc += self.mm.cost.create_call;
                 return AllocResult::Page(0);
             }
         }
