@@ -278,10 +278,23 @@ impl Kernel {
     /// group has nothing else).
     fn take_inode(&mut self, mut g: u32) -> Taken {
         let check = !self.mm.kcfg.ext4_journal;
-        let now = self.ext4_seconds();
         let mut passed = 0;
         loop {
-            self.ext4.group(g);
+            let gr = self.ext4.group(g);
+            if gr.freed.is_empty() {
+                // No free inode below the high-water mark: the next fresh one, or the
+                // next group when this one is full.
+                if gr.used < INODES_PER_GROUP {
+                    gr.used += 1;
+                    return Taken {
+                        i_ino: g * INODES_PER_GROUP + gr.used - 1,
+                        passed,
+                    };
+                }
+                g += 1;
+                continue;
+            }
+            let now = self.ext4_seconds();
             let mut recent = None;
             let mut found = None;
             let mut block = (u64::MAX, false, false);
