@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
-import statistics
 import tempfile
 from pathlib import Path
 
@@ -153,6 +153,26 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     assert list(work.iterdir()) == []
     assert leftovers("vmsim-calibrate-") == []
     assert str(work) not in Path("/proc/swaps").read_text()
+
+
+def calibrate_family(family: str, work: Path, *extra: str) -> dict:
+    """`vmsim calibrate --quick --json --only FAMILY --base measured-6.18 --dir WORK`,
+    its JSON."""
+    out = assert_ok(
+        vmsim(
+            "calibrate",
+            "--quick",
+            "--json",
+            "--only",
+            family,
+            "--base",
+            "measured-6.18",
+            *extra,
+            "--dir",
+            str(work),
+        )
+    )
+    return json.loads(out)
 
 
 def test_reclaim_time_comes_from_begin_end_pairs_of_each_task() -> None:
@@ -431,20 +451,7 @@ def test_the_kernel_path_family_alone_measures_its_knobs(tmp_path: Path) -> None
     work = tmp_path / "work"
     work.mkdir()
     mounts = kprofile._trace_mounts()
-    out = assert_ok(
-        vmsim(
-            "calibrate",
-            "--quick",
-            "--json",
-            "--only",
-            "kernel-paths",
-            "--base",
-            "measured-6.18",
-            "--dir",
-            str(work),
-        )
-    )
-    data = json.loads(out)
+    data = calibrate_family("kernel-paths", work)
     assert set(data["knobs"]) == set(calibrate.KERNEL_PATH_KNOBS), data["skipped"]
     for knob in data["knobs"]:
         lo, hi = SANE[knob]
@@ -469,22 +476,7 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
     work = tmp_path / "work"
     work.mkdir()
     prof = tmp_path / "p.toml"
-    out = assert_ok(
-        vmsim(
-            "calibrate",
-            "--quick",
-            "--json",
-            "--only",
-            "large-folio-reclaim",
-            "--base",
-            "measured-6.18",
-            "-o",
-            str(prof),
-            "--dir",
-            str(work),
-        )
-    )
-    data = json.loads(out)
+    data = calibrate_family("large-folio-reclaim", work, "-o", str(prof))
     assert set(data["knobs"]) == {"shrink_large_folio", "free_buffer_head"}
     for knob, (lo, hi) in SANE.items():
         if knob in data["knobs"]:
@@ -508,20 +500,7 @@ def test_the_large_folio_family_alone_measures_its_two_knobs(tmp_path: Path) -> 
 def test_the_shrinker_family_alone_frees_a_dentry_and_an_inode_a_file(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    out = assert_ok(
-        vmsim(
-            "calibrate",
-            "--quick",
-            "--json",
-            "--only",
-            "shrinker",
-            "--base",
-            "measured-6.18",
-            "--dir",
-            str(work),
-        )
-    )
-    data = json.loads(out)
+    data = calibrate_family("shrinker", work)
     assert set(data["knobs"]) == {"shrink_object"}, data["skipped"]
     lo, hi = SANE["shrink_object"]
     assert lo <= data["knobs"]["shrink_object"]["ns"] <= hi, data["knobs"]
@@ -541,20 +520,7 @@ def test_the_ext4_family_alone_measures_creates_past_recently_deleted_inodes(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    out = assert_ok(
-        vmsim(
-            "calibrate",
-            "--quick",
-            "--json",
-            "--only",
-            "ext4",
-            "--base",
-            "measured-6.18",
-            "--dir",
-            str(work),
-        )
-    )
-    data = json.loads(out)
+    data = calibrate_family("ext4", work)
     assert set(data["knobs"]) == {"create_call", "ext4_recently_deleted"}
     for knob in data["knobs"]:
         lo, hi = SANE[knob]

@@ -307,27 +307,37 @@ pub fn create_unlink(dir: &str, count: usize) -> Result<f64> {
     let pid = std::process::id();
     let t0 = thread_cpu();
     for i in 0..count {
-        let name = std::ffi::CString::new(format!("{dir}/vmsim-calibrate-{pid}-{i}"))
-            .map_err(|_| format!("{dir}: a NUL byte in the directory"))?;
-        // SAFETY: a NUL-terminated path; the descriptor is closed below.
-        let fd = unsafe {
-            libc::open(
-                name.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            return Err(os_error("open"));
-        }
-        // SAFETY: our descriptor and path.
-        unsafe {
-            libc::close(fd);
-            libc::unlink(name.as_ptr());
-        }
+        let name = path_in(dir, &format!("vmsim-calibrate-{pid}-{i}"))?;
+        create_empty(&name)?;
+        // SAFETY: our path.
+        unsafe { libc::unlink(name.as_ptr()) };
     }
     let dt = thread_cpu() - t0;
     Ok(dt as f64 / count.max(1) as f64)
+}
+
+/// `dir/name` as a C path.
+fn path_in(dir: &str, name: &str) -> Result<std::ffi::CString> {
+    std::ffi::CString::new(format!("{dir}/{name}"))
+        .map_err(|_| format!("{dir}: a NUL byte in the directory"))
+}
+
+/// Creates the empty file `name` (open O_CREAT|O_EXCL) and closes it.
+fn create_empty(name: &std::ffi::CStr) -> Result<()> {
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe {
+        libc::open(
+            name.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(os_error("open"));
+    }
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    Ok(())
 }
 
 /// What [`recently_deleted`] measured: thread CPU time per empty file created [ns],
@@ -347,21 +357,7 @@ pub struct RecentlyDeleted {
 fn create_files(dir: &str, prefix: &str, count: usize) -> Result<f64> {
     let t0 = thread_cpu();
     for i in 0..count {
-        let name = std::ffi::CString::new(format!("{dir}/{prefix}{i}"))
-            .map_err(|_| format!("{dir}: a NUL byte in the directory"))?;
-        // SAFETY: a NUL-terminated path; the descriptor is closed below.
-        let fd = unsafe {
-            libc::open(
-                name.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            return Err(os_error("open"));
-        }
-        // SAFETY: our descriptor.
-        unsafe { libc::close(fd) };
+        create_empty(&path_in(dir, &format!("{prefix}{i}"))?)?;
     }
     Ok((thread_cpu() - t0) as f64 / count.max(1) as f64)
 }
@@ -369,8 +365,7 @@ fn create_files(dir: &str, prefix: &str, count: usize) -> Result<f64> {
 /// Unlinks `{dir}/{prefix}{i}` for i below `count`.
 fn unlink_files(dir: &str, prefix: &str, count: usize) -> Result<()> {
     for i in 0..count {
-        let name = std::ffi::CString::new(format!("{dir}/{prefix}{i}"))
-            .map_err(|_| format!("{dir}: a NUL byte in the directory"))?;
+        let name = path_in(dir, &format!("{prefix}{i}"))?;
         // SAFETY: a NUL-terminated path of ours.
         if unsafe { libc::unlink(name.as_ptr()) } != 0 {
             return Err(os_error("unlink"));
@@ -410,7 +405,7 @@ pub fn recently_deleted(dir: &str, deleted: usize, count: usize) -> Result<Recen
     if out.is_err() {
         for prefix in ["old", "a", "b"] {
             for i in 0..deleted.max(count) {
-                if let Ok(name) = std::ffi::CString::new(format!("{dir}/{prefix}{i}")) {
+                if let Ok(name) = path_in(dir, &format!("{prefix}{i}")) {
                     // SAFETY: a NUL-terminated path of ours; a missing file is fine.
                     unsafe { libc::unlink(name.as_ptr()) };
                 }

@@ -718,7 +718,13 @@ mod tests {
 
     /// A booted 1 GiB kernel on ext4 with one task, current.
     fn boot() -> (Kernel, TaskId) {
-        let sc = Scenario::from_toml("[machine]\nmemory = \"1GiB\"\ncpus = 2\n").unwrap();
+        boot_with("")
+    }
+
+    /// [`boot`] with these scenario lines after `[machine]`'s.
+    fn boot_with(more: &str) -> (Kernel, TaskId) {
+        let sc = Scenario::from_toml(&format!("[machine]\nmemory = \"1GiB\"\ncpus = 2\n{more}"))
+            .unwrap();
         let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
         let tid = k.alloc_task_struct("creat", 0, false);
         k.tasks[tid as usize].alive = true;
@@ -865,15 +871,7 @@ mod tests {
 
     /// A booted kernel on ext4 without a journal.
     fn boot_no_journal() -> (Kernel, TaskId) {
-        let sc = Scenario::from_toml(
-            "[machine]\nmemory = \"1GiB\"\ncpus = 2\n[kernel]\next4_journal = false\n",
-        )
-        .unwrap();
-        let mut k = Kernel::boot(&sc.machine, &sc.kernel, &sc.cost);
-        let tid = k.alloc_task_struct("creat", 0, false);
-        k.tasks[tid as usize].alive = true;
-        k.mm.cur.tid = tid;
-        (k, tid)
+        boot_with("[kernel]\next4_journal = false\n")
     }
 
     #[test]
