@@ -891,8 +891,6 @@ def recently_deleted_unavailable(workdir: Path) -> str | None:
     return None
 
 
-
-
 #: Empty files a repetition of the create measurement makes.
 CREATES = 2000
 
