@@ -79,6 +79,14 @@ def needs_real_memcg(work: Path) -> None:
         pytest.skip(f"real-kernel experiment: the test's directory is on {fstype}, not a disk")
 
 
+def needs_root_on_disk(work: Path) -> None:
+    """Skips (saying why) unless this is root and ``work`` is on a disk filesystem."""
+    if os.geteuid() != 0:
+        pytest.skip("real-kernel experiment: needs root")
+    if host.mount_of(work)[2] in ("tmpfs", "ramfs"):
+        pytest.skip("real-kernel experiment: the work directory must be on a disk")
+
+
 def leftovers(work: Path) -> list[str]:
     """What a recording may have left: cgroups, work files, tracefs instances, swap files."""
     out = [p.name for p in host.MEMCG_ROOT.glob("vmsim-fidelity-*")]
@@ -250,10 +258,7 @@ def test_runs_that_make_files_on_ext4_without_a_journal_let_the_deleted_inodes_a
 
 
 def test_a_recording_that_makes_files_waits_after_each_run_where_the_kernel_needs_it(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("real-kernel experiment: needs root")
-    if host.mount_of(tmp_path)[2] in ("tmpfs", "ramfs"):
-        pytest.skip("real-kernel experiment: the work directory must be on a disk")
+    needs_root_on_disk(tmp_path)
     e = exp_of(FILES, "few-files")
     rec = load_recording(
         record(e, 1, tmp_path / "rec", tmp_path, trace=False, disk_probe=False, settle_seconds=0.2)
@@ -264,10 +269,7 @@ def test_a_recording_that_makes_files_waits_after_each_run_where_the_kernel_need
 
 
 def test_fadvise_recording_keeps_the_advice_on_the_readers_file(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("real-kernel experiment: needs root")
-    if host.mount_of(tmp_path)[2] in ("tmpfs", "ramfs"):
-        pytest.skip("real-kernel experiment: the work directory must be on a disk")
+    needs_root_on_disk(tmp_path)
     e = parse_experiment(FADVISING, Path("fadvising.toml"))
     run = load_recording(record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False))["runs"][0]
     got = {
@@ -1208,10 +1210,7 @@ def test_a_cgroup_limit_step_is_root_writing_the_groups_limit_in_vmsim_too():
 
 
 def test_the_kernel_reclaims_down_to_a_lowered_limit_before_the_write_returns(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("real-kernel experiment: needs root")
-    if host.mount_of(tmp_path)[2] in ("tmpfs", "ramfs"):
-        pytest.skip("real-kernel experiment: the work directory must be on a disk")
+    needs_root_on_disk(tmp_path)
     e = exp_of(LOWERING, "lowering")
     run = load_recording(record(e, 1, tmp_path / "rec", tmp_path, disk_probe=False))["runs"][0]
     lower = [p for p in run["phases"] if p["name"] == "lower"][0]

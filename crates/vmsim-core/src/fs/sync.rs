@@ -45,6 +45,14 @@ pub enum SyncWait {
 }
 
 impl Kernel {
+    /// Starts writing the block device's dirty pages: the metadata dirtied in place, by a
+    /// journal commit or without a journal (sync_bdevs(false)).
+    fn sync_bdevs(&mut self) {
+        if let Some(ino) = self.buffers.bdev_ino {
+            self.write_inode_pages(ino, u64::MAX);
+        }
+    }
+
     /// Whether a file write is in flight: a page-cache or journal write submitted and
     /// not yet completed (what folio_wait_writeback and jbd2's commit wait on).
     pub fn file_writes_in_flight(&self) -> bool {
@@ -89,10 +97,7 @@ impl Kernel {
                     *phase = if self.fs_is_ext4() && self.mm.kcfg.ext4_journal {
                         SyncPhase::Journal(self.jbd2_journal_start_commit())
                     } else {
-                        // sync_bdevs(false): the metadata dirtied in place.
-                        if let Some(ino) = self.buffers.bdev_ino {
-                            self.write_inode_pages(ino, u64::MAX);
-                        }
+                        self.sync_bdevs();
                         SyncPhase::Bdevs
                     };
                 }
@@ -100,10 +105,7 @@ impl Kernel {
                     if self.journal.commit_sequence < target {
                         return SyncWait::Block;
                     }
-                    // sync_bdevs(false): the metadata the commit dirtied in place.
-                    if let Some(ino) = self.buffers.bdev_ino {
-                        self.write_inode_pages(ino, u64::MAX);
-                    }
+                    self.sync_bdevs();
                     *phase = SyncPhase::Bdevs;
                 }
                 SyncPhase::Bdevs => {
