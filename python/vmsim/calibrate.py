@@ -894,21 +894,78 @@ def recently_deleted_unavailable(workdir: Path) -> str | None:
 #: Empty files a repetition of the create measurement makes.
 CREATES = 2000
 
+#: The scratch ext4 filesystem the create measurements run on: its size (a sparse file
+#: in /dev/shm, so only what ext4 writes takes memory) and inodes (every repetition's
+#: files fit: FULL makes 7 x (CREATES + RD_DELETED + 2 x RD_CREATES)).
+SCRATCH_BYTES = 256 << 20
+SCRATCH_INODES = 65536
+SCRATCH_IMAGES = Path("/dev/shm")
+#: Inode tables and journal zeroed by mkfs, not by ext4lazyinit's thread after the mount
+#: (which would write and take the inode-table blocks' locks while the creates run).
+LAZY_OFF = ["-E", "lazy_itable_init=0,lazy_journal_init=0"]
 
-def create_figure(workdir: Path, sizes: Sizes) -> Figure:
-    """An empty file's open(O_CREAT|O_EXCL) and close on ``workdir``'s filesystem (thread
+
+def scratch_unavailable() -> str | None:
+    """Why a scratch ext4 filesystem cannot be made and mounted here (None: it can)."""
+    if os.geteuid() != 0:
+        return "mounting a scratch ext4 filesystem needs root"
+    for tool in ("mkfs.ext4", "mount", "umount"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (e2fsprogs, mount)"
+    if not SCRATCH_IMAGES.is_dir():
+        return f"{SCRATCH_IMAGES} does not exist"
+    return None
+
+
+@contextmanager
+def scratch_ext4(workdir: Path, journal: bool) -> Iterator[Path]:
+    """A new ext4 filesystem, with a journal or without one as ``journal`` says, made by
+    mkfs.ext4 in a file of /dev/shm and loop-mounted on a directory of ``workdir``: its
+    block groups hold no inode deleted by anyone else, so a create meets none of the
+    recently deleted inodes that other work leaves for minutes on a filesystem without a
+    journal (find_inode_bit → recently_deleted). Unmounted and removed on return."""
+    fd, image = tempfile.mkstemp(prefix="vmsim-calibrate-", suffix=".ext4", dir=SCRATCH_IMAGES)
+    os.close(fd)
+    mnt = Path(tempfile.mkdtemp(prefix="scratch-", dir=workdir))
+    mounted = False
+    try:
+        os.truncate(image, SCRATCH_BYTES)
+        features = [] if journal else ["-O", "^has_journal"]
+        for cmd in (
+            ["mkfs.ext4", "-q", "-F", "-N", str(SCRATCH_INODES), *features, *LAZY_OFF, image],
+            ["mount", "-o", "loop", image, str(mnt)],
+        ):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+                raise CalibrateError(f"a scratch ext4 filesystem: {' '.join(cmd[:2])}: {why}")
+            mounted = mounted or cmd[0] == "mount"
+        yield mnt
+    finally:
+        if mounted and subprocess.run(["umount", str(mnt)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        with suppress(OSError):
+            mnt.rmdir()
+        with suppress(OSError):
+            os.unlink(image)
+
+
+def create_figure(workdir: Path, sizes: Sizes, journal: bool) -> Figure:
+    """An empty file's open(O_CREAT|O_EXCL) and close on a scratch ext4 filesystem (thread
     CPU time, CREATES files a repetition in a new directory, left in place so that no
     repetition meets another's deleted inodes)."""
     real = []
-    for i in range(sizes.repeat):
-        d = workdir / f"creates-{i}"
-        d.mkdir()
-        real.append(_bench("create_close", CREATES, path=str(d))["ns"])
+    with scratch_ext4(workdir, journal) as fs:
+        for i in range(sizes.repeat):
+            d = fs / f"creates-{i}"
+            d.mkdir()
+            real.append(_bench("create_close", CREATES, path=str(d))["ns"])
     return Figure(
         "create_close",
         real,
         f"an empty file's open(O_CREAT|O_EXCL) and close, thread CPU time, {CREATES} files "
-        f"a repetition in a new directory of the --dir filesystem",
+        "a repetition in a new directory of a new ext4 filesystem (loop-mounted, with a "
+        "journal as the --dir filesystem has one or not)",
     )
 
 
@@ -933,17 +990,38 @@ def create_knob(cal: Calibration, cost: dict[str, float]) -> None:
     )
 
 
+def _measure_creates(cal: Calibration, workdir: Path, sizes: Sizes, say: Callable) -> None:
+    """create_close and ext4_recently_deleted on a scratch ext4 filesystem made like
+    ``workdir``'s (journal or not), or the reason each is skipped."""
+    why = f"{workdir} is not on ext4" if host.mount_of(workdir)[2] != "ext4" else None
+    why = why or scratch_unavailable()
+    why_rd = why or recently_deleted_unavailable(workdir)
+    if why is not None:
+        cal.skipped["create_call"] = why
+        cal.skipped["ext4_recently_deleted"] = why
+        return
+    say("file creates")
+    cal.figures["create_close"] = create_figure(workdir, sizes, journal=why_rd is not None)
+    if why_rd is None:
+        say("ext4 without a journal: creates past recently deleted inodes")
+        _measure_recently_deleted(cal, workdir, sizes)
+    else:
+        cal.skipped["ext4_recently_deleted"] = why_rd
+
+
 def _measure_recently_deleted(cal: Calibration, workdir: Path, sizes: Sizes) -> None:
-    """ext4_recently_deleted: each repetition, in a new directory, creates RD_DELETED
+    """ext4_recently_deleted: each repetition, on a new scratch ext4 filesystem without a
+    journal (so that it meets no inode an earlier one deleted), creates RD_DELETED
     files, times RD_CREATES creates, unlinks the first files, waits 1.1 s and times
     RD_CREATES creates again; the second batch's extra time per create over the inodes
     it passed over (RD_DELETED each) is the figure. vmsim charges nothing else that
     differs between the two batches, so the knob is the figure itself."""
     values, before, after = [], [], []
-    for i in range(sizes.repeat):
-        d = workdir / f"recently-deleted-{i}"
-        d.mkdir()
-        r = _bench("recently_deleted", RD_DELETED, path=str(d))
+    for _ in range(sizes.repeat):
+        with scratch_ext4(workdir, journal=False) as fs:
+            d = fs / "recently-deleted"
+            d.mkdir()
+            r = _bench("recently_deleted", RD_DELETED, path=str(d))
         before.append(r["before_ns"])
         after.append(r["after_ns"])
         values.append((r["after_ns"] - r["before_ns"]) / r["deleted"])
@@ -1126,11 +1204,11 @@ def measure_family(
             _measure_shrinker(cal, Path(tmp), sizes)
             return cal
         if family == "ext4":
-            why = recently_deleted_unavailable(Path(tmp))
+            why = recently_deleted_unavailable(Path(tmp)) or scratch_unavailable()
             if why is not None:
                 raise CalibrateError(f"calibrate --only {family}: {why}")
             say("file creates")
-            cal.figures["create_close"] = create_figure(Path(tmp), sizes)
+            cal.figures["create_close"] = create_figure(Path(tmp), sizes, journal=False)
             create_knob(cal, {n: float(v) for n, v in base.items()})
             say("ext4 without a journal: creates past recently deleted inodes")
             _measure_recently_deleted(cal, Path(tmp), sizes)
@@ -1621,17 +1699,7 @@ def measure(
         else:
             for name in (*KERNEL_PATH_KNOBS, "shrink_object"):
                 cal.skipped[name] = f"kernel paths: {why_paths}"
-        if host.mount_of(Path(tmp))[2] == "ext4":
-            say("file creates")
-            cal.figures["create_close"] = create_figure(Path(tmp), sizes)
-        else:
-            cal.skipped["create_call"] = f"{tmp} is not on ext4"
-        why_rd = recently_deleted_unavailable(Path(tmp))
-        if why_rd is None:
-            say("ext4 without a journal: creates past recently deleted inodes")
-            _measure_recently_deleted(cal, Path(tmp), sizes)
-        else:
-            cal.skipped["ext4_recently_deleted"] = why_rd
+        _measure_creates(cal, Path(tmp), sizes, say)
 
     # The knobs, each from its figures, repetition by repetition.
     k = cal.knobs

@@ -715,10 +715,10 @@ section! {
         copy_page: u64 = 397, "[ns]", max MAX_OP_COST;
         /// The fixed part of a buffered write(2), once per call whatever its length (entry and return, fdget, generic_write_checks, file_update_time, the call's share of ext4's write_begin/write_end). Measured by vmsim calibrate on this machine kind (6.18): 1669.1-2254.2 ns over 7 repetitions; docs/cost-model.md.
         write_call: u64 = 2123, "[ns]", max MAX_OP_COST;
-        /// Creating a file beyond what vmsim charges for its objects and metadata: open(O_CREAT) of a new name and its close (path walk, the filesystem's create under its locks — ext4_create's inode bitmap and table updates, ext4_add_nondir —, the struct file, fd_install, __fput). Measured by vmsim calibrate --only ext4 on this machine kind (6.18): 9912.8-44027.8 ns over 7 repetitions; docs/cost-model.md.
-        create_call: u64 = 13521, "[ns]", max MAX_OP_COST;
-        /// One free inode passed over as recently deleted when ext4 without a journal allocates an inode (recently_deleted: sb_find_get_block of its inode-table block, the dtime test, brelse). Measured by vmsim calibrate --only ext4 on this machine kind (6.18): 21.7-76 ns over 7 repetitions; docs/cost-model.md.
-        ext4_recently_deleted: u64 = 53, "[ns]", max MAX_OP_COST;
+        /// Creating a file beyond what vmsim charges for its objects and metadata: open(O_CREAT) of a new name and its close (path walk, the filesystem's create under its locks — ext4_create's inode bitmap and table updates, ext4_add_nondir —, the struct file, fd_install, __fput). Measured by vmsim calibrate --only ext4 on this machine kind (6.18): 15971.1-20386.4 ns over 7 repetitions on a scratch ext4 filesystem; docs/cost-model.md.
+        create_call: u64 = 16447, "[ns]", max MAX_OP_COST;
+        /// One free inode passed over as recently deleted when ext4 without a journal allocates an inode (recently_deleted: sb_find_get_block of its inode-table block, the dtime test, brelse). Measured by vmsim calibrate --only ext4 on this machine kind (6.18): 176.3-213.8 ns over 7 repetitions on a scratch ext4 filesystem; docs/cost-model.md.
+        ext4_recently_deleted: u64 = 192, "[ns]", max MAX_OP_COST;
         /// A buffered write(2)'s per-page path beyond the allocation and the copy (the delayed-allocation reservation, the buffer heads' state, folio_mark_dirty). Measured by vmsim calibrate on this machine kind (6.18): 294.4-645.1 ns over 7 repetitions; docs/cost-model.md.
         write_page: u64 = 457, "[ns]", max MAX_OP_COST;
         /// The fixed part of a read(2) of cached pages, once per call (entry and return, fdget, filemap_read's set-up, touch_atime). Measured by vmsim calibrate on this machine kind (6.18): 335.5-590.2 ns over 7 repetitions; docs/cost-model.md.
