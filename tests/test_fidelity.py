@@ -1168,6 +1168,67 @@ def test_kernel_diff_marks_only_differences_beyond_the_spread(capsys):
     assert lines and all(("differs" in ln) == ("failcnt" in ln) for ln in lines)
 
 
+def test_which_way_vmsim_moves_beside_the_real_kernels():
+    assert fc.follows((10, 100), (5, 50)) == "follows"
+    assert fc.follows((100, 10), (5, 50)) == "opposite"
+    assert fc.follows((10, 100), (50, 55)) == "too little"  # the right way, within 25 %
+    assert fc.follows((10, 100), (55, 50)) == "does not move"  # the wrong way, within 25 %
+    assert fc.follows((10, 100), (7, 7)) == "does not move"
+    assert fc.follows((10, 100), (None, 7)) == "cannot tell"
+    assert fc.follows((-10, 20), (-5, 3)) == "follows"  # a sign change is a move
+
+
+def _kernel_entry(**metrics: tuple[float, float, float, float | None]) -> dict:
+    return {
+        "metrics": {
+            spec.replace("__", "@").replace("_dot_", "."): {
+                "real": m,
+                "real_min": lo,
+                "real_max": hi,
+                "vmsim": v,
+            }
+            for spec, (m, lo, hi, v) in metrics.items()
+        }
+    }
+
+
+def test_between_kernels_takes_differences_beyond_the_spread_of_modelled_kernels():
+    kernels = {
+        "new": {"label": "6.18", "emulated": False, "not_modelled": None},
+        "old": {"label": "6.1", "emulated": True, "not_modelled": None},
+        "old-mglru": {"label": "6.1+mglru", "emulated": True, "not_modelled": "MGLRU"},
+    }
+    new = _kernel_entry(
+        a=(100, 90, 110, 100.0),  # differs from old's, vmsim follows
+        b=(100, 50, 150, 100.0),  # old's range overlaps: no difference
+        c=(100, 99, 101, 100.0),  # apart but within 25 %
+        time_dot_seconds__x=(1, 1, 1, 1.0),  # emulated on one side: left out
+        d=(10, 9, 11, 10.0),  # vmsim goes the other way
+    )
+    old = _kernel_entry(
+        a=(400, 390, 410, 380.0),
+        b=(140, 130, 150, 100.0),
+        c=(110, 109, 111, 110.0),
+        time_dot_seconds__x=(9, 9, 9, 1.0),
+        d=(1, 1, 1, 30.0),
+    )
+    mglru = _kernel_entry(a=(1000, 1000, 1000, None))
+    result = {
+        "kernels": kernels,
+        "experiments": {"e": {"kernels": {"new": new, "old": old, "old-mglru": mglru}}},
+    }
+    out = fc.between_kernels(result)
+    rows = {r["metric"]: r for r in out["differences"]}
+    assert set(rows) == {"a", "d"} and (out["followed"], out["total"]) == (1, 2)
+    assert rows["a"]["verdict"] == "follows" and rows["a"]["to"] == "old"
+    assert rows["a"]["real_ratio"] == 4.0 and rows["a"]["vmsim_ratio"] == 3.8
+    assert rows["d"]["verdict"] == "opposite"
+    result |= {"experiments": result["experiments"], "between_kernels": out}
+    text = "\n".join(fc._render_between(result))
+    assert "6.18 → 6.1" in text and "100 → 400 (×4)" in text
+    assert text.endswith("vmsim follows 1 of 2 real differences (1 opposite)\n")
+
+
 LOWERING = """
 name = "lowering"
 metrics = ["vmstat.pgsteal_file@lower", "memcg.cache@lower"]

@@ -556,6 +556,78 @@ def judge(real: list[float], v: float | None, tolerance: float = TOLERANCE) -> d
     return out
 
 
+def real_differs(a: dict[str, Any], b: dict[str, Any], tolerance: float = TOLERANCE) -> bool:
+    """Whether two kernels' real runs of a metric differ beyond their run-to-run spread: the
+    ranges of runs do not overlap and the means are more than ``tolerance`` apart (of the
+    larger)."""
+    disjoint = a["real_max"] < b["real_min"] or b["real_max"] < a["real_min"]
+    gap = abs(a["real"] - b["real"])
+    return bool(disjoint and gap > tolerance * max(abs(a["real"]), abs(b["real"])))
+
+
+def follows(real: tuple[float, float], sim: tuple[float | None, float | None]) -> str:
+    """Which way vmsim moves between two kernels beside the real move: ``follows`` (the
+    same way, by more than the tolerance), ``too little`` (the same way, within it),
+    ``does not move``, ``opposite`` (by more than the tolerance the other way) or
+    ``cannot tell`` (vmsim has no figure on one side)."""
+    ra, rb = real
+    va, vb = sim
+    if va is None or vb is None:
+        return "cannot tell"
+    dv = vb - va
+    same = (dv > 0) == (rb > ra)
+    if abs(dv) > TOLERANCE * max(abs(va), abs(vb)):
+        return "follows" if same else "opposite"
+    if dv == 0:
+        return "does not move"
+    return "too little" if same else "does not move"
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return b / a if a != 0 else (1.0 if b == 0 else None)
+
+
+def between_kernels(result: dict[str, Any]) -> dict[str, Any]:
+    """For each experiment recorded on two or more kernels vmsim models, every metric whose
+    real runs differ between the newest kernel and another beyond the spread (time left
+    out where either ran emulated), and which way vmsim moves between the same two
+    recordings (each run on its own recorded machine with its kernel's rules)."""
+    kernels = result["kernels"]
+    modelled = [k for k in kernels if not kernels[k]["not_modelled"]]
+    rows = []
+    for name, ex in result["experiments"].items():
+        keys = [k for k in modelled if k in ex["kernels"]]
+        for other in keys[1:]:
+            ref = keys[0]
+            emulated = kernels[ref]["emulated"] or kernels[other]["emulated"]
+            a, b = ex["kernels"][ref]["metrics"], ex["kernels"][other]["metrics"]
+            for spec, ma in a.items():
+                mb = b.get(spec)
+                if mb is None or ma.get("real") is None or mb.get("real") is None:
+                    continue
+                if emulated and spec.startswith("time."):
+                    continue
+                if not real_differs(ma, mb):
+                    continue
+                rows.append(
+                    {
+                        "experiment": name,
+                        "metric": spec,
+                        "from": ref,
+                        "to": other,
+                        "real": [ma["real"], mb["real"]],
+                        "real_ratio": _ratio(ma["real"], mb["real"]),
+                        "vmsim": [ma["vmsim"], mb["vmsim"]],
+                        "vmsim_ratio": _ratio(ma["vmsim"], mb["vmsim"]),
+                        "verdict": follows((ma["real"], mb["real"]), (ma["vmsim"], mb["vmsim"])),
+                    }
+                )
+    followed = sum(1 for r in rows if r["verdict"] == "follows")
+    return {"differences": rows, "followed": followed, "total": len(rows)}
+
+
 def not_modelled(machine: dict[str, Any]) -> str | None:
     """What of a recorded kernel vmsim does not model at all (its rows are not scored)."""
     if host.mglru_on(machine):
@@ -812,6 +884,7 @@ def fidelity(
             if twin:
                 _against_classic(e, per[twin], twin)
         result["experiments"][n] = {"description": experiments[n].description, "kernels": per}
+    result["between_kernels"] = between_kernels(result)
     ok = sum(kv["ok"] for kv in kernels.values())
     total = sum(kv["total"] for kv in kernels.values())
     result["ok"], result["total"] = ok, total
@@ -917,6 +990,7 @@ def render_text(result: dict[str, Any]) -> str:
         for note in notes:
             lines.append(f"  * {note}")
         lines.append("")
+    lines += _render_between(result)
     labels = [kv["label"] for kv in kernels.values()]
     w = max((len(n) for n in result["experiments"]), default=10)
     cw = max(12, *(len(x) for x in labels))
@@ -947,6 +1021,53 @@ def render_text(result: dict[str, Any]) -> str:
         f"({result['score']:.2f})"
     )
     return "\n".join(lines) + "\n"
+
+
+def _move(pair: list[float | None], ratio: float | None) -> str:
+    """``a → b (×r)`` of one side of a difference between kernels."""
+    times = "" if ratio is None else f" (×{ratio:.3g})"
+    return f"{_num(pair[0])} → {_num(pair[1])}{times}"
+
+
+def _render_between(result: dict[str, Any]) -> list[str]:
+    """The lines on the differences between kernels, none when no experiment has two."""
+    between = result.get("between_kernels") or {}
+    rows = between.get("differences", [])
+    if not rows:
+        return []
+    labels = {k: kv["label"] for k, kv in result["kernels"].items()}
+    cells = [
+        (
+            r["experiment"],
+            r["metric"],
+            f"{labels[r['from']]} → {labels[r['to']]}",
+            _move(r["real"], r["real_ratio"]),
+            _move(r["vmsim"], r["vmsim_ratio"]),
+            r["verdict"],
+        )
+        for r in rows
+    ]
+    head = ("experiment", "metric", "kernels", "real", "vmsim", "vmsim moves")
+    ws = [max(len(c[i]) for c in [head, *cells]) for i in range(5)]
+    out = [
+        "between kernels: the metrics whose real means differ by more than "
+        f"{TOLERANCE:.0%} with the runs' ranges apart, and which way vmsim moves "
+        "(time left out for emulated runs)",
+    ]
+    for c in [head, *cells]:
+        out.append(
+            "  " + "  ".join(f"{x:<{w}}" for x, w in zip(c[:5], ws, strict=True)) + f"  {c[5]}"
+        )
+    tally: dict[str, int] = {}
+    for r in rows:
+        tally[r["verdict"]] = tally.get(r["verdict"], 0) + 1
+    rest = ", ".join(f"{n} {v}" for v, n in tally.items() if v != "follows")
+    out.append(
+        f"between kernels: vmsim follows {between['followed']} of {between['total']} real "
+        "differences" + (f" ({rest})" if rest else "")
+    )
+    out.append("")
+    return out
 
 
 def json_view(result: dict[str, Any]) -> dict[str, Any]:
