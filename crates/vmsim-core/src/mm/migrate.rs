@@ -73,9 +73,17 @@ impl Kernel {
         for q in dst..dst + nr {
             self.mm.pb_account(q);
         }
-        // Replace src by dst in place on its LRU list (list_replace).
+        // Replace src by dst in place on its LRU list (list_replace): the lruvec of the
+        // folio's memory cgroup on its node (folio_lruvec), not the node's own.
         {
-            let list = &mut self.mm.nodes[nid].lruvec.lists[l];
+            let id = self.mm.memcg.folio_memcg(old.kind(), old.owner);
+            let list = &mut super::memcontrol::mem_cgroup_lruvec(
+                &mut self.mm.nodes,
+                &mut self.mm.memcg,
+                id,
+                nid,
+            )
+            .lists[l];
             if old.prev() == NIL {
                 list.head = dst;
             } else {
@@ -287,6 +295,40 @@ mod tests {
     }
 
     /// `n` allocated order-0 pages on the isolated lists of `cc`.
+    #[test]
+    fn a_folio_at_either_end_of_its_groups_lru_list_moves_there() {
+        let sc = Scenario::from_toml(
+            "[machine]\nmemory = \"512MiB\"\ncpus = 1\n[[cgroup]]\npath = \"g\"\n",
+        )
+        .unwrap();
+        let mut k = Kernel::boot_with_disk(&sc.machine, &sc.kernel, &sc.cost, &sc.disk);
+        k.mm.memcg.create_from_specs(&sc.cgroups);
+        let g = k.mm.memcg.paths["g"];
+        let tid = k.alloc_task_struct("t", 0, false);
+        assert!(k.copy_process(tid, 0));
+        k.attach_task_memcg(tid, g);
+        let ino = k.lookup_or_create("f");
+        // Two order-8 folios, the first written the tail of the group's list, the second
+        // its head.
+        for i in 0..512u64 {
+            let left = (1u64 << 20) - (i * PAGE_SIZE) % (1 << 20);
+            assert!(matches!(
+                k.file_write_folio(tid, ino, i, left),
+                AllocResult::Page(_)
+            ));
+        }
+        for index in [0, 256] {
+            let src = k.filemap_get_folio(ino, index).unwrap();
+            k.folio_clear_dirty(src);
+            let AllocResult::Page(dst) = k.alloc_pages(GFP_HIGHUSER_MOVABLE, 8, tid) else {
+                panic!("no free block of order 8");
+            };
+            k.migrate_folio(src, dst);
+            assert_eq!(k.filemap_get_folio(ino, index), Some(dst));
+        }
+        k.mm.check_lru().unwrap();
+    }
+
     fn order0_targets(k: &mut Kernel, cc: &mut CompactControl, n: u64, tid: TaskId) {
         for _ in 0..n {
             let AllocResult::Page(p) = k.alloc_pages(GFP_HIGHUSER_MOVABLE, 0, tid) else {
