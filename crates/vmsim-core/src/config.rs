@@ -247,8 +247,6 @@ section! {
         swap_slot_cache: Option<bool> = None, "[bool]";
         /// kswapd tags a node PGDAT_DIRTY (and may write file pages) only if it took unqueued dirty pages: 6.18's shrink_node (sc->nr.unqueued_dirty && … == file_taken); false is 6.1's, which also tags it when it took no file pages at all. Version default: 6.18 on, 6.1 off.
         pgdat_dirty_needs_unqueued: Option<bool> = None, "[bool]";
-        /// While kswapd balances a node its zones are ZONE_RECLAIM_ACTIVE (balance_pgdat's set_reclaim_active/clear_reclaim_active) and a CPU's per-CPU list of such a zone holds at most 4 × pcp->batch pages before it frees a batch to the buddy lists (nr_pcp_high, since 5.14), so the pages reclaim frees reach the free lists that watermark checks, compaction's free scanner and high-order allocations see. false: pcp->high whatever reclaim is doing (the seed-era kernels). Version default: on for 6.18 and 6.1.
-        pcp_high_reclaim_active: Option<bool> = None, "[bool]";
         /// Group pages by mobility (2.6.24+). false gives the single-free-list buddy allocator of 2.6.14 ('vanilla' in seed 003).
         mobility_grouping: bool = true, "[bool]";
         /// vm.min_free_kbytes; 0 computes it as calculate_min_free_kbytes() does.
@@ -447,8 +445,6 @@ pub struct VersionRules {
     pub compaction_free_stride: bool,
     /// `kernel.boost_on_steal`.
     pub boost_on_steal: bool,
-    /// `kernel.pcp_high_reclaim_active`.
-    pub pcp_high_reclaim_active: bool,
 }
 
 impl KernelVersion {
@@ -470,7 +466,6 @@ impl KernelVersion {
                 boot_free_to_tail: true,
                 compaction_free_stride: true,
                 boost_on_steal: false,
-                pcp_high_reclaim_active: true,
             },
             KernelVersion::V6_1 => VersionRules {
                 memcg_charge_batch: true,
@@ -487,7 +482,6 @@ impl KernelVersion {
                 boot_free_to_tail: true,
                 compaction_free_stride: true,
                 boost_on_steal: true,
-                pcp_high_reclaim_active: true,
             },
         }
     }
@@ -513,8 +507,6 @@ impl Kernel {
         self.compaction_free_stride
             .get_or_insert(r.compaction_free_stride);
         self.boost_on_steal.get_or_insert(r.boost_on_steal);
-        self.pcp_high_reclaim_active
-            .get_or_insert(r.pcp_high_reclaim_active);
     }
 
     /// The switches in force: explicit values, else the version's.
@@ -539,9 +531,6 @@ impl Kernel {
                 .compaction_free_stride
                 .unwrap_or(r.compaction_free_stride),
             boost_on_steal: self.boost_on_steal.unwrap_or(r.boost_on_steal),
-            pcp_high_reclaim_active: self
-                .pcp_high_reclaim_active
-                .unwrap_or(r.pcp_high_reclaim_active),
         }
     }
 }

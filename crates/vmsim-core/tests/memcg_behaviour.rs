@@ -14,10 +14,6 @@ use vmsim_core::RunResult;
 /// to are covered by memcg_kmem.rs and kmem_behaviour.rs).
 const USER_PAGES_ONLY: &str = "memcg_kmem = false";
 
-/// The per-CPU lists of 3.11, the kernel of seed 002's soft-limit policies: no cap while
-/// kswapd reclaims (ZONE_RECLAIM_ACTIVE came in 5.14), as the reproduction's template has.
-const SEED_002_PCP: &str = "pcp_high_reclaim_active = false";
-
 /// A one-CPU machine with `memory` of RAM and `swap`; `kernel` lines go into `[kernel]`,
 /// `rest` (cgroups and tasks) is appended.
 fn scenario(memory: &str, swap: &str, kernel: &str, rest: &str) -> Scenario {
@@ -187,7 +183,7 @@ fn soft_limit_reclaim_takes_from_the_group_in_excess_first() {
         let sc = scenario(
             "256MiB",
             "0",
-            &format!("soft_limit_reclaim = \"{kernel}\"\n{USER_PAGES_ONLY}\n{SEED_002_PCP}"),
+            &format!("soft_limit_reclaim = \"{kernel}\"\n{USER_PAGES_ONLY}"),
             DD_BESIDE_HOG,
         );
         let r = run_checked(&sc);

@@ -246,9 +246,6 @@ def build_scenario(
             "boot_free_to_tail": False,
             # nor did its compaction sample pageblocks for free pages (5.1).
             "compaction_free_stride": False,
-            # nor did its per-CPU lists shrink while kswapd reclaimed (ZONE_RECLAIM_ACTIVE,
-            # 5.14).
-            "pcp_high_reclaim_active": False,
             # nor proactive compaction (vm.compaction_proactiveness came in 5.9).
             "compaction_proactiveness": 0,
             # 5.0's steal_suitable_fallback boosted on every fallback below pageblock

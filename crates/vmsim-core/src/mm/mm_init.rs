@@ -67,7 +67,6 @@ impl Mm {
                     watermark: [0; 4],
                     watermark_boost: 0,
                     boosted_watermark: false,
-                    reclaim_active: false,
                     lowmem_reserve: [0; MAX_NR_ZONES],
                     nr_reserved_highatomic: 0,
                     nr_free_highatomic: 0,

@@ -179,9 +179,6 @@ pub struct Zone {
     pub watermark_boost: u64,
     /// ZONE_BOOSTED_WATERMARK: a boost was raised and kswapd is still to be woken for it.
     pub boosted_watermark: bool,
-    /// ZONE_RECLAIM_ACTIVE: kswapd is balancing the node (set only under
-    /// `kernel.pcp_high_reclaim_active`, the one rule that reads it).
-    pub reclaim_active: bool,
     /// lowmem_reserve[MAX_NR_ZONES] [pages].
     pub lowmem_reserve: [u64; MAX_NR_ZONES],
     /// nr_reserved_highatomic [pages].

@@ -1256,23 +1256,11 @@ impl Mm {
         } else {
             pcp.count()
         };
-        let high = self.nr_pcp_high(zid, idx);
-        if held >= high {
-            let batch = pcp.batch.clamp(1, high.saturating_sub(pcp.batch).max(1));
+        if held >= pcp.high {
+            let batch = pcp
+                .batch
+                .clamp(1, pcp.high.saturating_sub(pcp.batch).max(1));
             self.free_pcppages_bulk(zid, cpu, batch, mt as usize);
-        }
-    }
-
-    /// The pages a per-CPU list may hold before a free returns a batch: pcp->high, or
-    /// at most 4 batches while kswapd reclaims the zone (nr_pcp_high's
-    /// ZONE_RECLAIM_ACTIVE case).
-    #[inline]
-    fn nr_pcp_high(&self, zid: usize, idx: usize) -> u32 {
-        let pcp = &self.pcp[idx];
-        if self.zones[zid].reclaim_active {
-            (pcp.batch << 2).min(pcp.high)
-        } else {
-            pcp.high
         }
     }
 
@@ -1284,10 +1272,6 @@ impl Mm {
             "freeing pfn {pfn} that is not allocated"
         );
         debug_assert_eq!(self.map[pfn as usize].order(), order);
-        debug_assert!(
-            !self.map[pfn as usize].test(pg::LRU),
-            "freeing pfn {pfn} still on an LRU list"
-        );
         if self.kmem_trace {
             self.trace_page_free(pfn, order);
         }
@@ -2123,37 +2107,6 @@ mod tests {
             modern.pcp[zid * modern.nr_cpus].high,
             modern.zone_highsize(zid, modern.pcp[zid * modern.nr_cpus].batch)
         );
-    }
-
-    /// Allocates `n` order-0 movable pages on CPU 0 of an 8 GiB machine and frees them
-    /// back with zone Normal's ZONE_RECLAIM_ACTIVE as given; returns CPU 0's Normal list
-    /// count, its batch and its high.
-    fn free_back(reclaim_active: bool) -> (u32, u32, u32) {
-        let mut m = mm_kernel("8GiB", "");
-        let zid = 2;
-        let idx = zid * m.nr_cpus;
-        let (batch, high) = (m.pcp[idx].batch, m.pcp[idx].high);
-        let mut pages = Vec::new();
-        while pages.len() < (high / 2) as usize {
-            let p = m.alloc_pages_fast(GFP_HIGHUSER_MOVABLE, 0, 0, 0).0.unwrap();
-            pages.push(p);
-        }
-        m.zones[zid].reclaim_active = reclaim_active;
-        for p in pages {
-            m.free_pages(p, 0, 0);
-        }
-        m.check_invariants().unwrap();
-        (m.pcp[idx].count(), batch, high)
-    }
-
-    #[test]
-    fn a_zone_under_kswapd_keeps_at_most_four_batches_on_a_cpus_list() {
-        let (idle, batch, high) = free_back(false);
-        assert!(high > 8 * batch, "{high} {batch}");
-        // Half of pcp->high freed back: all of it stays on the list.
-        assert!(idle >= high / 2, "{idle}");
-        let (active, ..) = free_back(true);
-        assert!(active < 4 * batch, "{active} {batch}");
     }
 
     /// Frees `n` pages of each of the movable and the unmovable pageblocks onto CPU 0's

@@ -1551,21 +1551,6 @@ impl Kernel {
         }
     }
 
-    /// Marks the node's managed zones up to `highest_zoneidx` ZONE_RECLAIM_ACTIVE as
-    /// balance_pgdat() starts (set_reclaim_active), or clears them as it ends
-    /// (clear_reclaim_active); only `kernel.pcp_high_reclaim_active` reads the mark.
-    pub fn set_reclaim_active(&mut self, nid: usize, highest_zoneidx: usize, active: bool) {
-        if !self.mm.kcfg.rules().pcp_high_reclaim_active {
-            return;
-        }
-        for zt in 0..=highest_zoneidx.min(MAX_NR_ZONES - 1) {
-            let zid = self.mm.nodes[nid].zones[zt];
-            if self.mm.zones[zid].managed_pages > 0 {
-                self.mm.zones[zid].reclaim_active = active;
-            }
-        }
-    }
-
     /// One priority pass of kswapd's balance_pgdat(); returns whether balancing is done.
     pub fn balance_pgdat_pass(
         &mut self,
@@ -1788,7 +1773,6 @@ impl Kswapd {
             sc.may_shrinkslab = false;
         }
         self.sc = sc;
-        k.set_reclaim_active(self.nid, highest, true);
         k.mm.count_vm_events(Event::PAGEOUTRUN, 1);
         self.state = KswapdState::Balance {
             highest_zoneidx: highest,
@@ -1874,7 +1858,6 @@ impl Program<Kernel> for Kswapd {
                     );
                     k.blk_finish_plug();
                     if done {
-                        k.set_reclaim_active(self.nid, highest_zoneidx, false);
                         let boost = self.boost;
                         self.boost = Default::default();
                         k.boost_reclaim_finish(&boost, self.nid, highest_zoneidx);
@@ -1925,19 +1908,6 @@ mod version_tests {
         ))
         .unwrap();
         Kernel::boot(&sc.machine, &sc.kernel, &sc.cost)
-    }
-
-    #[test]
-    fn kswapd_marks_the_managed_zones_it_balances_reclaim_active_under_the_switch() {
-        for (kernel, on) in [("", true), ("pcp_high_reclaim_active = false", false)] {
-            let mut k = boot(kernel);
-            // 1 GiB: DMA and DMA32 are managed, Normal is empty.
-            k.set_reclaim_active(0, 1, true);
-            let marks: Vec<bool> = k.mm.zones.iter().map(|z| z.reclaim_active).collect();
-            assert_eq!(marks, [on, on, false], "{kernel}");
-            k.set_reclaim_active(0, 2, false);
-            assert!(k.mm.zones.iter().all(|z| !z.reclaim_active));
-        }
     }
 
     /// (anon_cost, file_cost) after one reclaim cost of each kind on a large LRU.
