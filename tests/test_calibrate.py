@@ -104,9 +104,11 @@ def test_quick_calibration_measures_every_knob_within_physical_bounds(tmp_path: 
     # gives compact_memory too little to move; every other knob is measured.
     compaction = {"migrate_page", "compact_scan_page"}
     # The recently-deleted figure needs ext4 without a journal under --dir.
-    no_rd = calibrate.recently_deleted_unavailable(work)
+    # Both need a scratch ext4 filesystem (root, mkfs.ext4).
+    no_scratch = calibrate.scratch_unavailable()
+    no_rd = calibrate.recently_deleted_unavailable(work) or no_scratch
     rd = {"ext4_recently_deleted"} if no_rd is not None else set()
-    if calibrate.host.mount_of(work)[2] != "ext4":
+    if calibrate.host.mount_of(work)[2] != "ext4" or no_scratch is not None:
         rd.add("create_call")
     unmeasured = set(data["skipped"])
     assert unmeasured in (rd, compaction | rd), data["skipped"]

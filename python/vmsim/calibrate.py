@@ -995,13 +995,14 @@ def _measure_creates(cal: Calibration, workdir: Path, sizes: Sizes, say: Callabl
     ``workdir``'s (journal or not), or the reason each is skipped."""
     why = f"{workdir} is not on ext4" if host.mount_of(workdir)[2] != "ext4" else None
     why = why or scratch_unavailable()
-    why_rd = why or recently_deleted_unavailable(workdir)
+    why_rd = recently_deleted_unavailable(workdir) or scratch_unavailable()
     if why is not None:
         cal.skipped["create_call"] = why
-        cal.skipped["ext4_recently_deleted"] = why
+        cal.skipped["ext4_recently_deleted"] = why_rd or why
         return
     say("file creates")
-    cal.figures["create_close"] = create_figure(workdir, sizes, journal=why_rd is not None)
+    journal = host.ext4_journal(workdir) is not False
+    cal.figures["create_close"] = create_figure(workdir, sizes, journal=journal)
     if why_rd is None:
         say("ext4 without a journal: creates past recently deleted inodes")
         _measure_recently_deleted(cal, workdir, sizes)
