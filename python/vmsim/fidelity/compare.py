@@ -551,7 +551,7 @@ def judge(real: list[float], v: float | None, tolerance: float = TOLERANCE) -> d
         out["ratio"] = None
         out["ok"] = False
         return out
-    out["ratio"] = v / mean if mean != 0 else (1.0 if v == 0 else None)
+    out["ratio"] = _ratio(mean, v)
     out["ok"] = bool(abs(v - mean) <= tolerance * abs(mean) or lo <= v <= hi)
     return out
 
@@ -584,6 +584,7 @@ def follows(real: tuple[float, float], sim: tuple[float | None, float | None]) -
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
+    """b ÷ a: 1 when both are 0, None when only a is or either is missing."""
     if a is None or b is None:
         return None
     return b / a if a != 0 else (1.0 if b == 0 else None)
@@ -803,12 +804,7 @@ def _against_classic(entry: dict[str, Any], classic: dict[str, Any], twin: str) 
     """Ratios of MGLRU's real means to the classic LRU's, metric by metric."""
     entry["classic"] = twin
     for spec, m in entry["metrics"].items():
-        c = classic["metrics"].get(spec, {}).get("real")
-        r = m.get("real")
-        if r is None or c is None:
-            m["vs_classic"] = None
-        else:
-            m["vs_classic"] = r / c if c != 0 else (1.0 if r == 0 else None)
+        m["vs_classic"] = _ratio(classic["metrics"].get(spec, {}).get("real"), m.get("real"))
 
 
 def fidelity(
