@@ -224,7 +224,9 @@ def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[s
     ordered reads' time is every request's round trip, its
     ``disk.request_latency``. The time the random reads took as this
     process saw them (system call, filesystem, wake-up: 20-25 µs more on
-    this VM) is kept beside it as ``latency_user_ns``, with its median.
+    this VM) is kept beside it as ``latency_user_ns``, with its median. The
+    disk's counters are the whole device's, so reads are repeated when another
+    process read the disk meanwhile (``_device_reads``).
     """
     dev = mount_of(work)[0]
     path = work / "disk-probe"
@@ -248,20 +250,11 @@ def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[s
             read_s = time.perf_counter() - t0
             small = mmap.mmap(-1, 4096)
             # The same reads in order first: what a request costs with no positioning.
-            seq_before = read_diskstats(dev) if dev else None
-            for i in range(reads):
-                os.preadv(fd, [small], i * 4096)
-            seq_after = read_diskstats(dev) if dev else None
+            _, seq = _device_reads(fd, small, dev, [i * 4096 for i in range(reads)])
             rng = random.Random(1)
-            lats = []
-            before = read_diskstats(dev) if dev else None
-            for _ in range(reads):
-                off = rng.randrange(size // 4096) * 4096
-                t0 = time.perf_counter()
-                os.preadv(fd, [small], off)
-                lats.append(time.perf_counter() - t0)
+            offsets = [rng.randrange(size // 4096) * 4096 for _ in range(reads)]
+            lats, rand = _device_reads(fd, small, dev, offsets)
             small.close()
-            after = read_diskstats(dev) if dev else None
         finally:
             os.close(fd)
     finally:
@@ -277,14 +270,42 @@ def measure_disk(work: Path, size: int = 256 << 20, reads: int = 1024) -> dict[s
         "latency_user_p50_ns": round(statistics.median(lats) * 1e9),
         "probe_bytes": size,
     }
-    if before is not None and after is not None and after["reads"] > before["reads"]:
-        n = after["reads"] - before["reads"]
-        out["latency_ns"] = round((after["read_ms"] - before["read_ms"]) * 1e6 / n)
+    if rand is not None:
+        out["latency_ns"] = rand
         out["latency_from"] = "diskstats"
-    if seq_before and seq_after and seq_after["reads"] > seq_before["reads"]:
-        n = seq_after["reads"] - seq_before["reads"]
-        out["latency_seq_ns"] = round((seq_after["read_ms"] - seq_before["read_ms"]) * 1e6 / n)
+    if seq is not None:
+        out["latency_seq_ns"] = seq
     return out
+
+
+#: Times the probe's reads are repeated when another process read the disk meanwhile.
+PROBE_ATTEMPTS = 4
+
+
+def _device_reads(
+    fd: int, buf: mmap.mmap, dev: str | None, offsets: list[int]
+) -> tuple[list[float], int | None]:
+    """4 KiB O_DIRECT reads at ``offsets``: each one's time as this process saw it [s],
+    and the device's mean time per read [ns] from /proc/diskstats.
+
+    The disk's counters are the whole device's: a window in which another process
+    also read (more reads completed than the probe made) is repeated, up to
+    ``PROBE_ATTEMPTS`` times, and without a clean window the device's time is None.
+    """
+    lats: list[float] = []
+    for _ in range(PROBE_ATTEMPTS):
+        lats = []
+        before = read_diskstats(dev) if dev else None
+        for off in offsets:
+            t0 = time.perf_counter()
+            os.preadv(fd, [buf], off)
+            lats.append(time.perf_counter() - t0)
+        after = read_diskstats(dev) if dev else None
+        if before is None or after is None:
+            return lats, None
+        if after["reads"] - before["reads"] == len(offsets):
+            return lats, round((after["read_ms"] - before["read_ms"]) * 1e6 / len(offsets))
+    return lats, None
 
 
 #: Pages of a max-order block (MAX_PAGE_ORDER 10 on x86-64: 4 MiB).
