@@ -1484,6 +1484,25 @@ def _compaction_costs_retrying(sizes: Sizes, attempts: int = 5) -> tuple[float, 
     raise AssertionError("unreachable")
 
 
+def _measure_compaction(
+    cal: Calibration, sizes: Sizes, say: Callable[[str], None]
+) -> list[tuple[float, float, int]]:
+    """The compaction repetitions of a whole calibration; where the machine cannot give
+    them, its two knobs are named in ``cal.skipped`` with the reason and the run goes on."""
+    why_compact = compaction_available()
+    if why_compact is None:
+        say("compaction (compact_memory, the whole machine)")
+        try:
+            return [_compaction_costs_retrying(sizes) for _ in range(sizes.repeat)]
+        except CalibrateError as e:
+            # The machine's memory left compact_memory too little to move: the two
+            # knobs keep the base profile's figures, named as not measured here.
+            why_compact = str(e).removeprefix("calibrate compaction: ")
+    cal.skipped["migrate_page"] = f"compaction: {why_compact}"
+    cal.skipped["compact_scan_page"] = f"compaction: {why_compact}"
+    return []
+
+
 def _per_rep(
     a: Figure, b: Figure, f: Callable[[float, float], float], name: str, method: str
 ) -> Figure:
@@ -1665,21 +1684,7 @@ def measure(
             cal.skipped["memcg_iter"] = f"reclaim beside empty groups: {why}"
             cal.skipped["memcg_shrink_lruvec"] = f"reclaim beside empty groups: {why}"
             cal.skipped["memcg_charge"] = f"faults in a memory cgroup: {why}"
-        why_compact = compaction_available()
-        compact: list[tuple[float, float, int]] = []
-        if why_compact is None:
-            say("compaction (compact_memory, the whole machine)")
-            try:
-                compact = [_compaction_costs_retrying(sizes) for _ in range(sizes.repeat)]
-            except CalibrateError as e:
-                # The machine's memory left compact_memory too little to move: the two
-                # knobs keep the base profile's figures, named as not measured here.
-                why = str(e).removeprefix("calibrate compaction: ")
-                cal.skipped["migrate_page"] = f"compaction: {why}"
-                cal.skipped["compact_scan_page"] = f"compaction: {why}"
-        else:
-            cal.skipped["migrate_page"] = f"compaction: {why_compact}"
-            cal.skipped["compact_scan_page"] = f"compaction: {why_compact}"
+        compact = _measure_compaction(cal, sizes, say)
         why_swap = swap_available()
         anon: list[tuple[ReclaimTrace, float]] = []
         if why_swap is None:
