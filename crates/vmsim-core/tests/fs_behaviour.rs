@@ -407,3 +407,37 @@ fn sync_traces_the_flusher_work_it_queues() {
         .count();
     assert_eq!(execs, 2);
 }
+
+/// `nr_dirtied` and the data pages of a 512 MiB file written in 1 MiB write(2) calls on a
+/// 512 MiB machine (dirty throttling all the way), on ext4 without a journal.
+fn throttled_writer_dirtied(bs: &str) -> (u64, u64) {
+    let r = run(&format!(
+        r#"duration = "60s"
+[machine]
+memory = "512MiB"
+cpus = 2
+[kernel]
+ext4_journal = false
+[[task]]
+name = "dd"
+program = [{{ op = "write", file = "big", size = "512MiB", bs = "{bs}" }}]
+"#
+    ));
+    (r.vmstat_delta["nr_dirtied"] as u64, 512 << 8)
+}
+
+#[test]
+fn a_throttled_writer_dirties_each_folio_once() {
+    // generic_perform_write() pauses in balance_dirty_pages_ratelimited() between folios:
+    // the flusher never writes a folio the writer has half filled, so no page of the file
+    // is dirtied twice (one folio dirtied again is 256 pages). Beyond the data, the
+    // metadata blocks of the create and of each writeback pass's block allocation
+    // (ext4_da_writepages: bitmaps, descriptors, the inode's extents): a few dozen.
+    for bs in ["1MiB", "4KiB"] {
+        let (dirtied, pages) = throttled_writer_dirtied(bs);
+        assert!(
+            (pages..pages + 128).contains(&dirtied),
+            "bs {bs}: {dirtied} pages dirtied for {pages} written"
+        );
+    }
+}

@@ -821,6 +821,13 @@ mod tests {
         }
         // ibitmap, gdt, 3 inode-table blocks, one leaf.
         assert_eq!(k.journal.running.len(), 6);
+        // Journaled, not yet dirty: the flusher cannot write them before the commit, and
+        // reclaim cannot free their pages (the journal_head's reference).
+        let bdev = k.buffers.bdev_ino.unwrap();
+        assert_eq!(k.inodes[bdev as usize].nr_dirty, 0);
+        let leaf = k.ext4.dirs[0].leaves[0].2;
+        let leaf_page = k.find_get_block(leaf).unwrap();
+        assert!(k.jbd2_buffer_busy(leaf_page));
         let written = k.mm.events[crate::mm::vmstat::Event::PGPGOUT as usize];
         k.jbd2_journal_commit_transaction();
         assert_eq!(k.journal.commits, 1);
@@ -838,8 +845,12 @@ mod tests {
         // The checkpointed buffers keep their journal_heads while their pages are dirty.
         k.jbd2_clean_checkpoint_list();
         assert_eq!(objs(&k, "jbd2_journal_head"), 6);
-        let bdev = k.buffers.bdev_ino.unwrap();
         assert_eq!(k.inodes[bdev as usize].nr_dirty, 6);
+        // Written in place, the next commit's clean-up drops the heads: reclaimable again.
+        k.folio_clear_dirty(leaf_page);
+        k.jbd2_clean_checkpoint_list();
+        assert!(!k.jbd2_buffer_busy(leaf_page));
+        assert_eq!(objs(&k, "jbd2_journal_head"), 5);
     }
 
     #[test]

@@ -13,15 +13,23 @@
 //! (`__jbd2_journal_clean_checkpoint_list`): a checkpointed buffer whose page
 //! has been written back gives up its journal_head.
 //!
+//! A buffer in the running transaction is jbddirty, not dirty: its page is
+//! dirtied when the commit refiles it (`__jbd2_journal_temp_unlink_buffer` →
+//! `mark_buffer_dirty`), and a page whose buffer has a journal_head cannot be
+//! reclaimed (the head holds a reference: `buffer_busy`).
+//!
 //! Simplified: the in-place write is the flusher's writeback of the block
-//! device's dirty pages, which may come before the commit; no revoke records,
+//! device's dirty pages; a page dirty from an earlier commit that joins the
+//! running transaction stays dirty and may be written before the commit (the
+//! kernel clears the buffer's dirty bit and writes nothing); no revoke records,
 //! no fast commits, no journal wrap-around waits (the log only moves on).
 
 use super::buffer::IntMap;
 use crate::engine::{Program, Step, StepCtx, StepOut, TaskId};
 use crate::kernel::{AllocResult, Kernel};
 use crate::mm::memory::BioKind;
-use crate::mm::page::pg;
+use crate::mm::page::{pg, Pfn};
+use crate::mm::rmap::Owner;
 use crate::mm::slab::JBD2_JOURNAL_HEAD;
 
 /// Journal size [blocks] (mke2fs's default for a filesystem of 128 GiB and more: 1 GiB;
@@ -77,8 +85,8 @@ impl Kernel {
     pub fn jbd2_journal_dirty_metadata(&mut self, tid: TaskId, block: u64) -> AllocResult {
         let running = self.journal.tid + 1;
         match self.journal.jh.get_mut(&block) {
-            // Already in the running transaction: nothing to do (its page was dirtied
-            // when it joined, and the commit dirties it again).
+            // Already in the running transaction: nothing to do (the commit dirties its
+            // page).
             Some(jh) if jh.transaction == running => return AllocResult::Page(0),
             Some(jh) => {
                 jh.transaction = running;
@@ -103,7 +111,9 @@ impl Kernel {
         if self.journal.running_start.is_none() {
             self.journal.running_start = Some(self.mm.clock());
         }
-        self.mark_buffer_dirty(block);
+        // The buffer is jbddirty, not dirty: its page is dirtied when the commit exposes
+        // it to the VM (__jbd2_journal_temp_unlink_buffer → mark_buffer_dirty), so the
+        // flusher cannot write it in place before the journal holds it.
         if self.journal.running.len() as u64 >= JOURNAL_BLOCKS / 4 {
             if let Some(wq) = self.journal.wq {
                 self.mm.cur.wake.push(wq);
@@ -195,6 +205,22 @@ impl Kernel {
             }
         }
         self.journal.checkpoint = keep;
+    }
+
+    /// Whether a page of the block device's cache holds a journaled buffer: the
+    /// journal_head's reference (jbd2_journal_add_journal_head → get_bh) makes the buffer
+    /// busy, so try_to_free_buffers (drop_buffers → buffer_busy) cannot release the page.
+    pub fn jbd2_buffer_busy(&self, p: Pfn) -> bool {
+        if self.journal.jh.is_empty() {
+            return false;
+        }
+        let Some(bdev) = self.buffers.bdev_ino else {
+            return false;
+        };
+        match self.rmap.owner(self.mm.map[p as usize].owner) {
+            (Owner::File { ino, .. }, block) if ino == bdev => self.journal.jh.contains_key(&block),
+            _ => false,
+        }
     }
 
     /// A commit has completed (j_commit_sequence advances; j_wait_done_commit's waiters,

@@ -284,6 +284,12 @@ impl Kernel {
         AllocResult::Page(p)
     }
 
+    /// Whether page `index` is the last of the page-cache folio headed by `p`: a write
+    /// that reaches it is done with the folio (generic_perform_write's per-folio chunk).
+    pub fn folio_last_page(&self, p: Pfn, index: u64) -> bool {
+        self.folio_index(p) + self.mm.folio_nr_pages(p) == index + 1
+    }
+
     /// The first file index of a page-cache folio (folio->index).
     pub fn folio_index(&self, p: Pfn) -> u64 {
         self.rmap.owner(self.mm.map[p as usize].owner).1

@@ -475,6 +475,14 @@ impl Kernel {
                     step = (first + self.mm.folio_nr_pages(p))
                         .saturating_sub(idx)
                         .max(1);
+                    if first + self.mm.folio_nr_pages(p) > size {
+                        // A folio a write(2) is still filling (the file ends inside it):
+                        // the writer holds its lock until the copy is done, and the flusher
+                        // waits for it (folio_lock in writeback_get_folio). Written next pass.
+                        self.flush_file_run(ino, run_start, std::mem::take(&mut run));
+                        idx = first;
+                        break;
+                    }
                     if self.mm.map[p as usize].test(pg::DIRTY)
                         && !self.mm.map[p as usize].test(pg::WRITEBACK)
                     {

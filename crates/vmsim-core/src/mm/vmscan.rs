@@ -742,6 +742,10 @@ impl Kernel {
                     // now (pageout() → PAGE_SUCCESS, then __remove_mapping).
                 }
             }
+            if !activate && file && self.jbd2_buffer_busy(pfn) {
+                // filemap_release_folio() fails on a journaled buffer: activate_locked.
+                activate = true;
+            }
             if activate {
                 // activate_locked: a swap-cache page gives its slot up when swap is full.
                 if kind == PageKind::Anon

@@ -663,6 +663,10 @@ impl OpProgram {
                     let bs = bs.map_or(PAGE_SIZE, |b| b.0);
                     let len = (bs - done % bs).min(size.0 - done.min(size.0)).max(1);
                     let r = cx.k.file_write_folio(tid, ino, index, len);
+                    let folio_done = match r {
+                        AllocResult::Page(p) => cx.k.folio_last_page(p, index),
+                        _ => true,
+                    };
                     if let Some(out) = self.unless_allocated(r, user, true) {
                         return out;
                     }
@@ -674,7 +678,10 @@ impl OpProgram {
                     user += cx.k.mm.cost.touch_page;
                     self.left -= 1;
                     self.dirtied += 1;
+                    // generic_perform_write() calls balance_dirty_pages_ratelimited() between
+                    // folios, never while it is copying into one.
                     if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
+                        && folio_done
                         || self.left == 0
                     {
                         // balance_dirty_pages_ratelimited()

@@ -13,6 +13,7 @@ use super::{step_unless_allocated, StepCtx};
 use crate::config::{Advice, Op};
 use crate::engine::rng::Stream;
 use crate::engine::{Step, StepOut};
+use crate::kernel::AllocResult;
 use crate::mm::huge_memory::HPAGE_PMD_NR;
 use crate::mm::memory::Fault;
 use crate::mm::page::PAGE_SIZE;
@@ -153,6 +154,10 @@ impl ThpOpState {
                     .min(file_size.0 - done.min(file_size.0))
                     .max(1);
                 let r = cx.k.file_write_folio(tid, ino, page, len);
+                let folio_done = match r {
+                    AllocResult::Page(p) => cx.k.folio_last_page(p, page),
+                    _ => true,
+                };
                 if let Some(out) = step_unless_allocated(r, *user, true) {
                     return Some(out);
                 }
@@ -163,7 +168,10 @@ impl ThpOpState {
                 *user += cx.k.mm.cost.touch_page;
                 *left -= 1;
                 self.dirtied += 1;
-                if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES || *left == 0 {
+                // generic_perform_write(): balance_dirty_pages_ratelimited() between folios.
+                if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES && folio_done
+                    || *left == 0
+                {
                     cx.k.balance_dirty_pages(tid, self.dirtied);
                     self.dirtied = 0;
                     if cx.k.mm.cur.sleep > 0 {
