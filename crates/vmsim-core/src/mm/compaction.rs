@@ -23,6 +23,10 @@
 //! nothing from, cleared when kswapd goes to sleep or compaction restarts
 //! after its longest deferral, once a direct compaction's scanners have met.
 //!
+//! Async direct compaction gives up an order-aligned block at the first page it
+//! cannot isolate, putting back what the block gave (`skip_on_failure` in
+//! `isolate_migratepages_block()`).
+//!
 //! Simplifications: the reset samples every block for both LRU and free
 //! pages (the kernel's first pass looks for sources, then targets) and
 //! restarts the scanners at the zone's ends; the migrate scanner is
@@ -259,7 +263,18 @@ pub struct CompactControl {
     pub tid: TaskId,
 }
 
+/// The end of the order-aligned block holding `pfn` (block_end_pfn).
+fn block_end_pfn(pfn: Pfn, order: usize) -> Pfn {
+    (pfn + 1).next_multiple_of(1 << order)
+}
+
 impl CompactControl {
+    /// Compaction on an allocation's behalf (cc->direct_compaction): neither kcompactd
+    /// nor /proc/sys/vm/compact_memory.
+    pub fn direct_compaction(&self) -> bool {
+        !self.kcompactd && !self.via_compact_memory && !self.proactive
+    }
+
     /// A compaction of zone `zid` for an allocation of `order`.
     pub fn new(zid: usize, order: usize, sync: bool, tid: TaskId) -> Self {
         CompactControl {
@@ -733,7 +748,18 @@ impl Kernel {
         if at_block_start && !cc.ignore_skip_hint && !self.isolation_suitable(cc.zid, start) {
             pfn = block_end;
         } else if self.suitable_migration_source(cc, start) {
+            // Async direct compaction gives up an order-aligned block at its first page
+            // that cannot be isolated: the block cannot become a free page of the order.
+            let skip_on_failure = cc.direct_compaction() && !cc.sync;
+            let mut next_skip = block_end_pfn(pfn, cc.order);
             while pfn < block_end && nr_isolated < COMPACT_CLUSTER_MAX as u64 {
+                if skip_on_failure && pfn >= next_skip {
+                    // The previous block gave all its candidates: migrate them now.
+                    if nr_isolated > 0 {
+                        break;
+                    }
+                    next_skip = block_end_pfn(pfn, cc.order);
+                }
                 let p = &self.mm.map[pfn as usize];
                 scanned += 1;
                 steps += 1;
@@ -745,15 +771,23 @@ impl Kernel {
                 }
                 let order = if p.test(pg::HEAD) { p.order() } else { 0 };
                 let nr = 1u64 << order;
-                if (order == 0 || !Self::skip_isolation_on_order(order, cc))
-                    && self.page_is_migratable(pfn)
-                {
-                    taken.push(pfn);
-                    nr_isolated += nr;
-                }
                 // A compound page counts all its pages, isolated or skipped.
                 scanned += nr - 1;
                 pfn += nr as Pfn;
+                if (order == 0 || !Self::skip_isolation_on_order(order, cc))
+                    && self.page_is_migratable(pfn - nr as Pfn)
+                {
+                    taken.push(pfn - nr as Pfn);
+                    nr_isolated += nr;
+                } else if skip_on_failure {
+                    // isolate_fail: put back what this block gave and go to the next one.
+                    taken.clear();
+                    nr_isolated = 0;
+                    if pfn < next_skip {
+                        pfn = next_skip;
+                        next_skip += 1 << cc.order;
+                    }
+                }
             }
             if pfn >= block_end && taken.is_empty() {
                 // Nothing isolated in a block scanned to its end: skip it next time.
@@ -1927,6 +1961,42 @@ mod isolate_order_tests {
         assert!(nr >= 256);
         let (folios, p, _) = taken(None);
         assert!(folios.contains(&p));
+    }
+
+    #[test]
+    fn async_direct_compaction_gives_up_a_block_at_its_first_page_it_cannot_take() {
+        // A second order-8 folio after the first, which is under writeback: the pageblock
+        // cannot become a free order-9 page.
+        let (mut k, tid, p) = boot_with_folio();
+        let ino = k.lookup_or_create("f");
+        assert!(matches!(
+            k.file_write_folio(tid, ino, 256, 1 << 20),
+            AllocResult::Page(_)
+        ));
+        let q = k.filemap_get_folio(ino, 256).unwrap();
+        k.folio_clear_dirty(q);
+        assert_eq!(
+            pageblock_start(p),
+            pageblock_start(q),
+            "both folios in one block"
+        );
+        assert!(p < q);
+        k.mm.map[p as usize].flags |= pg::WRITEBACK;
+        let scan = |k: &mut Kernel, sync: bool, kcompactd: bool| {
+            let mut cc = CompactControl::new(k.mm.page_zone(p), 9, sync, tid);
+            cc.kcompactd = kcompactd;
+            cc.ignore_skip_hint = true;
+            cc.migrate_pfn = pageblock_start(p);
+            let folios = k.isolate_migratepages(&mut cc);
+            (folios, cc.migrate_pfn)
+        };
+        // isolate_migratepages_block's skip_on_failure: nothing taken, the block passed.
+        let (folios, next) = scan(&mut k, false, false);
+        assert!(folios.is_empty(), "{folios:?}");
+        assert_eq!(next, pageblock_start(p) + PAGEBLOCK_NR_PAGES as Pfn);
+        // Sync-light compaction and kcompactd take what they can.
+        assert_eq!(scan(&mut k, true, false).0, vec![q]);
+        assert_eq!(scan(&mut k, false, true).0, vec![q]);
     }
 }
 
