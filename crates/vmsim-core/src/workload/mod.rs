@@ -663,9 +663,9 @@ impl OpProgram {
                     let bs = bs.map_or(PAGE_SIZE, |b| b.0);
                     let len = (bs - done % bs).min(size.0 - done.min(size.0)).max(1);
                     let r = cx.k.file_write_folio(tid, ino, index, len);
-                    let folio_done = match r {
-                        AllocResult::Page(p) => cx.k.folio_last_page(p, index),
-                        _ => true,
+                    let folio = match r {
+                        AllocResult::Page(p) => Some(p),
+                        _ => None,
                     };
                     if let Some(out) = self.unless_allocated(r, user, true) {
                         return out;
@@ -681,7 +681,7 @@ impl OpProgram {
                     // generic_perform_write() calls balance_dirty_pages_ratelimited() between
                     // folios, never while it is copying into one.
                     if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
-                        && folio_done
+                        && folio.is_none_or(|p| cx.k.folio_last_page(p, index))
                         || self.left == 0
                     {
                         // balance_dirty_pages_ratelimited()

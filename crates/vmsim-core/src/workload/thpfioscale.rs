@@ -154,9 +154,9 @@ impl ThpOpState {
                     .min(file_size.0 - done.min(file_size.0))
                     .max(1);
                 let r = cx.k.file_write_folio(tid, ino, page, len);
-                let folio_done = match r {
-                    AllocResult::Page(p) => cx.k.folio_last_page(p, page),
-                    _ => true,
+                let folio = match r {
+                    AllocResult::Page(p) => Some(p),
+                    _ => None,
                 };
                 if let Some(out) = step_unless_allocated(r, *user, true) {
                     return Some(out);
@@ -169,7 +169,8 @@ impl ThpOpState {
                 *left -= 1;
                 self.dirtied += 1;
                 // generic_perform_write(): balance_dirty_pages_ratelimited() between folios.
-                if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES && folio_done
+                if self.dirtied >= crate::mm::page_writeback::DIRTY_RATELIMIT_PAGES
+                    && folio.is_none_or(|p| cx.k.folio_last_page(p, page))
                     || *left == 0
                 {
                     cx.k.balance_dirty_pages(tid, self.dirtied);
