@@ -229,6 +229,8 @@ section! {
         boot_free_to_tail: Option<bool> = None, "[bool]";
         /// Compaction's free scanner samples pageblocks (5.1's "sample pageblocks for free pages"): it looks at every stride-th frame of a block, the stride starting at 1 in synchronous compaction and COMPACT_CLUSTER_MAX (32) in asynchronous, doubling after each block that gave nothing (up to 32) and back to 1 after one that gave something (isolate_freepages). false: every frame of every block, as the seed-era kernels (5.0 and before). Version default: on for 6.18 and 6.1.
         compaction_free_stride: Option<bool> = None, "[bool]";
+        /// Compaction's free-list searches and skip hints of 5.1 (the "increase success rates and reduce latency of compaction" series): for costly orders the migrate scanner starts in a block that already has free pages (fast_find_migrateblock) and the free scanner takes a page off the free lists, round-robin by order, and the rest of its block (fast_isolate_freepages, fast_isolate_around); a scan marks its block skipped as soon as it isolates a folio (test_and_set_skip); a batch in the block the last one came from, or after a failed migration part-way through a block, finishes the block (finish_pageblock); the skip-bit reset walks in from the zone's ends and restarts the scanners at the blocks it found (__reset_isolation_suitable). false: linear scanners only, every skip bit cleared by a reset and the scanners back at the zone's ends, as the seed-era kernels (5.0 and before). Version default: on for 6.18 and 6.1.
+        compaction_fast_search: Option<bool> = None, "[bool]";
         /// Every fallback below pageblock order boosts the watermarks, movable allocations' steals of single pages included: 5.0–6.14's steal_suitable_fallback calls boost_watermark() before it looks at the whole block. false: 6.15+'s __rmqueue_steal takes a page without boosting, only try_to_claim_block (unmovable and reclaimable requests, movable ones of order ≥ pageblock_order / 2) boosts. Version default: 6.18 off, 6.1 on.
         boost_on_steal: Option<bool> = None, "[bool]";
         /// Page allocator randomization (page_alloc.shuffle=1, CONFIG_SHUFFLE_PAGE_ALLOCATOR, mm/shuffle.c): at boot the free max-order blocks of every zone swap places on their lists at random (__shuffle_zone), and a freed max-order block goes to the head or the tail at random (shuffle_pick_tail), so allocations land anywhere in the zone, as on a machine whose free lists years of frees have mixed. Off by default, as in the kernel.
@@ -443,6 +445,8 @@ pub struct VersionRules {
     pub boot_free_to_tail: bool,
     /// `kernel.compaction_free_stride`.
     pub compaction_free_stride: bool,
+    /// `kernel.compaction_fast_search`.
+    pub compaction_fast_search: bool,
     /// `kernel.boost_on_steal`.
     pub boost_on_steal: bool,
 }
@@ -465,6 +469,7 @@ impl KernelVersion {
                 ondemand_readahead: true,
                 boot_free_to_tail: true,
                 compaction_free_stride: true,
+                compaction_fast_search: true,
                 boost_on_steal: false,
             },
             KernelVersion::V6_1 => VersionRules {
@@ -481,6 +486,7 @@ impl KernelVersion {
                 ondemand_readahead: true,
                 boot_free_to_tail: true,
                 compaction_free_stride: true,
+                compaction_fast_search: true,
                 boost_on_steal: true,
             },
         }
@@ -506,6 +512,8 @@ impl Kernel {
         self.boot_free_to_tail.get_or_insert(r.boot_free_to_tail);
         self.compaction_free_stride
             .get_or_insert(r.compaction_free_stride);
+        self.compaction_fast_search
+            .get_or_insert(r.compaction_fast_search);
         self.boost_on_steal.get_or_insert(r.boost_on_steal);
     }
 
@@ -530,6 +538,9 @@ impl Kernel {
             compaction_free_stride: self
                 .compaction_free_stride
                 .unwrap_or(r.compaction_free_stride),
+            compaction_fast_search: self
+                .compaction_fast_search
+                .unwrap_or(r.compaction_fast_search),
             boost_on_steal: self.boost_on_steal.unwrap_or(r.boost_on_steal),
         }
     }

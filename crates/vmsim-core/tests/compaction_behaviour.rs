@@ -475,10 +475,16 @@ fn take_all_free_pages(k: &mut Kernel) {
 
 #[test]
 fn skip_bits_spare_later_runs_the_blocks_a_failed_run_scanned_until_reset() {
+    use std::collections::BTreeSet;
+    use vmsim_core::trace::{EventFilter, TraceFormat, Tracer};
     let (mut k, tid, _) = fragmented();
     take_all_free_pages(&mut k);
     let zid = dma32(&k);
+    // Runs one compaction and returns how it ended and the pageblocks its free scanner
+    // scanned (mm_compaction_isolate_freepages ranges).
     let run = |k: &mut Kernel| {
+        let filter = EventFilter::parse(["compaction:mm_compaction_isolate_freepages"]).unwrap();
+        k.mm.set_tracer(Some(Tracer::with_events(TraceFormat::Modern, 1, filter)));
         let mut cc = CompactControl::new(zid, PAGEBLOCK_ORDER, true, tid);
         k.compact_zone_begin(&mut cc);
         let ret = loop {
@@ -488,23 +494,144 @@ fn skip_bits_spare_later_runs_the_blocks_a_failed_run_scanned_until_reset() {
             }
         };
         k.compact_zone_end(&mut cc, ret);
-        (ret, cc.total_free_scanned, cc.total_migrate_scanned)
+        let mut out = Vec::new();
+        k.mm.tracer.take().unwrap().write_to(&mut out).unwrap();
+        let blocks: BTreeSet<u64> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split("range=(0x").nth(1))
+            .map(|r| u64::from_str_radix(r.split(' ').next().unwrap(), 16).unwrap())
+            .map(|pfn| pfn & !(PAGEBLOCK_NR_PAGES - 1))
+            .collect();
+        (ret, blocks)
     };
-    // Nothing to migrate to: the free scanner walks every movable block down to the
-    // migrate scanner, every 32nd frame once blocks keep giving nothing, and marks each.
-    let (ret, free1, _) = run(&mut k);
+    // Nothing to migrate to: the free scanner walks movable blocks down to the migrate
+    // scanner and marks each it scans whole.
+    let (ret, blocks1) = run(&mut k);
     assert_eq!(ret, CompactResult::Complete);
-    assert!(free1 > 1_000, "first run scanned only {free1} frames");
+    assert!(
+        blocks1.len() > 10,
+        "first run scanned {} blocks",
+        blocks1.len()
+    );
     assert!(k.compact.zone(zid).blockskip_flush, "direct compaction met");
-    // Again before any reset: the marked blocks are skipped.
-    let (_, free2, _) = run(&mut k);
-    assert!(free2 * 20 < free1, "second run scanned {free2} of {free1}");
-    // kswapd going to sleep clears the marks of blocks with LRU or free pages.
+    // Again before any reset: no marked block is scanned again.
+    let (_, blocks2) = run(&mut k);
+    let again: Vec<_> = blocks1.intersection(&blocks2).collect();
+    assert!(again.is_empty(), "scanned again: {again:x?}");
+    // kswapd going to sleep walks in from both ends: blocks of the lower half that
+    // hold LRU pages can be sources again; with no free page anywhere no block can be
+    // a target, so the scanners restart where the walks met and the next run ends at
+    // once.
+    let seen: Vec<u64> = blocks1.union(&blocks2).copied().collect();
+    let marked = |k: &mut Kernel| {
+        let start = k.mm.zones[zid].zone_start_pfn;
+        let zc = k.compact.zone(zid).clone();
+        seen.iter().filter(|&&b| zc.get_skip(start, b)).count()
+    };
+    let before = marked(&mut k);
     k.reset_isolation_suitable(0);
     assert!(!k.compact.zone(zid).blockskip_flush);
-    let (_, free3, _) = run(&mut k);
-    assert!(free3 * 2 > free1, "after the reset {free3} of {free1}");
+    let after = marked(&mut k);
+    assert!(after < before, "marks {before} -> {after}");
+    assert!(
+        after > 0,
+        "the blocks of the upper half hold no free page: still marked"
+    );
+    let (ret, blocks3) = run(&mut k);
+    assert_eq!(ret, CompactResult::PartialSkipped);
+    assert!(blocks3.is_empty(), "{blocks3:x?}");
     k.mm.check_invariants().unwrap();
+}
+
+/// A zone full of a task's anonymous pages with nothing free but one order-3 block,
+/// unmapped a quarter of the way up the zone; returns the kernel, the task, the zone and
+/// the free block.
+fn one_free_block_a_quarter_up(kernel: &str) -> (Kernel, u32, usize, Pfn) {
+    let mut k = boot(&format!("watermark_boost_factor = 0\n{kernel}"));
+    let tid = task(&mut k);
+    let zid = dma32(&k);
+    let mut index = 0u64;
+    loop {
+        let z = &k.mm.zones[zid];
+        if z.free_pages() < (z.wmark_pages(Wmark::High) * 4) as i64 {
+            break;
+        }
+        assert_eq!(k.handle_mm_fault(tid, index), Fault::Minor);
+        index += 1;
+    }
+    take_all_free_pages(&mut k);
+    let mut slot_of = std::collections::HashMap::new();
+    for i in 0..index {
+        let slot = k.tasks[tid as usize].pt.slot(i).unwrap();
+        if let Entry::Page(p) = k.rmap.get(slot) {
+            slot_of.insert(p, slot);
+        }
+    }
+    let z = &k.mm.zones[zid];
+    let pb = PAGEBLOCK_NR_PAGES;
+    let mut block = (z.zone_start_pfn + (z.zone_end_pfn() - z.zone_start_pfn) / 4) & !(pb - 1);
+    let run = loop {
+        let run = block + 64;
+        if (run..run + 8).all(|p| slot_of.contains_key(&p)) {
+            break run;
+        }
+        block += pb;
+    };
+    for p in run..run + 8 {
+        k.zap_slot(tid, slot_of[&p], 0);
+    }
+    k.mm.drain_all_pages();
+    let head = &k.mm.map[run as usize];
+    assert!(
+        head.test(pg::BUDDY) && head.order() == 3,
+        "an order-3 free block"
+    );
+    (k, tid, zid, run)
+}
+
+/// The first block an order-9 compaction from the zone's start isolates from: by
+/// kcompactd, or direct for an unmovable allocation.
+fn first_migrate_block(k: &mut Kernel, tid: u32, zid: usize, kcompactd: bool) -> u64 {
+    use vmsim_core::trace::{EventFilter, TraceFormat, Tracer};
+    let filter = EventFilter::parse(["compaction:mm_compaction_isolate_migratepages"]).unwrap();
+    k.mm.set_tracer(Some(Tracer::with_events(TraceFormat::Modern, 1, filter)));
+    let mut cc = CompactControl::new(zid, PAGEBLOCK_ORDER, true, tid);
+    cc.kcompactd = kcompactd;
+    if !kcompactd {
+        cc.migratetype = vmsim_core::mm::mmzone::MigrateType::Unmovable;
+    }
+    cc.whole_zone = true;
+    k.compact_zone_begin(&mut cc);
+    assert_eq!(k.compact_zone_iter(&mut cc), CompactResult::Continue);
+    let mut out = Vec::new();
+    k.mm.tracer.take().unwrap().write_to(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let first = text
+        .lines()
+        .find_map(|l| l.split("range=(0x").nth(1))
+        .expect("a block scanned");
+    u64::from_str_radix(first.split(' ').next().unwrap(), 16).unwrap() & !(PAGEBLOCK_NR_PAGES - 1)
+}
+
+#[test]
+fn a_costly_compaction_starts_in_a_block_that_already_has_free_pages() {
+    // fast_find_migrateblock: for order 9 the migrate scanner goes straight to the block
+    // holding the free order-3 page, in the first half between the scanners.
+    let (mut k, tid, zid, free) = one_free_block_a_quarter_up("");
+    let start = k.mm.zones[zid].zone_start_pfn;
+    let first = first_migrate_block(&mut k, tid, zid, true);
+    assert_eq!(first, free & !(PAGEBLOCK_NR_PAGES - 1));
+    assert!(first > start + PAGEBLOCK_NR_PAGES);
+    // Direct compaction for an unmovable allocation does not clear out a movable block
+    // that way: it scans from the zone's start.
+    let (mut k, tid, zid, _) = one_free_block_a_quarter_up("");
+    let first = first_migrate_block(&mut k, tid, zid, false);
+    assert_eq!(first, start & !(PAGEBLOCK_NR_PAGES - 1));
+    // Nor did any compaction before 5.1.
+    let (mut k, tid, zid, _) = one_free_block_a_quarter_up("compaction_fast_search = false");
+    let first = first_migrate_block(&mut k, tid, zid, true);
+    assert_eq!(first, start & !(PAGEBLOCK_NR_PAGES - 1));
 }
 
 #[test]

@@ -859,6 +859,10 @@ fn kernel_version_sets_the_switches_defaults_and_a_knob_overrides_it() {
         (v618.compaction_free_stride, v61.compaction_free_stride),
         (Some(true), Some(true))
     );
+    assert_eq!(
+        (v618.compaction_fast_search, v61.compaction_fast_search),
+        (Some(true), Some(true))
+    );
     let over = parse("version = \"6.1\"\nmemcg_charge_batch = false");
     assert_eq!(over.memcg_charge_batch, Some(false));
     assert_eq!(over.lru_cost_rotations, Some(false));

@@ -246,6 +246,8 @@ def build_scenario(
             "boot_free_to_tail": False,
             # nor did its compaction sample pageblocks for free pages (5.1).
             "compaction_free_stride": False,
+            # nor search the free lists for its scanners' blocks (5.1 too).
+            "compaction_fast_search": False,
             # nor proactive compaction (vm.compaction_proactiveness came in 5.9).
             "compaction_proactiveness": 0,
             # 5.0's steal_suitable_fallback boosted on every fallback below pageblock

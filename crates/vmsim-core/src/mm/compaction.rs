@@ -27,12 +27,20 @@
 //! cannot isolate, putting back what the block gave (`skip_on_failure` in
 //! `isolate_migratepages_block()`).
 //!
-//! Simplifications: the reset samples every block for both LRU and free
-//! pages (the kernel's first pass looks for sources, then targets) and
-//! restarts the scanners at the zone's ends; the migrate scanner is
-//! linear (no `fast_find_migrateblock`); the free scanner first searches the
-//! movable free lists (`fast_isolate_freepages`, without its search-order
-//! memory or `fast_isolate_around`), then scans linearly. Folios under
+//! For costly orders the migrate scanner first looks for a pageblock that already
+//! has free pages on the movable free lists (`fast_find_migrateblock()`), and the
+//! free scanner first takes a page from them (`fast_isolate_freepages()`, with its
+//! round-robin search order, its scan limits, the list rotations and
+//! `fast_isolate_around()`), before either scans linearly. A batch in the pageblock
+//! the last one came from finishes that block (`finish_pageblock`); a scan from a
+//! block's start marks it skipped as soon as it isolates a folio
+//! (`test_and_set_skip()`). The scanners' cached positions move as the kernel moves
+//! them: the migrate one forward past blocks finished or passed over
+//! (`update_cached_migrate()`, async and sync apart), the free one down past blocks
+//! scanned whole (`update_pageblock_skip()`), below the highest block a fast search
+//! saw, and back up to the highest free block given back at the end.
+//!
+//! Simplifications: Folios under
 //! writeback and swap-cache pages are not migrated (async compaction's rule,
 //! applied to every mode); dirty ones are, but for the block device's.
 //! Migration is immediate: a folio is copied to its target, the owner's slots
@@ -103,10 +111,13 @@ pub struct ZoneCompact {
     pub defer_shift: u32,
     /// compact_order_failed: lowest order that failed recently.
     pub order_failed: usize,
-    /// compact_cached_migrate_pfn (0 = the zone start).
-    pub cached_migrate_pfn: Pfn,
-    /// compact_cached_free_pfn (0 = the zone end).
+    /// compact_cached_migrate_pfn[async, sync] (0 = the zone start).
+    pub cached_migrate_pfn: [Pfn; 2],
+    /// compact_cached_free_pfn (outside the zone, e.g. Pfn::MAX: the zone's last pageblock).
     pub cached_free_pfn: Pfn,
+    /// compact_init_free_pfn: the highest pageblock the last reset found free pages in;
+    /// a free scanner at or above it is starting its scan (0 before any reset).
+    pub init_free_pfn: Pfn,
     /// PB_compact_skip of the zone's pageblocks, one bit each, from its first pageblock.
     pub skip: Vec<u64>,
     /// compact_blockskip_flush: a direct compaction's scanners met since the last reset.
@@ -172,7 +183,13 @@ impl CompactState {
     /// The state of zone `zid`, created on first use.
     pub fn zone(&mut self, zid: usize) -> &mut ZoneCompact {
         if self.zones.len() <= zid {
-            self.zones.resize(zid + 1, ZoneCompact::default());
+            self.zones.resize(
+                zid + 1,
+                ZoneCompact {
+                    cached_free_pfn: Pfn::MAX,
+                    ..ZoneCompact::default()
+                },
+            );
         }
         &mut self.zones[zid]
     }
@@ -259,6 +276,22 @@ pub struct CompactControl {
     pub total_free_scanned: u64,
     /// Pages migrated.
     pub nr_migrated: u64,
+    /// Fast free-list searches that found nothing in a row (cc->fast_search_fail).
+    pub fast_search_fail: u32,
+    /// Order the next fast free-page search starts at (cc->search_order).
+    pub search_order: isize,
+    /// Lowest free pfn a fast search picked a block by, where a linear scan resumes
+    /// once a search fails (cc->fast_start_pfn; 0 none yet, Pfn::MAX used).
+    pub fast_start_pfn: Pfn,
+    /// Scan the current pageblock to its end in one batch and mark it skipped
+    /// (cc->finish_pageblock).
+    pub finish_pageblock: bool,
+    /// Start of the pageblock the last batch was isolated from (compact_zone's
+    /// last_migrated_pfn; 0 none).
+    pub last_migrated_pfn: Pfn,
+    /// Async run whose cached migrate pfns were equal at the start: keep them so
+    /// until a batch is isolated (compact_zone's update_cached).
+    pub update_cached: bool,
     /// Task doing the work (for traces and CPU).
     pub tid: TaskId,
 }
@@ -297,6 +330,12 @@ impl CompactControl {
             total_migrate_scanned: 0,
             total_free_scanned: 0,
             nr_migrated: 0,
+            fast_search_fail: 0,
+            search_order: order as isize,
+            fast_start_pfn: 0,
+            finish_pageblock: false,
+            last_migrated_pfn: 0,
+            update_cached: false,
             tid,
         }
     }
@@ -519,37 +558,89 @@ impl Kernel {
             && zc.considered >= 1 << zc.defer_shift
     }
 
-    /// Clears the skip bit of every pageblock that a sample of its pages (one in
-    /// 1 << PAGE_ALLOC_COSTLY_ORDER) shows to hold an LRU page or a free page, once a
-    /// direct compaction's scanners have met (__reset_isolation_suitable); the
-    /// scanners start again from the zone's ends.
+    /// Clears the skip bit of the pageblock of `pfn` if a sample of its pages (one in
+    /// 1 << PAGE_ALLOC_COSTLY_ORDER) shows an LRU page (`check_source`) or a free page
+    /// (`check_target`); a block whose bit is clear counts when both are checked, and
+    /// only a movable block can be the free scanner's first (__reset_isolation_pfn).
+    fn __reset_isolation_pfn(
+        &mut self,
+        zid: usize,
+        pfn: Pfn,
+        check_source: bool,
+        check_target: bool,
+    ) -> bool {
+        let z = &self.mm.zones[zid];
+        let (start, end) = (z.zone_start_pfn, z.zone_end_pfn());
+        if check_source && check_target && self.isolation_suitable(zid, pfn) {
+            return true;
+        }
+        if !check_source
+            && check_target
+            && self.mm.get_pageblock_migratetype(pfn) != MigrateType::Movable
+        {
+            return false;
+        }
+        let lo = pageblock_start(pfn).max(start);
+        let hi = (pageblock_start(pfn) + PAGEBLOCK_NR_PAGES as Pfn).min(end);
+        let found = (lo..hi).step_by(1 << PAGE_ALLOC_COSTLY_ORDER).any(|q| {
+            let p = self.mm.frame(q);
+            (check_source && p.test(pg::LRU)) || (check_target && p.test(pg::BUDDY))
+        });
+        if found {
+            self.compact.zone(zid).set_skip(start, lo, false);
+        }
+        found
+    }
+
+    /// Once a direct compaction's scanners have met, walks in from both ends of the
+    /// zone to its middle clearing the skip bits of blocks that can be sources (from
+    /// below) or targets (from above), and restarts the migrate scanner at the lowest
+    /// source and the free scanner at the highest target (compact_init_free_pfn), or
+    /// both where the walks met when that leaves no distance
+    /// (__reset_isolation_suitable).
     pub fn __reset_isolation_suitable(&mut self, zid: usize) {
         if !self.compact.zone(zid).blockskip_flush {
             return;
         }
+        self.compact.zone(zid).blockskip_flush = false;
         let z = &self.mm.zones[zid];
         let (start, end) = (z.zone_start_pfn, z.zone_end_pfn());
-        let mut suitable = Vec::new();
-        let mut block = pageblock_start(start);
-        while block < end {
-            let lo = block.max(start);
-            let hi = (block + PAGEBLOCK_NR_PAGES as Pfn).min(end);
-            let has_source_or_target = (lo..hi).step_by(1 << PAGE_ALLOC_COSTLY_ORDER).any(|pfn| {
-                let p = self.mm.frame(pfn);
-                p.test(pg::LRU) || p.test(pg::BUDDY)
-            });
-            if has_source_or_target {
-                suitable.push(lo);
+        let pb = PAGEBLOCK_NR_PAGES as Pfn;
+        if !self.mm.kcfg.rules().compaction_fast_search {
+            // Before 5.1: every block's mark cleared, the scanners back at the ends.
+            let zc = self.compact.zone(zid);
+            zc.skip.clear();
+            zc.cached_migrate_pfn = [0; 2];
+            zc.cached_free_pfn = Pfn::MAX;
+            return;
+        }
+        let (mut migrate_pfn, mut free_pfn) = (start, end - 1);
+        let (mut reset_migrate, mut reset_free) = (free_pfn, migrate_pfn);
+        let (mut source_set, mut free_set) = (false, false);
+        while migrate_pfn < free_pfn {
+            if self.__reset_isolation_pfn(zid, migrate_pfn, true, source_set)
+                && migrate_pfn < reset_migrate
+            {
+                source_set = true;
+                reset_migrate = migrate_pfn;
+                self.compact.zone(zid).cached_migrate_pfn = [reset_migrate; 2];
             }
-            block += PAGEBLOCK_NR_PAGES as Pfn;
+            if self.__reset_isolation_pfn(zid, free_pfn, free_set, true) && free_pfn > reset_free {
+                free_set = true;
+                reset_free = free_pfn;
+                let zc = self.compact.zone(zid);
+                zc.init_free_pfn = reset_free;
+                zc.cached_free_pfn = reset_free;
+            }
+            migrate_pfn += pb;
+            free_pfn = free_pfn.saturating_sub(pb);
         }
-        let zc = self.compact.zone(zid);
-        zc.blockskip_flush = false;
-        for pfn in suitable {
-            zc.set_skip(start, pfn, false);
+        if reset_migrate >= reset_free {
+            // Leave no distance if no suitable block was reset.
+            let zc = self.compact.zone(zid);
+            zc.cached_migrate_pfn = [migrate_pfn; 2];
+            zc.cached_free_pfn = free_pfn;
         }
-        zc.cached_migrate_pfn = 0;
-        zc.cached_free_pfn = 0;
     }
 
     /// __reset_isolation_suitable for every zone of a node (reset_isolation_suitable).
@@ -615,18 +706,23 @@ impl Kernel {
         let end = z.zone_end_pfn();
         let last_block = pageblock_start(end - 1);
         let zc = self.compact.zone(cc.zid).clone();
-        cc.migrate_pfn =
-            if !cc.whole_zone && zc.cached_migrate_pfn > start && zc.cached_migrate_pfn < end {
-                zc.cached_migrate_pfn
-            } else {
-                start
-            };
-        cc.free_pfn =
-            if !cc.whole_zone && zc.cached_free_pfn > start && zc.cached_free_pfn <= last_block {
-                pageblock_start(zc.cached_free_pfn)
-            } else {
-                last_block
-            };
+        let cached_migrate = zc.cached_migrate_pfn[cc.sync as usize];
+        cc.migrate_pfn = if !cc.whole_zone && cached_migrate > start && cached_migrate < end {
+            cached_migrate
+        } else {
+            start
+        };
+        // Until a block with candidates is found, async runs keep the sync cache with
+        // theirs.
+        cc.update_cached = !cc.sync && zc.cached_migrate_pfn[0] == zc.cached_migrate_pfn[1];
+        cc.fast_start_pfn = 0;
+        cc.fast_search_fail = 0;
+        cc.last_migrated_pfn = 0;
+        cc.free_pfn = if cc.whole_zone {
+            last_block
+        } else {
+            self.cached_free_pfn(cc.zid)
+        };
         cc.whole_zone = cc.migrate_pfn == start && cc.free_pfn == last_block;
         self.trace(TraceEvent::MmCompactionBegin {
             zone_start: start,
@@ -644,8 +740,8 @@ impl Kernel {
             // compact_scanners_met(): reset the cached positions for the next run, and
             // let kswapd clear the skip bits when it next sleeps (direct compaction only).
             let zc = self.compact.zone(cc.zid);
-            zc.cached_migrate_pfn = 0;
-            zc.cached_free_pfn = 0;
+            zc.cached_migrate_pfn = [0; 2];
+            zc.cached_free_pfn = Pfn::MAX;
             if !cc.kcompactd && !cc.via_compact_memory {
                 zc.blockskip_flush = true;
             }
@@ -729,74 +825,229 @@ impl Kernel {
         (!cc.via_compact_memory && order >= cc.order) || order >= PAGEBLOCK_ORDER
     }
 
-    /// Scans one pageblock from the migrate scanner's position and isolates movable
-    /// folios, a large one whole with its tails skipped, until COMPACT_CLUSTER_MAX pages
-    /// are isolated (isolate_migratepages / isolate_migratepages_block); sets
-    /// cc.nr_migratepages.
+    /// Moves the cached migrate pfns (async, and sync for a sync run) forward to the end
+    /// of the pageblock of `pfn`, never back (update_cached_migrate).
+    fn update_cached_migrate(&mut self, cc: &CompactControl, pfn: Pfn) {
+        let pfn = pageblock_start(pfn) + PAGEBLOCK_NR_PAGES as Pfn;
+        let zc = self.compact.zone(cc.zid);
+        zc.cached_migrate_pfn[0] = zc.cached_migrate_pfn[0].max(pfn);
+        if cc.sync {
+            zc.cached_migrate_pfn[1] = zc.cached_migrate_pfn[1].max(pfn);
+        }
+    }
+
+    /// Free-list entries a fast search may look at: fewer after each search that failed
+    /// (freelist_scan_limit).
+    fn freelist_scan_limit(cc: &CompactControl) -> u64 {
+        ((COMPACT_CLUSTER_MAX as u64) >> cc.fast_search_fail.min(63)) + 1
+    }
+
+    /// For a costly order, picks the migrate scanner's next pageblock from the movable
+    /// free lists below the wanted order: a block in the first half of the range between
+    /// the scanners (the first eighth once the scanner has moved) that already has free
+    /// pages, so fewer pages must move to free it; rotates the searched entries to the
+    /// tail; after a failed search, resumes the linear scan at the lowest pfn an earlier
+    /// search picked (fast_find_migrateblock, update_fast_start_pfn, reinit_migrate_pfn).
+    fn fast_find_migrateblock(&mut self, cc: &mut CompactControl) -> Pfn {
+        let pfn = cc.migrate_pfn;
+        let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
+        if !self.mm.kcfg.rules().compaction_fast_search
+            || cc.ignore_skip_hint
+            || cc.finish_pageblock
+            || (pfn != zone_start && pfn != pageblock_start(pfn))
+            || cc.via_compact_memory
+            || cc.order <= PAGE_ALLOC_COSTLY_ORDER
+            || (cc.direct_compaction() && cc.migratetype != MigrateType::Movable)
+        {
+            return pfn;
+        }
+        let limit = Self::freelist_scan_limit(cc);
+        let mut distance = cc.free_pfn.saturating_sub(cc.migrate_pfn) >> 1;
+        if cc.migrate_pfn != zone_start {
+            distance >>= 2;
+        }
+        let high_pfn = pageblock_start(cc.migrate_pfn + distance);
+        let mut nr_scanned = 0u64;
+        let mut found = None;
+        for order in (PAGE_ALLOC_COSTLY_ORDER..cc.order).rev() {
+            if found.is_some() || nr_scanned >= limit {
+                break;
+            }
+            if self.mm.zones[cc.zid].free_area[order].nr_free == 0 {
+                continue;
+            }
+            let mut cur = self.mm.zones[cc.zid].free_area[order].free_list
+                [MigrateType::Movable as usize]
+                .head;
+            while cur != NIL {
+                let free_pfn = cur;
+                cur = self.mm.map[free_pfn as usize].next();
+                let at_limit = nr_scanned >= limit;
+                nr_scanned += 1;
+                // Skipped recently: ideally moved to the tail, but left where it is.
+                let pick = !at_limit
+                    && free_pfn < high_pfn
+                    && !self.compact.zone(cc.zid).get_skip(zone_start, free_pfn);
+                if at_limit || pick {
+                    // move_freelist_tail: a later search starts after this entry.
+                    let zone = &mut self.mm.zones[cc.zid];
+                    zone.free_area[order].free_list[MigrateType::Movable as usize]
+                        .move_to_tail_through(&mut self.mm.map, free_pfn);
+                }
+                if at_limit {
+                    break;
+                }
+                if pick {
+                    // update_fast_start_pfn.
+                    if cc.fast_start_pfn != Pfn::MAX {
+                        cc.fast_start_pfn = if cc.fast_start_pfn == 0 {
+                            free_pfn
+                        } else {
+                            cc.fast_start_pfn.min(free_pfn)
+                        };
+                    }
+                    cc.fast_search_fail = 0;
+                    found = Some(pageblock_start(free_pfn).max(zone_start));
+                    break;
+                }
+            }
+        }
+        cc.total_migrate_scanned += nr_scanned;
+        self.mm.cur.acc += nr_scanned * self.mm.cost.compact_scan_page;
+        self.mm
+            .count_vm_events(Event::COMPACT_MIGRATE_SCANNED, nr_scanned);
+        if cc.kcompactd {
+            self.mm
+                .count_vm_events(Event::COMPACT_DAEMON_MIGRATE_SCANNED, nr_scanned);
+        }
+        match found {
+            Some(block) => block,
+            None => {
+                cc.fast_search_fail += 1;
+                // reinit_migrate_pfn.
+                if cc.fast_start_pfn != 0 && cc.fast_start_pfn != Pfn::MAX {
+                    cc.migrate_pfn = cc.fast_start_pfn;
+                    cc.fast_start_pfn = Pfn::MAX;
+                }
+                cc.migrate_pfn
+            }
+        }
+    }
+
+    /// Finds the first pageblock from the migrate scanner's position (or the fast
+    /// search's pick) that may be scanned — not marked skipped, a suitable source, below
+    /// the free scanner — and isolates folios from it (isolate_migratepages); returns
+    /// the heads isolated.
     fn isolate_migratepages(&mut self, cc: &mut CompactControl) -> Vec<Pfn> {
-        let start = cc.migrate_pfn;
-        let block_end = (pageblock_start(start) + PAGEBLOCK_NR_PAGES as Pfn)
-            .min(self.mm.zones[cc.zid].zone_end_pfn());
+        let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
+        let pb = PAGEBLOCK_NR_PAGES as Pfn;
+        let mut low_pfn = self.fast_find_migrateblock(cc);
+        // The fast search checked the skip bit of the block it picked.
+        let mut fast_find_block = low_pfn != cc.migrate_pfn && cc.fast_search_fail == 0;
+        let mut block_end = pageblock_start(low_pfn) + pb;
+        while block_end <= cc.free_pfn {
+            let aligned = low_pfn == pageblock_start(low_pfn) || low_pfn == zone_start;
+            let skip = aligned
+                && !fast_find_block
+                && !cc.ignore_skip_hint
+                && !self.isolation_suitable(cc.zid, low_pfn);
+            if !skip {
+                if self.suitable_migration_source(cc, low_pfn) {
+                    return self.isolate_migratepages_block(cc, low_pfn, block_end);
+                }
+                self.update_cached_migrate(cc, block_end);
+            }
+            fast_find_block = false;
+            low_pfn = block_end;
+            cc.migrate_pfn = block_end;
+            block_end += pb;
+        }
+        cc.nr_migratepages = 0;
+        Vec::new()
+    }
+
+    /// Scans one pageblock from `start` and isolates movable folios, a large one whole
+    /// with its tails skipped, until COMPACT_CLUSTER_MAX pages are isolated, or to the
+    /// block's end when it is to be finished; a scan that started at the block's start
+    /// marks it skipped at its first isolation (test_and_set_skip, under the LRU lock),
+    /// or at its end when it isolated nothing; a block scanned to its end with nothing
+    /// isolated, or finished, moves the cached migrate pfn (isolate_migratepages_block);
+    /// sets cc.migrate_pfn and cc.nr_migratepages.
+    fn isolate_migratepages_block(
+        &mut self,
+        cc: &mut CompactControl,
+        start: Pfn,
+        block_end: Pfn,
+    ) -> Vec<Pfn> {
+        let block_end = block_end.min(self.mm.zones[cc.zid].zone_end_pfn());
         self.mm.init_deferred_range(start, block_end);
         let mut taken = Vec::new();
         let mut pfn = start;
         let mut scanned = 0u64;
         let mut steps = 0u64;
         let mut nr_isolated = 0u64;
+        // Only a scan from the block's start may mark it (valid_page).
         let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
-        let at_block_start = start == pageblock_start(start) || start == zone_start;
-        if at_block_start && !cc.ignore_skip_hint && !self.isolation_suitable(cc.zid, start) {
-            pfn = block_end;
-        } else if self.suitable_migration_source(cc, start) {
-            // Async direct compaction gives up an order-aligned block at its first page
-            // that cannot be isolated: the block cannot become a free page of the order.
-            let skip_on_failure = cc.direct_compaction() && !cc.sync;
-            let mut next_skip = block_end_pfn(pfn, cc.order);
-            while pfn < block_end && nr_isolated < COMPACT_CLUSTER_MAX as u64 {
-                if skip_on_failure && pfn >= next_skip {
-                    // The previous block gave all its candidates: migrate them now.
-                    if nr_isolated > 0 {
-                        break;
-                    }
-                    next_skip = block_end_pfn(pfn, cc.order);
+        let valid_page = start == pageblock_start(start) || start == zone_start;
+        // Before 5.1 a block was only marked once a scan of it had isolated nothing.
+        let mut skip_updated = !self.mm.kcfg.rules().compaction_fast_search;
+        // Async direct compaction gives up an order-aligned block at its first page that
+        // cannot be isolated: the block cannot become a free page of the order.
+        let skip_on_failure = cc.direct_compaction() && !cc.sync;
+        let mut next_skip = block_end_pfn(pfn, cc.order);
+        while pfn < block_end && (cc.finish_pageblock || nr_isolated < COMPACT_CLUSTER_MAX as u64) {
+            if skip_on_failure && pfn >= next_skip {
+                // The previous block gave all its candidates: migrate them now.
+                if nr_isolated > 0 {
+                    break;
                 }
-                let p = &self.mm.map[pfn as usize];
-                scanned += 1;
-                steps += 1;
-                if p.test(pg::BUDDY) {
-                    // A free block counts all its pages and is stepped over whole.
-                    scanned += (1u64 << p.order()) - 1;
-                    pfn += 1 << p.order();
-                    continue;
-                }
-                let order = if p.test(pg::HEAD) { p.order() } else { 0 };
-                let nr = 1u64 << order;
-                // A compound page counts all its pages, isolated or skipped.
-                scanned += nr - 1;
-                pfn += nr as Pfn;
-                if (order == 0 || !Self::skip_isolation_on_order(order, cc))
-                    && self.page_is_migratable(pfn - nr as Pfn)
-                {
-                    taken.push(pfn - nr as Pfn);
-                    nr_isolated += nr;
-                } else if skip_on_failure {
-                    // isolate_fail: put back what this block gave and go to the next one.
-                    taken.clear();
-                    nr_isolated = 0;
-                    if pfn < next_skip {
-                        pfn = next_skip;
-                        next_skip += 1 << cc.order;
+                next_skip = block_end_pfn(pfn, cc.order);
+            }
+            let p = &self.mm.map[pfn as usize];
+            scanned += 1;
+            steps += 1;
+            if p.test(pg::BUDDY) {
+                // A free block counts all its pages and is stepped over whole.
+                scanned += (1u64 << p.order()) - 1;
+                pfn += 1 << p.order();
+                continue;
+            }
+            let order = if p.test(pg::HEAD) { p.order() } else { 0 };
+            let nr = 1u64 << order;
+            // A compound page counts all its pages, isolated or skipped.
+            scanned += nr - 1;
+            pfn += nr as Pfn;
+            if (order == 0 || !Self::skip_isolation_on_order(order, cc))
+                && self.page_is_migratable(pfn - nr as Pfn)
+            {
+                if valid_page && !skip_updated {
+                    // test_and_set_skip: the block is marked as soon as the scan holds
+                    // its first folio, so that no other run scans it meanwhile.
+                    skip_updated = true;
+                    if !cc.ignore_skip_hint {
+                        self.set_pageblock_skip(cc.zid, start);
                     }
                 }
+                taken.push(pfn - nr as Pfn);
+                nr_isolated += nr;
+            } else if skip_on_failure {
+                // isolate_fail: put back what this block gave and go to the next one.
+                taken.clear();
+                nr_isolated = 0;
+                if pfn < next_skip {
+                    pfn = next_skip;
+                    next_skip += 1 << cc.order;
+                }
             }
-            if pfn >= block_end && taken.is_empty() {
-                // Nothing isolated in a block scanned to its end: skip it next time.
-                self.set_pageblock_skip(cc.zid, start);
-            }
-        } else {
-            pfn = block_end;
         }
         let pfn = pfn.min(block_end);
+        if pfn == block_end && (taken.is_empty() || cc.finish_pageblock) {
+            // Nothing isolated, or the block finished: skip it next time.
+            if valid_page && (!skip_updated || taken.is_empty()) {
+                self.set_pageblock_skip(cc.zid, start);
+            }
+            self.update_cached_migrate(cc, pfn);
+        }
         cc.migrate_pfn = pfn;
         cc.nr_migratepages = nr_isolated;
         cc.total_migrate_scanned += scanned;
@@ -811,7 +1062,7 @@ impl Kernel {
             .count_vm_events(Event::COMPACT_ISOLATED, nr_isolated);
         self.trace(TraceEvent::MmCompactionIsolateMigratepages {
             start_pfn: start,
-            end_pfn: pfn as u64,
+            end_pfn: pfn,
             nr_scanned: scanned,
             nr_taken: nr_isolated,
         });
@@ -828,54 +1079,188 @@ impl Kernel {
         self.mm.get_pageblock_migratetype(pfn) == MigrateType::Movable
     }
 
-    /// Takes free pages straight off the MIGRATE_MOVABLE free lists, below the wanted
-    /// order and in the upper half of the range left between the scanners
-    /// (fast_isolate_freepages, without its search-order memory).
+    /// The zone's cached free-scanner pfn, put back at the zone's last pageblock when it
+    /// is not inside the zone (compact_cached_free_pfn as compact_zone() checks it).
+    fn cached_free_pfn(&mut self, zid: usize) -> Pfn {
+        let z = &self.mm.zones[zid];
+        let (start, end) = (z.zone_start_pfn, z.zone_end_pfn());
+        let zc = self.compact.zone(zid);
+        if zc.cached_free_pfn < start || zc.cached_free_pfn >= end {
+            zc.cached_free_pfn = pageblock_start(end - 1);
+        }
+        zc.cached_free_pfn
+    }
+
+    /// The next order a fast free search looks at, round-robin below the wanted order; -1
+    /// once it has come round to where it started, which starts the next search one
+    /// order lower (next_search_order).
+    fn next_search_order(cc: &mut CompactControl, order: isize) -> isize {
+        let mut order = order - 1;
+        if order < 0 {
+            order = cc.order as isize - 1;
+        }
+        if order == cc.search_order {
+            cc.search_order -= 1;
+            if cc.search_order < 0 {
+                cc.search_order = cc.order as isize - 1;
+            }
+            return -1;
+        }
+        order
+    }
+
+    /// Takes one free page off the MIGRATE_MOVABLE free lists, searched from their tails
+    /// order by order round-robin below the wanted order from where the last search
+    /// succeeded: the first in the top quarter of the range between the scanners, else
+    /// the highest in its top half; a few entries per order (more at a scan's start,
+    /// fewer after failures); rotates the searched entries to the heads' far side; moves
+    /// the zone's cached free pfn below the highest block seen; when a scan's first
+    /// search finds nothing, the free scanner starts at the highest block seen (or, for
+    /// direct compaction, at the half-way mark); then isolates the rest of the page's
+    /// pageblock unless async direct (fast_isolate_freepages, fast_isolate_around).
     fn fast_isolate_freepages(&mut self, cc: &mut CompactControl) {
-        if cc.order == 0 || cc.free_pfn <= cc.migrate_pfn {
+        if cc.order == 0
+            || cc.via_compact_memory
+            || cc.free_pfn <= cc.migrate_pfn
+            || !self.mm.kcfg.rules().compaction_fast_search
+        {
             return;
+        }
+        let zid = cc.zid;
+        let zone_start = self.mm.zones[zid].zone_start_pfn;
+        let mut limit = (Self::freelist_scan_limit(cc) >> 1).max(1);
+        let mut scan_start = false;
+        if cc.free_pfn >= self.compact.zone(zid).init_free_pfn {
+            // Starting the scan: a deeper search, the highest pfn seen as a fallback.
+            limit = PAGEBLOCK_NR_PAGES >> 1;
+            scan_start = true;
         }
         let distance = cc.free_pfn - cc.migrate_pfn;
         let min_pfn = pageblock_start(cc.free_pfn - (distance >> 1));
-        let above = pageblock_start(cc.migrate_pfn) + PAGEBLOCK_NR_PAGES as Pfn;
-        let min_pfn = min_pfn.max(above);
-        let mut scanned = 0u64;
-        let mut taken = 0u64;
-        'orders: for order in (0..cc.order.min(PAGEBLOCK_ORDER)).rev() {
-            // Look at a limited number of entries from the tail, as the kernel does.
-            let limit = (PAGEBLOCK_NR_PAGES >> 4) as usize;
-            let mut found = Vec::new();
-            let mut pfn = self.mm.zones[cc.zid].free_area[order].free_list
-                [MigrateType::Movable as usize]
-                .tail;
-            let mut seen = 0usize;
-            while pfn != NIL && seen < limit {
-                seen += 1;
-                if pfn >= min_pfn && self.suitable_migration_target(pfn) {
-                    found.push(pfn);
-                }
-                pfn = self.mm.map[pfn as usize].prev();
+        let low_pfn = pageblock_start(cc.free_pfn - (distance >> 2)).max(min_pfn);
+        cc.search_order = cc.search_order.min(cc.order as isize - 1);
+        let mut nr_scanned = 0u64;
+        let mut total_isolated = 0u64;
+        let mut highest: Pfn = 0;
+        let mut page: Option<Pfn> = None;
+        let mut order = cc.search_order;
+        while page.is_none() && order >= 0 {
+            let o = order as usize;
+            if self.mm.zones[zid].free_area[o].nr_free == 0 {
+                order = Self::next_search_order(cc, order);
+                continue;
             }
-            scanned += seen as u64;
-            for p in found {
-                if !self.mm.__isolate_free_page(p, order) {
-                    break 'orders;
+            let mut order_scanned = 0u64;
+            let mut high_pfn: Pfn = 0;
+            let mut last = NIL;
+            let mut cur =
+                self.mm.zones[zid].free_area[o].free_list[MigrateType::Movable as usize].tail;
+            while cur != NIL {
+                let pfn = cur;
+                cur = self.mm.map[pfn as usize].prev();
+                last = pfn;
+                order_scanned += 1;
+                nr_scanned += 1;
+                if pfn >= highest {
+                    highest = pageblock_start(pfn).max(zone_start);
                 }
-                cc.freepages[order].push_back(p);
-                cc.nr_freepages += 1 << order;
-                taken += 1 << order;
-                if cc.nr_freepages >= cc.nr_migratepages {
-                    break 'orders;
+                if pfn >= low_pfn {
+                    cc.fast_search_fail = 0;
+                    cc.search_order = order;
+                    page = Some(pfn);
+                    break;
                 }
+                if pfn >= min_pfn && pfn > high_pfn {
+                    high_pfn = pfn;
+                    // Shorten the scan once a candidate is found.
+                    limit >>= 1;
+                }
+                if order_scanned >= limit {
+                    break;
+                }
+            }
+            if page.is_none() && high_pfn != 0 {
+                page = Some(high_pfn);
+                last = high_pfn;
+            }
+            // move_freelist_head: the entries not searched are searched first next time
+            // (a search that went through the whole list leaves it as it was).
+            if last != NIL && (page.is_some() || cur != NIL) {
+                let list =
+                    &mut self.mm.zones[zid].free_area[o].free_list[MigrateType::Movable as usize];
+                let first = list.head;
+                if last != first {
+                    let before = self.mm.map[last as usize].prev();
+                    list.move_to_tail_through(&mut self.mm.map, before);
+                }
+            }
+            if let Some(p) = page {
+                if self.mm.__isolate_free_page(p, o) {
+                    let nr = 1u64 << o;
+                    nr_scanned += nr - 1;
+                    total_isolated += nr;
+                    cc.nr_freepages += nr;
+                    cc.freepages[o].push_back(p);
+                    self.mm.count_vm_events(Event::COMPACT_ISOLATED, nr);
+                } else {
+                    // Isolation failed (the watermark): end the search.
+                    order = cc.search_order + 1;
+                    page = None;
+                }
+            }
+            if cc.nr_freepages >= cc.nr_migratepages {
+                break;
+            }
+            if order_scanned >= limit {
+                limit = (limit >> 1).max(1);
+            }
+            if page.is_none() {
+                order = Self::next_search_order(cc, order);
             }
         }
-        self.count_free_scanned(cc, scanned, scanned, taken);
         self.trace(TraceEvent::MmCompactionFastIsolateFreepages {
             start_pfn: min_pfn as u64,
             end_pfn: cc.free_pfn,
-            nr_scanned: scanned,
-            nr_taken: taken,
+            nr_scanned,
+            nr_taken: total_isolated,
         });
+        let mut around = page;
+        if page.is_none() {
+            cc.fast_search_fail += 1;
+            if scan_start {
+                if highest >= min_pfn {
+                    around = Some(highest);
+                    cc.free_pfn = highest;
+                } else if cc.direct_compaction() {
+                    around = self.suitable_migration_target(min_pfn).then_some(min_pfn);
+                    cc.free_pfn = min_pfn;
+                }
+            }
+        }
+        if highest != 0 && highest >= self.cached_free_pfn(zid) {
+            self.compact.zone(zid).cached_free_pfn = highest - PAGEBLOCK_NR_PAGES as Pfn;
+        }
+        self.count_free_scanned(cc, nr_scanned, nr_scanned, 0);
+        if let Some(pfn) = around {
+            self.fast_isolate_around(cc, pfn);
+        }
+    }
+
+    /// Isolates the rest of the pageblock a fast search took a page from, and marks the
+    /// block skipped if it was scanned whole; not for async direct compaction
+    /// (fast_isolate_around).
+    fn fast_isolate_around(&mut self, cc: &mut CompactControl, pfn: Pfn) {
+        if cc.nr_freepages >= cc.nr_migratepages || (cc.direct_compaction() && !cc.sync) {
+            return;
+        }
+        let z = &self.mm.zones[cc.zid];
+        let start = pageblock_start(pfn).max(z.zone_start_pfn);
+        let end = (pageblock_start(pfn) + PAGEBLOCK_NR_PAGES as Pfn).min(z.zone_end_pfn());
+        self.mm.init_deferred_range(start, end);
+        let (_, stopped) = self.isolate_freepages_block(cc, start, end, 1);
+        if stopped == end {
+            self.set_pageblock_skip(cc.zid, start);
+        }
     }
 
     /// Charges and counts a free-scanner pass: `steps` frames looked at, `scanned` pages
@@ -933,8 +1318,13 @@ impl Kernel {
                 let (nr_isolated, stopped) =
                     self.isolate_freepages_block(cc, from, block_end, stride);
                 if stopped == block_end {
-                    // The whole pageblock was scanned (update_pageblock_skip).
+                    // The whole pageblock was scanned: skip it, and restart the free
+                    // scanner below it (update_pageblock_skip).
                     self.set_pageblock_skip(cc.zid, first);
+                    let below = block_start.saturating_sub(pb);
+                    if below < self.cached_free_pfn(cc.zid) {
+                        self.compact.zone(cc.zid).cached_free_pfn = below;
+                    }
                 }
                 if cc.nr_freepages >= cc.nr_migratepages {
                     // Enough: start at this block again if it has more, else below it.
@@ -1061,26 +1451,67 @@ impl Kernel {
 
     /// One batch of compact_zone(): isolate folios, migrate them to blocks of their order;
     /// returns Continue or how the run ends (-ENOMEM before the scanners met: Contended).
+    /// A batch in the pageblock the last one came from finishes that block; a batch that
+    /// failed to migrate part-way through a block rescans the rest of it at once.
     pub fn compact_zone_iter(&mut self, cc: &mut CompactControl) -> CompactResult {
         let ret = self.compact_finished(cc);
         if ret != CompactResult::Continue {
             return ret;
         }
-        let folios = self.isolate_migratepages(cc);
-        if folios.is_empty() {
-            return CompactResult::Continue;
+        let zone_start = self.mm.zones[cc.zid].zone_start_pfn;
+        let fast = self.mm.kcfg.rules().compaction_fast_search;
+        cc.finish_pageblock =
+            fast && pageblock_start(cc.last_migrated_pfn) == pageblock_start(cc.migrate_pfn);
+        loop {
+            let folios = self.isolate_migratepages(cc);
+            if folios.is_empty() {
+                // ISOLATE_NONE.
+                if cc.update_cached {
+                    let zc = self.compact.zone(cc.zid);
+                    zc.cached_migrate_pfn[1] = zc.cached_migrate_pfn[0];
+                }
+                break;
+            }
+            cc.update_cached = false;
+            cc.last_migrated_pfn = pageblock_start(cc.migrate_pfn - 1).max(zone_start);
+            let nr_migratepages = cc.nr_migratepages;
+            let out = self.migrate_pages(cc, &folios);
+            cc.nr_migratepages = 0;
+            cc.nr_migrated += out.nr_succeeded;
+            self.trace(TraceEvent::MmCompactionMigratepages {
+                nr_migrated: out.nr_succeeded,
+                nr_failed: nr_migratepages - out.nr_succeeded,
+            });
+            if out.nr_succeeded == nr_migratepages {
+                break;
+            }
+            if out.enomem && cc.free_pfn >> PAGEBLOCK_ORDER > cc.migrate_pfn >> PAGEBLOCK_ORDER {
+                // Out of free pages before the scanners met: give up.
+                return CompactResult::Contended;
+            }
+            // Rescan the rest of the block in one batch, marking it skipped, so that the
+            // fast search does not come back to a block it left part-way.
+            if fast
+                && cc.migrate_pfn & (PAGEBLOCK_NR_PAGES as Pfn - 1) != 0
+                && !cc.ignore_skip_hint
+                && !cc.finish_pageblock
+                && !cc.via_compact_memory
+            {
+                cc.finish_pageblock = true;
+                if cc.order == COMPACTION_HPAGE_ORDER {
+                    cc.last_migrated_pfn = 0;
+                }
+                continue;
+            }
+            break;
         }
-        let nr_migratepages = cc.nr_migratepages;
-        let out = self.migrate_pages(cc, &folios);
-        cc.nr_migratepages = 0;
-        cc.nr_migrated += out.nr_succeeded;
-        self.trace(TraceEvent::MmCompactionMigratepages {
-            nr_migrated: out.nr_succeeded,
-            nr_failed: nr_migratepages - out.nr_succeeded,
-        });
-        if out.enomem && cc.free_pfn >> PAGEBLOCK_ORDER > cc.migrate_pfn >> PAGEBLOCK_ORDER {
-            // Out of free pages before the scanners met: give up.
-            return CompactResult::Contended;
+        // check_drain: once the scanner has left the order-aligned block it migrated
+        // from, the next batch starts a new block.
+        if cc.order > 0 && cc.last_migrated_pfn != 0 {
+            let current_block_start = cc.migrate_pfn & !((1 << cc.order) - 1);
+            if cc.last_migrated_pfn < current_block_start {
+                cc.last_migrated_pfn = 0;
+            }
         }
         CompactResult::Continue
     }
@@ -1088,8 +1519,10 @@ impl Kernel {
     /// Returns unused isolated free blocks at their order (release_free_list), caches
     /// the scanner positions and emits mm_compaction_end (the end of compact_zone).
     pub fn compact_zone_end(&mut self, cc: &mut CompactControl, ret: CompactResult) {
+        let mut released = Vec::new();
         for order in 0..NR_PAGE_ORDERS {
             for pfn in std::mem::take(&mut cc.freepages[order]) {
+                released.push(pfn);
                 let zid = self.mm.page_zone(pfn);
                 let mt = self.mm.get_pageblock_migratetype(pfn);
                 self.mm.pb_unaccount(pfn);
@@ -1098,12 +1531,16 @@ impl Kernel {
                 self.mm.__free_one_page(zid, pfn, order, mt, false);
             }
         }
-        cc.nr_freepages = 0;
-        if !matches!(ret, CompactResult::Complete | CompactResult::PartialSkipped) {
-            let zc = self.compact.zone(cc.zid);
-            zc.cached_migrate_pfn = cc.migrate_pfn;
-            zc.cached_free_pfn = cc.free_pfn;
+        if cc.nr_freepages > 0 {
+            // The free scanner restarts no lower than the highest block given back: only
+            // go back, not forward (the scanners' caches otherwise move as they scan).
+            let high = released.iter().copied().max().unwrap_or(0);
+            let free_pfn = pageblock_start(high);
+            if free_pfn > self.cached_free_pfn(cc.zid) {
+                self.compact.zone(cc.zid).cached_free_pfn = free_pfn;
+            }
         }
+        cc.nr_freepages = 0;
         let z = &self.mm.zones[cc.zid];
         let (start, end) = (z.zone_start_pfn, z.zone_end_pfn());
         self.trace(TraceEvent::MmCompactionEnd {
@@ -1943,6 +2380,7 @@ mod isolate_order_tests {
         cc.via_compact_memory = order.is_none();
         cc.ignore_skip_hint = true;
         cc.migrate_pfn = pageblock_start(p);
+        cc.free_pfn = pageblock_start(k.mm.zones[cc.zid].zone_end_pfn() - 1);
         let folios = k.isolate_migratepages(&mut cc);
         (folios, p, cc.nr_migratepages)
     }
@@ -1987,6 +2425,7 @@ mod isolate_order_tests {
             cc.kcompactd = kcompactd;
             cc.ignore_skip_hint = true;
             cc.migrate_pfn = pageblock_start(p);
+            cc.free_pfn = pageblock_start(k.mm.zones[cc.zid].zone_end_pfn() - 1);
             let folios = k.isolate_migratepages(&mut cc);
             (folios, cc.migrate_pfn)
         };

@@ -266,6 +266,23 @@ impl ListHead {
         p.prev = pfn32(NIL);
     }
 
+    /// Moves `pfn` and every entry before it to the tail, so that a search from the head
+    /// starts after it next time (compaction's move_freelist_tail: list_cut_position +
+    /// list_splice_tail).
+    pub fn move_to_tail_through(&mut self, map: &mut [Page], pfn: Pfn) {
+        if pfn == self.tail {
+            return;
+        }
+        let new_head = map[pfn as usize].next();
+        let (old_head, old_tail) = (self.head, self.tail);
+        map[old_tail as usize].next = pfn32(old_head);
+        map[old_head as usize].prev = pfn32(old_tail);
+        map[pfn as usize].next = pfn32(NIL);
+        map[new_head as usize].prev = pfn32(NIL);
+        self.head = new_head;
+        self.tail = pfn;
+    }
+
     /// Removes and returns the head, if any.
     #[inline(always)]
     pub fn pop_front(&mut self, map: &mut [Page]) -> Option<Pfn> {
@@ -348,5 +365,26 @@ mod tests {
         assert_eq!(l.pop_front(&mut map), Some(2));
         assert!(l.is_empty());
         assert_eq!(l.tail, NIL);
+    }
+
+    #[test]
+    fn move_to_tail_through_rotates_the_searched_entries_behind_the_rest() {
+        let mut map = vec![Page::reserved(); 8];
+        let mut l = ListHead::new();
+        for pfn in 1..=5 {
+            l.push_back(&mut map, pfn);
+        }
+        l.move_to_tail_through(&mut map, 2);
+        assert_eq!(l.iter(&map).collect::<Vec<_>>(), vec![3, 4, 5, 1, 2]);
+        // The tail itself stays where it is.
+        l.move_to_tail_through(&mut map, 2);
+        assert_eq!(l.iter(&map).collect::<Vec<_>>(), vec![3, 4, 5, 1, 2]);
+        l.move_to_tail_through(&mut map, 3);
+        assert_eq!(l.iter(&map).collect::<Vec<_>>(), vec![4, 5, 1, 2, 3]);
+        // Links stay consistent both ways.
+        l.remove(&mut map, 2);
+        assert_eq!(l.pop_front(&mut map), Some(4));
+        assert_eq!(l.iter(&map).collect::<Vec<_>>(), vec![5, 1, 3]);
+        assert_eq!(map[l.tail as usize].prev(), 1);
     }
 }
