@@ -912,14 +912,7 @@ impl Kernel {
                 }
             }
         }
-        cc.total_migrate_scanned += nr_scanned;
-        self.mm.cur.acc += nr_scanned * self.mm.cost.compact_scan_page;
-        self.mm
-            .count_vm_events(Event::COMPACT_MIGRATE_SCANNED, nr_scanned);
-        if cc.kcompactd {
-            self.mm
-                .count_vm_events(Event::COMPACT_DAEMON_MIGRATE_SCANNED, nr_scanned);
-        }
+        self.count_migrate_scanned(cc, nr_scanned, nr_scanned);
         match found {
             Some(block) => block,
             None => {
@@ -1050,14 +1043,7 @@ impl Kernel {
         }
         cc.migrate_pfn = pfn;
         cc.nr_migratepages = nr_isolated;
-        cc.total_migrate_scanned += scanned;
-        self.mm.cur.acc += steps * self.mm.cost.compact_scan_page;
-        self.mm
-            .count_vm_events(Event::COMPACT_MIGRATE_SCANNED, scanned);
-        if cc.kcompactd {
-            self.mm
-                .count_vm_events(Event::COMPACT_DAEMON_MIGRATE_SCANNED, scanned);
-        }
+        self.count_migrate_scanned(cc, scanned, steps);
         self.mm
             .count_vm_events(Event::COMPACT_ISOLATED, nr_isolated);
         self.trace(TraceEvent::MmCompactionIsolateMigratepages {
@@ -1260,6 +1246,20 @@ impl Kernel {
         let (_, stopped) = self.isolate_freepages_block(cc, start, end, 1);
         if stopped == end {
             self.set_pageblock_skip(cc.zid, start);
+        }
+    }
+
+    /// Charges and counts a migrate-scanner pass: `steps` frames or list entries looked
+    /// at, `scanned` pages in compact_migrate_scanned (and the kcompactd copy), which
+    /// the kernel adds up from cc->total_migrate_scanned at the end of compact_zone().
+    fn count_migrate_scanned(&mut self, cc: &mut CompactControl, scanned: u64, steps: u64) {
+        cc.total_migrate_scanned += scanned;
+        self.mm.cur.acc += steps * self.mm.cost.compact_scan_page;
+        self.mm
+            .count_vm_events(Event::COMPACT_MIGRATE_SCANNED, scanned);
+        if cc.kcompactd {
+            self.mm
+                .count_vm_events(Event::COMPACT_DAEMON_MIGRATE_SCANNED, scanned);
         }
     }
 
