@@ -1519,13 +1519,15 @@ impl Kernel {
         CompactResult::Continue
     }
 
-    /// Returns unused isolated free blocks at their order (release_free_list), caches
-    /// the scanner positions and emits mm_compaction_end (the end of compact_zone).
+    /// Returns unused isolated free blocks at their order (release_free_list), moves the
+    /// free scanner's cached position back up to the highest block given back, and emits
+    /// mm_compaction_end (the end of compact_zone).
     pub fn compact_zone_end(&mut self, cc: &mut CompactControl, ret: CompactResult) {
-        let mut released = Vec::new();
+        // The highest pfn given back (release_free_list's return).
+        let mut high: Pfn = 0;
         for order in 0..NR_PAGE_ORDERS {
             for pfn in std::mem::take(&mut cc.freepages[order]) {
-                released.push(pfn);
+                high = high.max(pfn);
                 let zid = self.mm.page_zone(pfn);
                 let mt = self.mm.get_pageblock_migratetype(pfn);
                 self.mm.pb_unaccount(pfn);
@@ -1537,7 +1539,6 @@ impl Kernel {
         if cc.nr_freepages > 0 {
             // The free scanner restarts no lower than the highest block given back: only
             // go back, not forward (the scanners' caches otherwise move as they scan).
-            let high = released.iter().copied().max().unwrap_or(0);
             let free_pfn = pageblock_start(high);
             if free_pfn > self.cached_free_pfn(cc.zid) {
                 self.compact.zone(cc.zid).cached_free_pfn = free_pfn;
