@@ -103,7 +103,7 @@ def legacy(cli: RunCli, tmp_path_factory: pytest.TempPathFactory) -> TracedRun:
 
 
 def _allocstalls(v: dict[str, int]) -> int:
-    return v["allocstall_dma"] + v["allocstall_dma32"] + v["allocstall_normal"]
+    return sum(v[f"allocstall_{z}"] for z in ("dma", "dma32", "normal", "movable"))
 
 
 # ---------------------------------------------------------------------------

@@ -59,7 +59,8 @@ RECLAIM_PREFIXES = (
 #: Per-interval activity drawn over time: (series, label, panel: 0 events, 1 pages).
 ACTIVITY = (
     ("pageoutrun", "kswapd: balance_pgdat runs", 0),
-    ("allocstall_normal", "direct reclaim: allocstall", 0),
+    ("allocstall_normal", "direct reclaim: allocstall_normal", 0),
+    ("allocstall_movable", "direct reclaim: allocstall_movable", 0),
     ("compact_stall", "direct compaction: compact_stall", 0),
     ("compact_daemon_wake", "kcompactd: wakeups", 0),
     ("oom_kill", "OOM kills", 0),

@@ -385,6 +385,7 @@ const SERIES: &[&str] = &[
     "pgfree",
     "pgfault",
     "allocstall_normal",
+    "allocstall_movable",
     "slabs_scanned",
     "oom_kill",
     "pageoutrun",

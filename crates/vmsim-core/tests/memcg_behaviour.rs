@@ -440,6 +440,7 @@ fn a_writer_over_the_limit_waits_for_the_flusher_instead_of_being_killed() {
     assert_eq!(r.vmstat_delta.get("pgscan_direct"), None);
     assert_eq!(r.vmstat_delta.get("pgsteal_direct"), None);
     assert_eq!(r.vmstat_delta.get("allocstall_normal"), None);
+    assert_eq!(r.vmstat_delta.get("allocstall_movable"), None);
 }
 
 #[test]

@@ -428,7 +428,11 @@ program = [ { op = "touch", size = "400MiB" } ]
     assert_eq!(r.summary.oom_kills, ev(&r, "oom_kill") as u64);
     assert_eq!(r.tasks["hog"].oom_killed, 1);
     assert!(
-        ev(&r, "allocstall_normal") + ev(&r, "allocstall_dma32") + ev(&r, "allocstall_dma") > 0,
+        ev(&r, "allocstall_normal")
+            + ev(&r, "allocstall_movable")
+            + ev(&r, "allocstall_dma32")
+            + ev(&r, "allocstall_dma")
+            > 0,
         "the OOM killer ran without direct reclaim first"
     );
     // get_scan_count(): no swap space, do not bother scanning anon folios.
@@ -740,8 +744,10 @@ program = [ { op = "slab", cache = "dentry", objects = 100000 } ]
     assert_eq!(isolated_active, ev(&r, "pgrefill") as u64);
     assert!(ev(&r, "pswpout") > 0);
     assert_eq!(writes, ev(&r, "pswpout"), "write_folio lines vs pswpout");
-    let stalls =
-        ev(&r, "allocstall_normal") + ev(&r, "allocstall_dma32") + ev(&r, "allocstall_dma");
+    let stalls = ev(&r, "allocstall_normal")
+        + ev(&r, "allocstall_movable")
+        + ev(&r, "allocstall_dma32")
+        + ev(&r, "allocstall_dma");
     assert!(stalls > 0);
     assert_eq!(begins, stalls, "direct_reclaim_begin lines vs allocstall_*");
     assert_eq!(ends, begins);

@@ -184,6 +184,23 @@ enum FolioRef {
     Activate,
 }
 
+/// The allocstall_<zone> item do_try_to_free_pages counts, by sc->reclaim_idx =
+/// gfp_zone(gfp): as every movable allocation carries __GFP_HIGHMEM|__GFP_MOVABLE on
+/// the kernel (trace::flags::gfp_to_kernel), GFP_ZONE_TABLE gives it ZONE_MOVABLE,
+/// populated or not, so its stalls are counted in allocstall_movable.
+fn allocstall_item(gfp: Gfp) -> Event {
+    use super::gfp::{__GFP_DMA, __GFP_DMA32, __GFP_MOVABLE};
+    if gfp.has(__GFP_DMA) {
+        Event::ALLOCSTALL_DMA
+    } else if gfp.has(__GFP_DMA32) {
+        Event::ALLOCSTALL_DMA32
+    } else if gfp.has(__GFP_MOVABLE) {
+        Event::ALLOCSTALL_MOVABLE
+    } else {
+        Event::ALLOCSTALL_NORMAL
+    }
+}
+
 impl Kernel {
     /// Whether the inactive list is small against the active one (inactive_is_low).
     fn inactive_is_low(&self, nid: usize, inactive_lru: usize) -> bool {
@@ -1231,12 +1248,7 @@ impl Kernel {
                     gfp_flags: gfp.0,
                     may_writepage: 1,
                 });
-                let stall = [
-                    Event::ALLOCSTALL_DMA,
-                    Event::ALLOCSTALL_DMA32,
-                    Event::ALLOCSTALL_NORMAL,
-                ][sc.reclaim_idx];
-                self.mm.count_vm_events(stall, 1);
+                self.mm.count_vm_events(allocstall_item(gfp), 1);
             }
         }
         let kcfg = &self.mm.kcfg;
