@@ -856,6 +856,56 @@ def test_the_rest_of_the_system_holds_its_memory_before_the_start_snapshot():
     assert sim["snapshots"][-1]["time_seconds"] < 60
 
 
+def test_the_start_buddyinfo_is_the_run_mean_of_each_zone():
+    starts = [
+        {"buddyinfo": "Node 0, zone      DMA   0 0 0 0 0 0 0 0 1 1 3 \n"
+         "Node 0, zone    DMA32  10 20 0 0 0 0 0 0 0 0 200 \n"},
+        {"buddyinfo": "Node 0, zone      DMA   0 0 0 0 0 0 0 0 1 1 3 \n"
+         "Node 0, zone    DMA32  30 21 0 0 0 0 0 0 0 0 100 \n"},
+    ]  # fmt: skip
+    assert fc.start_buddyinfo(starts) == (
+        "Node 0, zone DMA 0 0 0 0 0 0 0 0 1 1 3\nNode 0, zone DMA32 20 20 0 0 0 0 0 0 0 0 150"
+    )
+    # A run without it, or runs whose zones differ, give none.
+    assert fc.start_buddyinfo(starts + [{"buddyinfo": None}]) is None
+    assert (
+        fc.start_buddyinfo(starts + [{"buddyinfo": "Node 0, zone DMA 1 2 3 4 5 6 7 8 9 0 1"}])
+        is None
+    )
+
+
+def test_the_rest_of_the_system_sits_between_free_blocks_as_the_start_buddyinfo_shows():
+    """The start snapshot's free lists below max order are the recorded ones, near enough."""
+    target = [40, 30, 20, 10, 8, 6, 4, 3, 2, 1]
+    in_use = {
+        "anon": 4096,
+        "file_active": 2048,
+        "file_inactive": 4096,
+        "slab_reclaimable": 64,
+        "slab_unreclaimable": 32,
+        "kernel": 512,
+        "buddyinfo": "Node 0, zone DMA32 " + " ".join(map(str, target)) + " 200",
+    }
+    e = exp_of(SMALL)
+    sc, _ = fc.vmsim_scenario(e, MACHINE, in_use=in_use)
+    ops = [op["op"] for op in sc["task"][-1]["program"]]
+    # Slab and kernel memory first, then the layout, the movable memory, the end of it.
+    assert ops.index("slab") < ops.index("alloc") < ops.index("shape_free_lists")
+    assert ops.index("shape_free_lists") < ops.index("touch") < ops.index("read")
+    assert ops.index("read") < ops.index("shape_free_lists_end") < ops.index("signal")
+    shaped = fc.run_vmsim(e, MACHINE, in_use=in_use)["snapshots"][0]["buddyinfo"]
+    plain = fc.run_vmsim(e, MACHINE, in_use={k: v for k, v in in_use.items() if k != "buddyinfo"})
+    plain_line = next(ln for ln in plain["snapshots"][0]["buddyinfo"].splitlines() if "DMA32" in ln)
+    line = next(ln for ln in shaped.splitlines() if "DMA32" in ln)
+    got = [int(w) for w in line.split()[4:]]
+    base = [int(w) for w in plain_line.split()[4:]]
+    # Each order the target's count, give or take what the tasks' own first pages took.
+    for order, want in enumerate(target):
+        assert abs(got[order] - want) <= max(2, want // 5), (order, got, base)
+    # Without the layout the same memory leaves next to nothing below max order.
+    assert sum(base[:10]) < sum(target) // 4, base
+
+
 def test_unbuddied_pages_are_memfree_less_the_free_lists():
     snap = {"meminfo": {"MemFree": 4 << 20}, "vmstat": {"nr_free_pages": 1 << 18}}
     assert unbuddied_pages(snap) == (1 << 20) - (1 << 18)

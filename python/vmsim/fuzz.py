@@ -43,7 +43,7 @@ OPS = (
     "compute", "touch", "unmap", "alloc", "free", "slab", "slab_free", "write", "read",
     "unlink", "madvise", "thp_fault", "fio_write", "fio_read", "signal", "wait",
     "nr_hugepages", "snapshot", "sleep", "sleep_elapsed", "exit", "drop_caches", "compact_memory",
-    "sync", "sysctl", "cgroup_write",
+    "sync", "sysctl", "cgroup_write", "shape_free_lists", "shape_free_lists_end",
 )  # fmt: skip
 
 _INT_EDGES = [0, 1, -1, 2**31 - 1, 2**31, 2**32, 2**53, 2**63 - 1, -(2**63), 10**12, 10**18]
@@ -181,6 +181,12 @@ _VALID_OPS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "exit": {},
     "drop_caches": {"value": st.integers(0, 5)},
     "compact_memory": {},
+    "shape_free_lists": {"buddyinfo": st.sampled_from([
+        "Node 0, zone   Normal   5 4 3 2 1 1 1 1 1 1 2",
+        "Node 0, zone    DMA32   1 0 0 0 0 0 0 0 0 0 0\nNode 1, zone Normal 1 1 1 1 1 1 1 1 1 1 1",
+        "Node 0, zone Movable 1 2 3", "", "Node x"]),
+                         "size": _SIZES},
+    "shape_free_lists_end": {},
     "sync": {},
     "sysctl": {"name": st.sampled_from(["vm.swappiness", "vm.dirty_ratio", "vm.dirty_bytes",
                                         "vm.min_free_kbytes", "vm.watermark_scale_factor",

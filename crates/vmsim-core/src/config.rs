@@ -1041,6 +1041,22 @@ pub enum Op {
     /// `echo 1 > /proc/sys/vm/compact_memory` as root (sysctl_compaction_handler →
     /// compact_nodes): every zone of every node compacted whole.
     CompactMemory {},
+    /// Lays out the free lists as a /proc/buddyinfo text says (a start state, no kernel
+    /// counterpart; mm/free_area_layout.rs): in each zone it names, whole free max-order
+    /// blocks spread over the zone are broken into the free blocks of lower orders the
+    /// line counts, and the pages between them are kept for this task's next movable
+    /// order-0 allocations (its movable allocations of higher orders fail meanwhile, so
+    /// that they fall back to order 0), until `shape_free_lists_end`.
+    ShapeFreeLists {
+        /// /proc/buddyinfo lines (`Node 0, zone   Normal  5659 11316 ...`).
+        buddyinfo: String,
+        /// How much memory in use the pages between the free blocks are to be (the
+        /// task's movable allocations that follow); it sets how many max-order blocks
+        /// are broken up.
+        size: Bytes,
+    },
+    /// Ends `shape_free_lists`: the pages it kept and the task did not take are freed.
+    ShapeFreeListsEnd {},
     /// `sync` as the shell runs it (sync(2), ksys_sync): every dirty page written and
     /// waited for, ext4's journal committed and the block device's metadata written.
     Sync {},
@@ -2006,6 +2022,32 @@ impl Scenario {
                             clip(&file.escape_debug().to_string()),
                             if v2 { "v2" } else { "v1" },
                             crate::mm::memcg_write::MemcgFile::names(v2)
+                        ));
+                    }
+                }
+                Op::ShapeFreeLists { buddyinfo, size } => {
+                    let targets = match crate::mm::free_area_layout::parse_buddyinfo(buddyinfo) {
+                        Ok(t) => t,
+                        Err(e) => return at_op(format!("shape_free_lists: {e}")),
+                    };
+                    for t in &targets {
+                        if t.nid >= m.nodes as usize {
+                            return at_op(format!(
+                                "shape_free_lists: node {} is not one of the machine's {} nodes",
+                                t.nid, m.nodes
+                            ));
+                        }
+                        if !["DMA", "DMA32", "Normal"].contains(&t.zone.as_str()) {
+                            return at_op(format!(
+                                "shape_free_lists: unknown zone '{}' (DMA, DMA32 or Normal)",
+                                clip(&t.zone)
+                            ));
+                        }
+                    }
+                    if size.0 > m.memory.0 {
+                        return at_op(format!(
+                            "shape_free_lists size {size} is more than the machine's memory ({})",
+                            m.memory
                         ));
                     }
                 }

@@ -100,6 +100,9 @@ pub struct TaskStruct {
     pub slab_held: VecDeque<(u16, crate::mm::slab::SlabObj)>,
     /// Kernel stack pages.
     pub kstack: Vec<Pfn>,
+    /// Pages in use between the free blocks a `shape_free_lists` op laid out, for this
+    /// task's next movable order-0 allocations (mm/free_area_layout.rs).
+    pub layout_pool: Vec<Pfn>,
     /// Reclaim passes without progress carried across throttled retries (no_progress_loops).
     pub no_progress_loops: u32,
     /// Direct-reclaim passes of the current high-order allocation so far (V19's highorder_retry).
@@ -461,6 +464,7 @@ impl Kernel {
             held: VecDeque::new(),
             slab_held: VecDeque::new(),
             kstack: Vec::new(),
+            layout_pool: Vec::new(),
             no_progress_loops: 0,
             highorder_passes: 0,
             throttled_since: None,
@@ -583,6 +587,7 @@ impl Kernel {
             self.reclaim_done(tid);
         }
         self.exit_mmap(tid);
+        self.shape_free_lists_end(tid);
         let held = std::mem::take(&mut self.tasks[t].held);
         for (p, o) in held {
             self.release_block(p, o as usize, cpu);

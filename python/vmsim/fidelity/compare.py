@@ -93,7 +93,7 @@ def vmsim_scenario(
     exp: Experiment,
     machine: dict[str, Any],
     costs: str | None = None,
-    in_use: dict[str, int] | None = None,
+    in_use: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The vmsim scenario of an experiment on a recorded machine, and what it leaves out.
 
@@ -221,13 +221,14 @@ SYSTEM_TASK = "rest-of-system"
 _SLAB_OBJECTS_PER_PAGE = {"dentry": 4096 // 192, "kmalloc-256": 4096 // 256}
 
 
-def system_in_use(rec: dict[str, Any]) -> dict[str, int] | None:
+def system_in_use(rec: dict[str, Any]) -> dict[str, Any] | None:
     """What the rest of the system held at the recording's start, in pages (run means).
 
     From each run's ``start`` snapshot: anonymous and shmem pages, the file LRU's
     active and inactive pages, reclaimable and unreclaimable slab, and the rest of
     MemTotal − MemFree (kernel stacks, page tables, vmalloc, per-CPU and other kernel
-    memory). None when the recording has no start snapshot with /proc/meminfo.
+    memory), and under ``buddyinfo`` the start snapshots' free lists (:func:`start_buddyinfo`).
+    None when the recording has no start snapshot with /proc/meminfo.
     """
     starts = [
         r["snapshots"][0]
@@ -254,30 +255,54 @@ def system_in_use(rec: dict[str, Any]) -> dict[str, int] | None:
         "slab_unreclaimable": mean(vm("nr_slab_unreclaimable")),
     }
     out["kernel"] = max(used - sum(out.values()), 0)
-    return out
+    full: dict[str, Any] = dict(out)
+    buddyinfo = start_buddyinfo(starts)
+    if buddyinfo:
+        full["buddyinfo"] = buddyinfo
+    return full
 
 
-def _add_rest_of_system(sc: dict[str, Any], in_use: dict[str, int]) -> None:
+def start_buddyinfo(starts: list[dict[str, Any]]) -> str | None:
+    """The start snapshots' /proc/buddyinfo, each zone's counts the mean over the runs.
+
+    None when a start snapshot has none (older recordings) or the runs' zones differ.
+    """
+    tables = []
+    for s in starts:
+        text = s.get("buddyinfo")
+        if not text:
+            return None
+        rows = {}
+        for line in text.splitlines():
+            head, _, counts = line.partition("zone")
+            words = counts.split()
+            if not words:
+                continue
+            rows[(head.strip(), words[0])] = [int(w) for w in words[1:]]
+        tables.append(rows)
+    if any(t.keys() != tables[0].keys() for t in tables):
+        return None
+    lines = []
+    for key in tables[0]:
+        cols = zip(*(t[key] for t in tables), strict=True)
+        mean = [round(sum(c) / len(tables)) for c in cols]
+        lines.append(f"{key[0]} zone {key[1]} " + " ".join(str(n) for n in mean))
+    return "\n".join(lines)
+
+
+def _add_rest_of_system(sc: dict[str, Any], in_use: dict[str, Any]) -> None:
     """A task that takes ``in_use`` before the start snapshot and keeps it to the end.
 
-    Anonymous memory is touched, the file LRU's pages are read from files on disk
-    (the active ones twice, so that they are activated), slab objects are allocated
-    (held in use, off the shrinkers' lists) and the rest
-    is unmovable kernel pages. The experiment's tasks wait for it before their first
-    barrier; it holds its memory to the end of the run, which does not wait for it.
+    Slab objects are allocated first (held in use, off the shrinkers' lists), then the
+    rest of the kernel's memory as unmovable pages; then, when the recording has the
+    start's /proc/buddyinfo, the free lists are laid out as it shows them
+    (``shape_free_lists``), so that the anonymous memory touched next and the file LRU's
+    pages read from files on disk (the active ones twice, so that they are activated)
+    sit between free blocks of every order as on the real machine. The experiment's
+    tasks wait for it before their first barrier; it holds its memory to the end of the
+    run, which does not wait for it.
     """
     prog: list[dict[str, Any]] = []
-    if in_use.get("anon"):
-        prog.append({"op": "touch", "size": in_use["anon"] * 4096})
-    files = sc.setdefault("file", [])
-    for name, reads in (("active", 2), ("inactive", 1)):
-        pages = in_use.get(f"file_{name}", 0)
-        if pages:
-            path = f"{SYSTEM_TASK}/{name}"
-            files.append({"name": path, "size": pages * 4096})
-            prog += [{"op": "read", "file": path, "bs": host.IO_CHUNK}] * reads
-    if not files:
-        del sc["file"]
     for key, cache in (("slab_reclaimable", "dentry"), ("slab_unreclaimable", "kmalloc-256")):
         if in_use.get(key):
             objects = in_use[key] * _SLAB_OBJECTS_PER_PAGE[cache]
@@ -289,6 +314,25 @@ def _add_rest_of_system(sc: dict[str, Any], in_use: dict[str, int]) -> None:
             prog.append(op)
     if in_use.get("kernel"):
         prog.append({"op": "alloc", "order": 0, "count": in_use["kernel"], "type": "unmovable"})
+    movable = in_use.get("anon", 0) + in_use.get("file_active", 0) + in_use.get("file_inactive", 0)
+    shaped = bool(in_use.get("buddyinfo")) and movable > 0
+    if shaped:
+        prog.append(
+            {"op": "shape_free_lists", "buddyinfo": in_use["buddyinfo"], "size": movable * 4096}
+        )
+    if in_use.get("anon"):
+        prog.append({"op": "touch", "size": in_use["anon"] * 4096})
+    files = sc.setdefault("file", [])
+    for name, reads in (("active", 2), ("inactive", 1)):
+        pages = in_use.get(f"file_{name}", 0)
+        if pages:
+            path = f"{SYSTEM_TASK}/{name}"
+            files.append({"name": path, "size": pages * 4096})
+            prog += [{"op": "read", "file": path, "bs": host.IO_CHUNK}] * reads
+    if not files:
+        del sc["file"]
+    if shaped:
+        prog.append({"op": "shape_free_lists_end"})
     prog.append({"op": "signal", "name": "system-up"})
     # It holds its memory until the run ends, which it does not wait for.
     prog.append({"op": "wait", "name": "never"})
@@ -402,7 +446,7 @@ def run_vmsim(
     machine: dict[str, Any],
     seed: int = 1,
     costs: str | None = None,
-    in_use: dict[str, int] | None = None,
+    in_use: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Runs vmsim on the experiment and returns its snapshots as the real side has them."""
     sc, missing = vmsim_scenario(exp, machine, costs, in_use)
@@ -913,9 +957,9 @@ def _within(m: dict[str, Any]) -> str:
     return "not scored *"
 
 
-def _rest_of_system(in_use: dict[str, int]) -> str:
+def _rest_of_system(in_use: dict[str, Any]) -> str:
     """One line: what the rest of the recorded system held at the start, in MiB."""
-    mib = {k: v * 4096 / (1 << 20) for k, v in in_use.items()}
+    mib = {k: v * 4096 / (1 << 20) for k, v in in_use.items() if isinstance(v, int)}
     parts = [
         f"anon {mib['anon']:.0f}",
         f"file {mib['file_active'] + mib['file_inactive']:.0f} ({mib['file_active']:.0f} active)",

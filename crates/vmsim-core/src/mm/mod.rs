@@ -4,6 +4,7 @@ pub mod compaction;
 pub mod deferred;
 pub mod fadvise;
 pub mod filemap;
+pub mod free_area_layout;
 pub mod gfp;
 pub mod huge_memory;
 pub mod hugetlb;

@@ -497,7 +497,10 @@ impl OpProgram {
                         self.memcg_write = Default::default();
                         1
                     }
-                    Op::DropCaches { .. } | Op::CompactMemory {} => 1,
+                    Op::DropCaches { .. }
+                    | Op::CompactMemory {}
+                    | Op::ShapeFreeLists { .. }
+                    | Op::ShapeFreeListsEnd {} => 1,
                     Op::Sync {} => {
                         self.sync = crate::fs::sync::SyncPhase::Start;
                         1
@@ -588,8 +591,14 @@ impl OpProgram {
                 }
                 Op::Unmap { .. } => {
                     let freed = cx.k.unmap_anon(tid, self.left.min(64));
-                    self.left = if freed == 0 { 0 } else { self.left - freed };
-                    user += 1;
+                    if freed == 0 {
+                        // munmap of a range with nothing mapped: the syscall alone
+                        // (syscall_floor), not a nanosecond of user time.
+                        self.left = 0;
+                    } else {
+                        self.left -= freed;
+                        user += 1;
+                    }
                 }
                 Op::Alloc {
                     order, kind, gfp, ..
@@ -781,6 +790,17 @@ impl OpProgram {
                 }
                 Op::CompactMemory {} => {
                     cx.k.compact_nodes(tid);
+                    self.left = 0;
+                }
+                Op::ShapeFreeLists { buddyinfo, size } => {
+                    // Validated with the scenario: the text parses.
+                    let targets =
+                        crate::mm::free_area_layout::parse_buddyinfo(buddyinfo).unwrap_or_default();
+                    cx.k.shape_free_lists(tid, &targets, size.0 / PAGE_SIZE, &mut self.rng);
+                    self.left = 0;
+                }
+                Op::ShapeFreeListsEnd {} => {
+                    cx.k.shape_free_lists_end(tid);
                     self.left = 0;
                 }
                 Op::Sync {} => {
