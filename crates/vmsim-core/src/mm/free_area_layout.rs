@@ -17,7 +17,7 @@
 use super::gfp::{Gfp, __GFP_MOVABLE};
 use super::mmzone::ZoneType;
 use super::mmzone::{MAX_PAGE_ORDER, NR_PAGE_ORDERS};
-use super::page::{pfn32, pg, Pfn, NIL, NO_OWNER};
+use super::page::{pg, Pfn};
 use super::vmstat_items::Event;
 use super::Mm;
 use crate::engine::rng::Stream;
@@ -187,21 +187,14 @@ impl Mm {
             if !self.__isolate_free_page(base, MAX_PAGE_ORDER) {
                 break;
             }
-            // No longer one allocated block: its pages in use become order-0 pages.
-            self.pb_unaccount(base);
-            self.map[base as usize].flags = 0;
+            // 1,024 allocated order-0 pages: the holes' are freed, the others kept.
+            self.split_page(base, MAX_PAGE_ORDER);
             for (off, &s) in states.iter().enumerate() {
-                if s != HOLE {
-                    let pfn = base + off as Pfn;
-                    let mt = self.get_pageblock_migratetype(pfn) as u8;
-                    let p = &mut self.map[pfn as usize];
-                    p.flags = pg::HEAD;
-                    p.ok = 0;
-                    p.mt = mt;
-                    p.owner = NO_OWNER;
-                    p.next = pfn32(NIL);
-                    p.prev = pfn32(NIL);
-                    self.pb_account(pfn);
+                let pfn = base + off as Pfn;
+                if s == HOLE {
+                    self.pb_unaccount(pfn);
+                    self.map[pfn as usize].flags = 0;
+                } else {
                     pool.push(pfn);
                 }
             }
