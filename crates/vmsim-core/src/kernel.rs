@@ -146,6 +146,9 @@ pub struct Kernel {
     pub slab: Slab,
     /// Every task ever created, by id.
     pub tasks: Vec<TaskStruct>,
+    /// Tasks holding pages a `shape_free_lists` op laid out (mm/free_area_layout.rs): the
+    /// allocator looks at their pools only while this is not 0.
+    pub layout_pools: u32,
     /// The part of the running action's `Current::sleep` that is a throttle [ns]
     /// ([`Os::take_throttle`]).
     pub throttle_ns: u64,
@@ -389,6 +392,7 @@ impl Kernel {
             mm: Mm::boot(machine, kcfg, cost),
             slab: Slab::default(),
             tasks: Vec::new(),
+            layout_pools: 0,
             throttle_ns: 0,
             sleep_in_step: false,
             oom_no_victim: 0,

@@ -252,14 +252,22 @@ impl Kernel {
             let j = rng.below(i as u64 + 1) as usize;
             pool.swap(i, j);
         }
-        self.tasks[tid as usize].layout_pool.extend(pool);
+        let held = &mut self.tasks[tid as usize].layout_pool;
+        if held.is_empty() && !pool.is_empty() {
+            self.layout_pools += 1;
+        }
+        held.extend(pool);
         placed
     }
 
     /// Frees the pages `shape_free_lists` kept for task `tid` that it has not taken.
     pub fn shape_free_lists_end(&mut self, tid: TaskId) {
         let cpu = self.tasks[tid as usize].cpu;
-        for p in std::mem::take(&mut self.tasks[tid as usize].layout_pool) {
+        let pool = std::mem::take(&mut self.tasks[tid as usize].layout_pool);
+        if !pool.is_empty() {
+            self.layout_pools -= 1;
+        }
+        for p in pool {
             self.mm.free_pages(p, 0, cpu);
         }
     }
@@ -281,6 +289,9 @@ impl Kernel {
             return Some(AllocResult::Failed);
         }
         let p = pool.pop()?;
+        if pool.is_empty() {
+            self.layout_pools -= 1;
+        }
         let zid = self.mm.page_zone(p);
         let ev = match self.mm.zones[zid].zone_type {
             ZoneType::Dma => Event::PGALLOC_DMA,
@@ -387,6 +398,7 @@ mod tests {
             assert_eq!(k.handle_mm_fault(tid, i), crate::mm::memory::Fault::Minor);
         }
         assert!(k.tasks[tid as usize].layout_pool.is_empty());
+        assert_eq!(k.layout_pools, 0, "the allocator stops looking");
         assert_eq!(zone_counts(&k, "DMA32"), after);
         // The next allocation comes from the free lists again.
         assert_eq!(
@@ -413,7 +425,9 @@ mod tests {
             k.alloc_pages(crate::mm::gfp::GFP_HIGHUSER_MOVABLE, 9, tid),
             AllocResult::Failed
         );
+        assert_eq!(k.layout_pools, 1);
         k.shape_free_lists_end(tid);
+        assert_eq!(k.layout_pools, 0);
         k.mm.drain_all_pages();
         assert_eq!(zone_counts(&k, "DMA32"), before);
         let now =

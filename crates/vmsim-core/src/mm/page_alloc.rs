@@ -1573,8 +1573,10 @@ impl Kernel {
         nid: usize,
         tid: TaskId,
     ) -> AllocResult {
-        if let Some(r) = self.alloc_from_layout_pool(gfp, order, tid) {
-            return r;
+        if self.layout_pools > 0 {
+            if let Some(r) = self.alloc_from_layout_pool(gfp, order, tid) {
+                return r;
+            }
         }
         let cpu = self.tasks[tid as usize].cpu;
         let (page, ac) = if self.tasks[tid as usize].reclaim.is_some()
