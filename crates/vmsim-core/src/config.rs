@@ -2037,6 +2037,16 @@ impl Scenario {
                                 t.nid, m.nodes
                             ));
                         }
+                        let pages = m.memory.0 / 4096;
+                        if let Some((k, n)) = t.counts.iter().enumerate().find(|&(k, &n)| {
+                            n.checked_shl(k as u32)
+                                .is_none_or(|p| p >> k != n || p > pages)
+                        }) {
+                            return at_op(format!(
+                                "shape_free_lists: {n} free blocks of order {k} are more than the machine's memory ({})",
+                                m.memory
+                            ));
+                        }
                         if !["DMA", "DMA32", "Normal"].contains(&t.zone.as_str()) {
                             return at_op(format!(
                                 "shape_free_lists: unknown zone '{}' (DMA, DMA32 or Normal)",

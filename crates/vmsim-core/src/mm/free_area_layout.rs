@@ -15,10 +15,8 @@
 //! use sits between the holes, as on the real machine.
 
 use super::gfp::{Gfp, __GFP_MOVABLE};
-use super::mmzone::ZoneType;
 use super::mmzone::{MAX_PAGE_ORDER, NR_PAGE_ORDERS};
 use super::page::{pg, Pfn};
-use super::vmstat_items::Event;
 use super::Mm;
 use crate::engine::rng::Stream;
 use crate::engine::TaskId;
@@ -293,12 +291,8 @@ impl Kernel {
             self.layout_pools -= 1;
         }
         let zid = self.mm.page_zone(p);
-        let ev = match self.mm.zones[zid].zone_type {
-            ZoneType::Dma => Event::PGALLOC_DMA,
-            ZoneType::Dma32 => Event::PGALLOC_DMA32,
-            ZoneType::Normal => Event::PGALLOC_NORMAL,
-        };
-        self.mm.events[ev as usize] += 1;
+        let cpu = self.tasks[tid as usize].cpu;
+        self.mm.count_alloc(zid, zid, cpu, 0);
         Some(AllocResult::Page(p))
     }
 }
@@ -436,5 +430,22 @@ mod tests {
                 .map(|z| z.vm_stat[crate::mm::vmstat_items::ZoneStat::NR_FREE_PAGES as usize])
                 .sum::<i64>();
         assert_eq!(now, free);
+    }
+
+    #[test]
+    fn a_layout_larger_than_memory_or_not_buddyinfo_is_refused_with_the_scenario() {
+        let sc = |op: &str| {
+            crate::config::Scenario::from_toml(&format!(
+                "[machine]\nmemory = \"1GiB\"\n[[task]]\nname = \"t\"\nprogram = [{op}]\n"
+            ))
+        };
+        let e = sc("{ op = \"shape_free_lists\", size = \"1MiB\", buddyinfo = \"Node 0, zone DMA32 0 0 0 0 0 0 0 0 0 99999999999999999 0\" }").unwrap_err();
+        assert!(
+            e.to_string().contains("more than the machine's memory"),
+            "{e}"
+        );
+        let e = sc("{ op = \"shape_free_lists\", size = \"1MiB\", buddyinfo = \"Node 0, zone DMA32 1 2\" }").unwrap_err();
+        assert!(e.to_string().contains("buddyinfo line 1"), "{e}");
+        assert!(sc("{ op = \"shape_free_lists\", size = \"1MiB\", buddyinfo = \"Node 0, zone DMA32 1 1 1 1 1 1 1 1 1 1 0\" }").is_ok());
     }
 }

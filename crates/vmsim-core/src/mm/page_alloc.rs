@@ -1014,7 +1014,7 @@ impl Mm {
 
     /// pgalloc_<zone> and the NUMA counters (zone_statistics).
     #[inline(always)]
-    fn count_alloc(&mut self, zid: usize, preferred: usize, cpu: usize, order: usize) {
+    pub(crate) fn count_alloc(&mut self, zid: usize, preferred: usize, cpu: usize, order: usize) {
         let zt = self.zones[zid].zone_type;
         let ev = match zt {
             ZoneType::Dma => Event::PGALLOC_DMA,

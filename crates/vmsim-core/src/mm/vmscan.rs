@@ -18,7 +18,7 @@
 //! hierarchy walk) in memcontrol.rs. MGLRU is not modelled.
 
 use super::gfp::{gfp_zone, Gfp, __GFP_FS, __GFP_IO, GFP_KERNEL};
-use super::mmzone::{lru, Wmark, MAX_NR_ZONES};
+use super::mmzone::{lru, Wmark, ZoneType, MAX_NR_ZONES};
 use super::page::{pg, PageKind, Pfn, NIL};
 use super::vmstat::{Event, NodeStat};
 use crate::config::{AllocRetry, FlusherWakeup};
@@ -189,15 +189,11 @@ enum FolioRef {
 /// the kernel (trace::flags::gfp_to_kernel), GFP_ZONE_TABLE gives it ZONE_MOVABLE,
 /// populated or not, so its stalls are counted in allocstall_movable.
 fn allocstall_item(gfp: Gfp) -> Event {
-    use super::gfp::{__GFP_DMA, __GFP_DMA32, __GFP_MOVABLE};
-    if gfp.has(__GFP_DMA) {
-        Event::ALLOCSTALL_DMA
-    } else if gfp.has(__GFP_DMA32) {
-        Event::ALLOCSTALL_DMA32
-    } else if gfp.has(__GFP_MOVABLE) {
-        Event::ALLOCSTALL_MOVABLE
-    } else {
-        Event::ALLOCSTALL_NORMAL
+    match super::gfp::gfp_zone(gfp) {
+        ZoneType::Dma => Event::ALLOCSTALL_DMA,
+        ZoneType::Dma32 => Event::ALLOCSTALL_DMA32,
+        ZoneType::Normal if gfp.has(super::gfp::__GFP_MOVABLE) => Event::ALLOCSTALL_MOVABLE,
+        ZoneType::Normal => Event::ALLOCSTALL_NORMAL,
     }
 }
 
