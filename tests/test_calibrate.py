@@ -326,10 +326,30 @@ def test_a_family_measured_alone_joins_its_base_profile_unchanged_elsewhere() ->
     assert json.loads(_vmsim.cost_profile(text))["cost"] == prof["cost"]
 
 
+def test_the_pcp_cycle_fits_a_small_machine_and_is_unchanged_on_a_large_one() -> None:
+    # A 2 GiB guest has about 1.8 GiB available: a quarter of it, in whole MiB.
+    small = calibrate.sizes_for(True, 1_800 << 20)
+    assert small.pcp_cycle == 450 << 20
+    assert small.mem == calibrate.QUICK.mem and small.repeat == calibrate.QUICK.repeat
+    assert calibrate.sizes_for(False, 20 << 30) == calibrate.FULL
+    assert calibrate.sizes_for(True, 100 << 20).pcp_cycle == 64 << 20  # a floor
+
+
 def test_an_unknown_family_is_one_line() -> None:
     assert_one_line_error(
         vmsim("calibrate", "--only", "everything"),
         "--only: no family everything (one of large-folio-reclaim, kernel-paths, shrinker, ext4)",
+    )
+
+
+def test_a_guest_calibration_of_an_unknown_kernel_or_one_family_is_one_line() -> None:
+    assert_one_line_error(
+        vmsim("calibrate", "--kernel", "debian-99"),
+        "--kernel debian-99: not one of debian-6.1",
+    )
+    assert_one_line_error(
+        vmsim("calibrate", "--kernel", "debian-6.1", "--only", "ext4"),
+        "--only: not with --kernel (a guest calibration measures every family)",
     )
 
 
@@ -385,13 +405,47 @@ def test_one_recording_gives_each_benchmark_the_samples_of_its_own_window() -> N
     assert sum(len(v) for v in got.values()) == 3
 
 
+def test_kernel_paths_time_6_1s_functions_by_their_own_names() -> None:
+    # 6.1's names (mm/page_alloc.c, mm/swap.c, mm/slub.c of 6.1), leaf first; 1 ms a sample.
+    small = kprofile.Samples(
+        [["clear_page_rep", "__alloc_pages"]] * 3
+        + [["__alloc_pages"]] * 2
+        + [["free_unref_page_list", "release_pages"]] * 4,
+        1_000_000,
+    )
+    large = kprofile.Samples(
+        [["__rmqueue_pcplist"]] * 6
+        + [["folio_batch_move_lru", "folio_add_lru"]] * 5
+        + [["release_pages", "folio_batch_move_lru"]] * 7
+        + [["folio_add_lru"]],
+        1_000_000,
+    )
+    slab = kprofile.Samples([["kmem_cache_alloc_lru"]] * 2 + [["kmem_cache_alloc"]], 1_000_000)
+    sizes = calibrate.QUICK
+    n_small = 32 * sizes.recycle_rounds
+    got = calibrate._kernel_path_rep(
+        small,
+        large,
+        slab,
+        {"pages": 1000.0, "refilled": 0.0, "drained": 0.0},
+        {"kmem_cache_alloc": 30, "kmem_cache_free": 30},
+        sizes,
+        15.0,
+    )
+    assert got["pcp_alloc"] == pytest.approx(2e6 / n_small)  # the zeroing left out
+    assert got["pcp_free"] == pytest.approx(4e6 / n_small)
+    assert got["lru_lock_page"] == pytest.approx(5e6 / 1000)  # release_pages left out
+    assert got["lru_add"] == pytest.approx(1e6 / 1000)
+    assert got["slab_object"] == pytest.approx(3e6 / 60)
+
+
 def test_a_kernel_function_perf_never_saw_is_one_clear_error_not_a_zero() -> None:
     # A kernel whose functions are named otherwise (or hidden symbols): no sample in them.
     empty = kprofile.Samples([["[unknown]"], ["do_syscall_64"]], 1_000_000)
     with pytest.raises(
         calibrate.CalibrateError,
-        match="perf saw no sample in __alloc_frozen_pages_noprof, "
-        "free_unref_folios during fault_cycles",
+        match="perf saw no sample in __alloc_frozen_pages_noprof or __alloc_pages, "
+        "free_unref_folios or free_unref_page_list during fault_cycles",
     ):
         calibrate._kernel_path_rep(
             empty,

@@ -267,6 +267,59 @@ def test_guest_switches_mglru_and_records_into_the_share(tmp_path, monkeypatch):
     assert guest.set_lru_gen(False, tmp_path / "absent") == "absent"
 
 
+def test_a_calibration_job_is_checked_and_writes_the_profile_into_the_share(tmp_path, monkeypatch):
+    from vmsim import calibrate
+
+    p = tmp_path / "job.json"
+    good = {"calibrate": {"quick": True, "base": "measured-6.18"}}
+    p.write_text(json.dumps(good))
+    assert guest.load_job(p) == good
+    for bad, msg in (({"quick": 1, "base": "x"}, "'calibrate.quick'"), ({"quick": True}, "base")):
+        p.write_text(json.dumps({"calibrate": bad}))
+        with pytest.raises(FidelityError, match=msg):
+            guest.load_job(p)
+    seen = {}
+
+    def fake_measure(quick, workdir, base_cost, progress, base_name):  # noqa: ANN001
+        seen.update(quick=quick, workdir=workdir, base_name=base_name, syscall=base_cost["syscall"])
+        cal = calibrate.Calibration(
+            machine={"machine": "emulated", "kernel": "6.1.0-0-test", "date": "2026-11-30"}
+        )
+        cal.figures["syscall"] = calibrate.Figure("syscall", [1000.0, 1200.0, 1100.0], "getppid")
+        cal.knobs["syscall"] = cal.figures["syscall"]
+        return cal
+
+    monkeypatch.setattr(calibrate, "measure", fake_measure)
+    path = guest.run_calibration(good, tmp_path, work=tmp_path / "w")
+    assert seen == {"quick": True, "workdir": tmp_path / "w", "base_name": "measured-6.18",
+                    "syscall": 174}  # fmt: skip
+    assert path == tmp_path / "out" / "costs.toml"
+    text = path.read_text()
+    assert 'name = "calibrated-6.1.0-0-test"' in text and "syscall = 1100" in text
+    figures = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    assert figures["knobs"]["syscall"]["values"] == [1000.0, 1200.0, 1100.0]
+
+
+def test_a_recording_runs_with_the_costs_measured_on_its_own_machine(tmp_path):
+    guest_machine = {
+        "kernel": "6.1.0-56-amd64",
+        "kernel_version": "6.1.192",
+        "memory_bytes": 2 << 30,
+        "cpus": 2,
+        "vm": {"emulation": "tcg", "thp_set": "madvise"},
+        "lru_gen": "0x0007",
+    }
+    host_machine = {"kernel": "6.18.44", "memory_bytes": 24 << 30, "cpus": 2}
+    from vmsim.fidelity import host
+
+    assert host.cost_key(guest_machine) == "6.1.192-2GiB-2cpu-tcg"
+    assert host.machine_key(guest_machine) == "6.1.192-2GiB-2cpu-tcg-thp-madvise-mglru"
+    assert fc.machine_costs(guest_machine, tmp_path) is None
+    (tmp_path / "6.1.192-2GiB-2cpu-tcg.toml").write_text("x")
+    assert fc.machine_costs(guest_machine, tmp_path) == str(tmp_path / "6.1.192-2GiB-2cpu-tcg.toml")
+    assert fc.machine_costs(host_machine, tmp_path) is None
+
+
 def test_guest_failure_is_a_one_line_status(tmp_path, capsys):
     (tmp_path / "job.json").write_text(json.dumps(job(experiment="nope")))
     assert guest.main([str(tmp_path / "job.json")]) == 1

@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -632,6 +632,19 @@ def _pinned(cpu: int) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
+def sizes_for(quick: bool, mem_available: int | None = None) -> Sizes:
+    """The sizes of a calibration: QUICK or FULL, with ``pcp_cycle`` at most a quarter of
+    MemAvailable (a small machine, a 2 GiB guest: its per-CPU lists are smaller too, and
+    a quarter of its memory still far past their reach)."""
+    sizes = QUICK if quick else FULL
+    if mem_available is None:
+        from vmsim.fidelity import host
+
+        mem_available = host.read_meminfo().get("MemAvailable", 0) * 1024
+    cap = mem_available // 4 >> 20 << 20
+    return replace(sizes, pcp_cycle=min(sizes.pcp_cycle, max(cap, 64 << 20)))
+
+
 def _pcp_cycles(sizes: Sizes) -> dict[str, float]:
     """``sizes.pcp_cycles`` pcp_cycle runs: pages faulted, and of them the pages the faults
     took from the buddy lists and the unmaps gave back to them."""
@@ -765,17 +778,52 @@ def kernel_paths(workdir: Path, sizes: Sizes, buddy_split: float) -> list[dict[s
     ]
 
 
-def _require_functions(samples: kprofile.Samples, names: list[str], bench: str) -> None:
+#: The kernel functions the kernel-path figures time, by role: 6.18's name first, then
+#: 6.1's where it differs (mm/page_alloc.c, mm/swap.c, mm/slub.c of each). A role's
+#: function is the name of it perf saw.
+KERNEL_PATH_FUNCTIONS: dict[str, tuple[str, ...]] = {
+    # The allocation entry: __alloc_frozen_pages_noprof (6.18), __alloc_pages (6.1).
+    "alloc": ("__alloc_frozen_pages_noprof", "__alloc_pages"),
+    # Freeing a batch of folios to the per-CPU lists: free_unref_folios (6.18),
+    # free_unref_page_list (6.1), both from the folio batch's release.
+    "free_batch": ("free_unref_folios", "free_unref_page_list"),
+    "move_lru": ("folio_batch_move_lru",),
+    # folio_batch_move_lru's release of the batch's references: folios_put_refs (6.18),
+    # release_pages (6.1).
+    "put_refs": ("folios_put_refs", "release_pages"),
+    "pcplist": ("__rmqueue_pcplist",),
+    # A page onto the per-CPU list, and free_pcppages_bulk past its high mark.
+    "commit": ("free_frozen_page_commit", "free_unref_page_commit"),
+    # A folio into the per-CPU LRU batch: __folio_batch_add_and_move (6.18), folio_add_lru (6.1).
+    "batch_add": ("__folio_batch_add_and_move", "folio_add_lru"),
+    "slab_alloc_lru": ("kmem_cache_alloc_lru_noprof", "kmem_cache_alloc_lru"),
+    "slab_alloc": ("kmem_cache_alloc_noprof", "kmem_cache_alloc"),
+    "clear": ("clear_page_erms", "clear_page_rep", "clear_page_orig"),
+}
+
+
+def _fn(samples: kprofile.Samples, role: str) -> str:
+    """The kernel's function of a role: the one of its names perf saw most (the first when
+    it saw none)."""
+    names = KERNEL_PATH_FUNCTIONS[role]
+    return max(names, key=lambda n: (samples.count(n), -names.index(n)))
+
+
+def _require_functions(samples: kprofile.Samples, roles: list[str], bench: str) -> None:
     """A figure timed in a function perf never saw would be 0, not a measurement: the
-    kernel's symbols are hidden (kptr_restrict) or its functions have other names (these
-    are 6.18's)."""
-    missing = [n for n in names if samples.count(n) == 0]
+    kernel's symbols are hidden (kptr_restrict) or its functions have other names (6.18's
+    and 6.1's are known) or are inlined."""
+    missing = [
+        " or ".join(KERNEL_PATH_FUNCTIONS[r])
+        for r in roles
+        if not any(samples.count(n) for n in KERNEL_PATH_FUNCTIONS[r])
+    ]
     if missing:
         raise CalibrateError(
             f"calibrate kernel paths: perf saw no sample in {', '.join(missing)} during "
             f"{bench} ({len(samples.stacks)} samples): kernel symbols hidden "
             f"(/proc/sys/kernel/kptr_restrict) or a kernel whose functions are named "
-            f"otherwise (vmsim times 6.18's)"
+            f"otherwise (vmsim times 6.18's and 6.1's)"
         )
 
 
@@ -789,24 +837,25 @@ def _kernel_path_rep(
     buddy_split: float,
 ) -> dict[str, float | None]:
     """One repetition's kernel-path figures from its three windows' samples."""
-    _require_functions(small, ["__alloc_frozen_pages_noprof", "free_unref_folios"], "fault_cycles")
-    _require_functions(large, ["folio_batch_move_lru", "__rmqueue_pcplist"], "pcp_cycle")
-    _require_functions(slab, ["kmem_cache_alloc_lru_noprof"], "create_unlink")
+    _require_functions(small, ["alloc", "free_batch"], "fault_cycles")
+    _require_functions(large, ["move_lru", "pcplist"], "pcp_cycle")
+    _require_functions(slab, ["slab_alloc_lru"], "create_unlink")
     n_small = 32 * sizes.recycle_rounds
     n, refilled, drained = big["pages"], big["refilled"], big["drained"]
+    clear = KERNEL_PATH_FUNCTIONS["clear"]
     # What the per-CPU lists' own side costs a page, from the shape that never leaves them.
-    pcp_pop = small.ns("__rmqueue_pcplist") / n_small
-    pcp_push = small.ns("free_frozen_page_commit") / n_small
+    pcp_pop = small.ns(_fn(small, "pcplist")) / n_small
+    pcp_push = small.ns(_fn(small, "commit")) / n_small
     out: dict[str, float | None] = {
         # Allocation entry, zonelist walk, watermark check, the per-CPU list's pop,
         # prep_new_page: all of __alloc_frozen_pages but the zeroing (clear_page's knob).
-        "pcp_alloc": small.ns("__alloc_frozen_pages_noprof", ["clear_page_erms"]) / n_small,
-        "pcp_free": small.ns("free_unref_folios") / n_small,
+        "pcp_alloc": small.ns(_fn(small, "alloc"), clear) / n_small,
+        "pcp_free": small.ns(_fn(small, "free_batch")) / n_small,
         "buddy_alloc": None,
         "buddy_free": None,
         # Under lru_lock: lru_add and the LRU size counters, a folio at a time.
-        "lru_lock_page": large.ns("folio_batch_move_lru", ["folios_put_refs"]) / n,
-        "lru_add": large.ns("__folio_batch_add_and_move", ["folio_batch_move_lru"]) / n,
+        "lru_lock_page": large.ns(_fn(large, "move_lru"), KERNEL_PATH_FUNCTIONS["put_refs"]) / n,
+        "lru_add": large.ns(_fn(large, "batch_add"), ["folio_batch_move_lru"]) / n,
         "pages_refilled": refilled,
         "pages_drained": drained,
     }
@@ -814,17 +863,17 @@ def _kernel_path_rep(
         # rmqueue_bulk (inlined in __rmqueue_pcplist) under zone->lock, a __rmqueue a
         # page: splitting a block of 2^k pages down to single pages takes 2^k - 1
         # expand() steps, one a page (buddy_split's).
-        out["buddy_alloc"] = (large.ns("__rmqueue_pcplist") - pcp_pop * n) / refilled - buddy_split
+        out["buddy_alloc"] = (
+            large.ns(_fn(large, "pcplist")) - pcp_pop * n
+        ) / refilled - buddy_split
     if drained >= _BUDDY_SHARE * n:
         # free_pcppages_bulk (inlined in free_frozen_page_commit): __free_one_page a page,
         # merging back up (a merge a page).
-        out["buddy_free"] = (
-            large.ns("free_frozen_page_commit") - pcp_push * n
-        ) / drained - buddy_split
+        out["buddy_free"] = (large.ns(_fn(large, "commit")) - pcp_push * n) / drained - buddy_split
     no_pages = ["allocate_slab", "free_slab", "__free_slab"]
     slab_ns = sum(
         slab.ns(fn, no_pages)
-        for fn in ("kmem_cache_alloc_noprof", "kmem_cache_alloc_lru_noprof", "kmem_cache_free")
+        for fn in (_fn(slab, "slab_alloc"), _fn(slab, "slab_alloc_lru"), "kmem_cache_free")
     )
     objects = counts["kmem_cache_alloc"] + counts["kmem_cache_free"]
     out["slab_object"] = slab_ns / max(1, objects)
@@ -1192,7 +1241,7 @@ def measure_family(
         raise CalibrateError(
             f"calibrate --only: no family {family!r} (one of {', '.join(FAMILIES)})"
         )
-    sizes = QUICK if quick else FULL
+    sizes = sizes_for(quick)
     base = dict(base_cost or api.cost_profile("seed-era")["cost"])
     cal = Calibration(machine=machine_facts())
     say = progress or (lambda _s: None)
@@ -1517,7 +1566,7 @@ def measure(
     base_profile_name: str | None = None,
 ) -> Calibration:
     """Runs every microbenchmark and derives the knobs they measure."""
-    sizes = QUICK if quick else FULL
+    sizes = sizes_for(quick)
     base = dict(base_cost or api.cost_profile("seed-era")["cost"])
     base_name = base_profile_name or "seed-era"
     cal = Calibration(machine=machine_facts())
@@ -1695,7 +1744,11 @@ def measure(
         why_paths = kprofile.unavailable()
         if why_paths is None:
             say("kernel paths (perf samples of the allocator, the LRU, the slab allocator)")
-            _measure_kernel_paths(cal, Path(tmp), sizes, base)
+            try:
+                _measure_kernel_paths(cal, Path(tmp), sizes, base)
+            except CalibrateError as e:  # a kernel whose functions perf cannot time
+                for name in KERNEL_PATH_KNOBS:
+                    cal.skipped[name] = str(e).removeprefix("calibrate ")
             why_shrink = reclaim_available()
             if why_shrink is None:
                 say("the superblock shrinker (perf samples of a limit reclaim)")
@@ -2379,6 +2432,19 @@ def as_json(cal: Calibration, prof: dict[str, Any]) -> dict[str, Any]:
         "checks": cal.checks,
         "profile": prof,
     }
+
+
+def from_json(d: dict[str, Any]) -> tuple[Calibration, dict[str, Any]]:
+    """The calibration and profile an :func:`as_json` object holds (a guest's, read back
+    on the host)."""
+    cal = Calibration(machine=dict(d["machine"]))
+    for n, f in d["figures"].items():
+        cal.figures[n] = Figure(n, list(f["values"]), f["method"])
+    for n, f in d["knobs"].items():
+        cal.knobs[n] = Figure(n, list(f["values"]), f["method"])
+    cal.skipped = dict(d.get("skipped", {}))
+    cal.checks = list(d.get("checks", []))
+    return cal, d["profile"]
 
 
 def _estimates(cal: Calibration, prof: dict[str, Any]) -> list[str]:

@@ -1051,6 +1051,14 @@ def _vmsim_profile_check(text: str) -> None:
     help="Measure one family of knobs alone (large-folio-reclaim, kernel-paths, shrinker, "
     "ext4), the rest of the profile taken whole from --base.",
 )
+@click.option(
+    "--kernel",
+    "guest_kernel",
+    default=None,
+    metavar="KERNEL",
+    help="Measure in a virtual machine of this kernel (debian-6.1) instead, as vmsim "
+    "fidelity --kernel records in one; --dir holds its disk image.",
+)
 def calibrate_cmd(
     quick: bool,
     as_json: bool,
@@ -1059,6 +1067,7 @@ def calibrate_cmd(
     base: str,
     workdir: Path,
     family: str | None,
+    guest_kernel: str | None,
 ) -> None:
     """Measure this machine's per-operation costs on its running kernel: microbenchmarks of
     one operation each (docs/cost-model.md), repeated, giving each [cost] knob they
@@ -1071,6 +1080,9 @@ def calibrate_cmd(
         base_profile = api.cost_profile(base)
     except ScenarioError as e:
         raise UserError(f"--base: {e}") from None
+    if guest_kernel is not None:
+        _calibrate_in_vm(guest_kernel, quick, as_json, output, name, base, workdir, family)
+        return
     import tempfile
 
     try:  # the file microbenchmarks need the directory: say so before a minute of work
@@ -1118,6 +1130,51 @@ def calibrate_cmd(
         click.echo(calibrate.report_text(cal, prof, api.cost_profile(api.default_cost_profile())))
     if output is not None and not as_json:
         click.echo(f"wrote {output}")
+
+
+def _calibrate_in_vm(
+    kernel: str,
+    quick: bool,
+    as_json: bool,
+    output: Path | None,
+    name: str | None,
+    base: str,
+    workdir: Path,
+    family: str | None,
+) -> None:
+    """`vmsim calibrate --kernel K`: the calibration run in a guest, its profile written and
+    reported on the host."""
+    from vmsim import calibrate
+    from vmsim.fidelity import vm
+    from vmsim.fidelity.experiment import FidelityError
+
+    if family is not None:
+        raise UserError("--only: not with --kernel (a guest calibration measures every family)")
+    if kernel not in vm.KERNELS:
+        raise UserError(f"--kernel {shown(kernel)}: not one of {', '.join(vm.KERNELS)}")
+    say = (lambda m: click.echo(m, err=True)) if not as_json else (lambda _m: None)
+    try:
+        text, data = vm.calibrate_in_vm(kernel, quick, base, workdir, log=say)
+    except FidelityError as e:
+        raise UserError(str(e)) from None
+    cal, prof = calibrate.from_json(data)
+    guest = data["machine"]["vm"]
+    prof["profile"]["machine"] += f"; a QEMU {guest['emulation']} guest ({guest['qemu']})"
+    if name is not None:
+        prof["profile"]["name"] = name
+    text = calibrate.profile_toml(prof)
+    try:
+        _vmsim_profile_check(text)
+    except ScenarioError as e:
+        raise UserError(f"the profile made in the guest is not valid (a bug): {e}") from None
+    if output is not None:
+        atomic.write_text(output, text)
+    if as_json:
+        click.echo(json.dumps(data))
+    else:
+        click.echo(calibrate.report_text(cal, prof, api.cost_profile(api.default_cost_profile())))
+        if output is not None:
+            click.echo(f"wrote {output}")
 
 
 @main_group.command("costs")

@@ -80,6 +80,18 @@ def recordings_dir() -> Path:
     return Path(str(resources.files("vmsim.fidelity") / "recordings"))
 
 
+def machine_costs_dir() -> Path:
+    """The cost profiles measured on recorded machines other than the default profile's
+    (``vmsim calibrate --kernel K``): ``<cost key>.toml``, :func:`host.cost_key`."""
+    return Path(str(resources.files("vmsim.fidelity") / "costs"))
+
+
+def machine_costs(machine: dict[str, Any], root: Path | None = None) -> str | None:
+    """The cost profile measured on a recording's own machine, if there is one (a path)."""
+    path = (root or machine_costs_dir()) / f"{host.cost_key(machine)}.toml"
+    return str(path) if path.is_file() else None
+
+
 # ---------------------------------------------------------------------------
 # The vmsim side
 # ---------------------------------------------------------------------------
@@ -733,7 +745,9 @@ def compare_experiment(
         return _real_only(exp, rec, why)
     slow_cpu = emulated(rec["machine"])
     in_use = system_in_use(rec)
-    sim = run_vmsim(exp, rec["machine"], seed, costs, in_use)
+    # The profile given, else the one measured on the recording's machine, else the default.
+    own = costs if costs is not None else machine_costs(rec["machine"])
+    sim = run_vmsim(exp, rec["machine"], seed, own, in_use)
     unfinished = {s["name"] for s in sim["snapshots"] if s.get("incomplete")}
     real_killed = {p["name"] for r in rec["runs"] for p in r["phases"] if p["killed"]}
     metrics = {}
@@ -775,6 +789,7 @@ def compare_experiment(
         "ok": ok,
         "total": scored,
         "not_modelled": None,
+        "costs": None if own is None else Path(own).stem if own.endswith(".toml") else own,
         "missing": sim["missing"],
         "rest_of_system_pages": in_use,
         "stale_recording": stale,
@@ -903,6 +918,8 @@ def fidelity(
             "machine": describe_machine(machines[k]),
             "emulated": emulated(machines[k]),
             "not_modelled": not_modelled(machines[k]),
+            # The cost profile vmsim ran this kernel's experiments with (None: the default).
+            "costs": next((e.get("costs") for e in es if e.get("costs")), None),
             "experiments": len(es),
             "ok": ok,
             "total": total,
@@ -1054,6 +1071,8 @@ def render_text(result: dict[str, Any]) -> str:
             lines.append(f"score {head} not modelled ({kv['not_modelled']}): real numbers only")
             continue
         extra = "; time of the emulated runs not scored" if kv["emulated"] else ""
+        if kv.get("costs") and not result.get("costs"):
+            extra += f"; vmsim with the costs measured on it ({kv['costs']})"
         score = kv["score"] if kv["score"] is not None else 0.0
         lines.append(f"score {head} {kv['ok']} of {kv['total']} within ({score:.2f}){extra}")
     lines.append(

@@ -12,9 +12,15 @@ and a status file into the share:
 job.json     {"experiment": NAME, "experiments": DIR, "runs": N, "trace": BOOL,
               "mglru": BOOL, "disk_probe": BOOL (optional, default true),
               "thp": "always" | "madvise" | "never" (optional: the kernel's default)}
+             or {"calibrate": {"quick": BOOL, "base": PROFILE NAME}}
 status.json  {"ok": true, "recording": PATH} | {"ok": false, "error": ONE LINE}
-out/         the recording (<machine>/NAME.json)
+out/         the recording (<machine>/NAME.json), or the calibration: costs.toml (the
+             cost profile) and calibration.json (every figure, as `vmsim calibrate --json`)
 ```
+
+A calibration job runs ``vmsim calibrate`` (:func:`vmsim.calibrate.measure`) on the
+guest's kernel, its file microbenchmarks on the experiment's disk: the costs of the
+guest's (emulated) machine, which vmsim runs a guest's recordings with.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 THP_CHOICES = ("always", "madvise", "never")
 WORK = Path(DISK_DIR)
 JOB_KEYS = {"experiment": str, "experiments": str, "runs": int, "trace": bool, "mglru": bool}
+CALIBRATE_KEYS = {"quick": bool, "base": str}
 
 
 def load_job(path: Path) -> dict[str, Any]:
@@ -45,6 +52,14 @@ def load_job(path: Path) -> dict[str, Any]:
         raise FidelityError(f"{path}: not a job ({e})") from None
     if not isinstance(job, dict):
         raise FidelityError(f"{path}: not a job (not an object)")
+    if "calibrate" in job:
+        cal = job["calibrate"]
+        if not isinstance(cal, dict):
+            raise FidelityError(f"{path}: 'calibrate' is not an object")
+        for k, t in CALIBRATE_KEYS.items():
+            if not isinstance(cal.get(k), t):
+                raise FidelityError(f"{path}: 'calibrate.{k}' is missing or not a {t.__name__}")
+        return job
     for k, t in JOB_KEYS.items():
         if not isinstance(job.get(k), t) or (t is int and isinstance(job[k], bool)):
             raise FidelityError(f"{path}: '{k}' is missing or not a {t.__name__}")
@@ -101,12 +116,36 @@ def run_job(
     )
 
 
+def run_calibration(job: dict[str, Any], share: Path, *, work: Path = WORK) -> Path:
+    """Does a calibration job: ``vmsim calibrate`` on this kernel, the profile and every
+    figure into ``share/out``; returns the profile's path."""
+    from vmsim import api, calibrate
+
+    opts = job["calibrate"]
+    base = api.cost_profile(opts["base"])
+    cal = calibrate.measure(
+        opts["quick"],
+        work,
+        base["cost"],
+        lambda m: print(f"measuring {m}", flush=True),
+        base["name"],
+    )
+    prof = calibrate.profile(cal, base, f"calibrated-{cal.machine['kernel']}", None)
+    out = share / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "calibration.json", calibrate.as_json(cal, prof))
+    path = out / "costs.toml"
+    path.write_text(calibrate.profile_toml(prof), encoding="utf-8")
+    return path
+
+
 def main(argv: list[str]) -> int:
     """Entry point in the guest: always leaves a status file beside the job."""
     job_path = Path(argv[0])
     share = job_path.parent
     try:
-        path = run_job(load_job(job_path), share)
+        job = load_job(job_path)
+        path = run_calibration(job, share) if "calibrate" in job else run_job(job, share)
         status: dict[str, Any] = {"ok": True, "recording": str(path.relative_to(share))}
     except FidelityError as e:
         status = {"ok": False, "error": str(e)}

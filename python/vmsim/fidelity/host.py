@@ -488,6 +488,17 @@ def machine_key(info: dict[str, Any]) -> str:
     a guest under software emulation (``-thp-MODE`` one whose THP was set
     for the run), ``-mglru`` a kernel with MGLRU on.
     """
+    key = cost_key(info)
+    if info.get("vm") and info["vm"].get("thp_set"):
+        key += f"-thp-{info['vm']['thp_set']}"
+    if mglru_on(info):
+        key += "-mglru"
+    return key
+
+
+def cost_key(info: dict[str, Any]) -> str:
+    """The machine itself, as its costs depend on it: ``<kernel>-<memory>GiB-<cpus>cpu[-tcg]``
+    (a recording directory's name less the settings of the run, THP and MGLRU)."""
     version = info.get("kernel_version") or info["kernel"]
     release = re.match(r"^\d+\.\d+(?:\.\d+)?", version)
     rel = release.group(0) if release else re.sub(r"[^A-Za-z0-9.]", "_", version)
@@ -495,10 +506,6 @@ def machine_key(info: dict[str, Any]) -> str:
     key = f"{rel}-{gib}GiB-{info['cpus']}cpu"
     if info.get("vm"):
         key += f"-{info['vm']['emulation']}"
-        if info["vm"].get("thp_set"):
-            key += f"-thp-{info['vm']['thp_set']}"
-    if mglru_on(info):
-        key += "-mglru"
     return key
 
 

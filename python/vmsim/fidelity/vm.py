@@ -366,6 +366,33 @@ def run_guest(
     log: Log = _quiet,
 ) -> dict[str, Any]:
     """Boots the guest on a job and returns its recording (the JSON object)."""
+    return boot_guest(
+        k,
+        job,
+        work_root,
+        lambda share, status: load_recording(share / status["recording"]),
+        disk_bytes=disk_bytes,
+        limit=limit,
+        memory=memory,
+        cpus=cpus,
+        log=log,
+    )
+
+
+def boot_guest(
+    k: GuestKernel,
+    job: dict[str, Any],
+    work_root: Path,
+    collect: Callable[[Path, dict[str, Any]], Any],
+    *,
+    disk_bytes: int,
+    limit: float,
+    memory: int = GUEST_MEMORY,
+    cpus: int = GUEST_CPUS,
+    log: Log = _quiet,
+) -> Any:
+    """Boots the guest on a job; ``collect(share, status)`` takes its result out of the
+    share before the share is deleted."""
     kdir = kernel_dir(k)
     for d in initramfs.MOUNT_POINTS:
         if not Path(d).is_dir():
@@ -384,12 +411,14 @@ def run_guest(
         share.mkdir()
         # The guest sees the host's root, less what it mounts over (/run, /proc, …): the
         # experiment travels in the share.
-        exps = share / "experiments"
-        exps.mkdir()
-        src = Path(job["experiments"]) / f"{job['experiment']}.toml"
-        if src.exists():
-            shutil.copyfile(src, exps / src.name)
-        write_json(share / "job.json", job | {"experiments": initramfs.SHARE_DIR + "/experiments"})
+        if "experiment" in job:
+            exps = share / "experiments"
+            exps.mkdir()
+            src = Path(job["experiments"]) / f"{job['experiment']}.toml"
+            if src.exists():
+                shutil.copyfile(src, exps / src.name)
+            job = job | {"experiments": initramfs.SHARE_DIR + "/experiments"}
+        write_json(share / "job.json", job)
         (share / "python").write_text(sys.executable + "\n")
         disk = tmp / "disk.img"
         make_disk(disk, disk_bytes)
@@ -424,7 +453,7 @@ def run_guest(
         status = json.loads(status_path.read_text(encoding="utf-8"))
         if not status.get("ok"):
             raise FidelityError(f"in the guest: {status.get('error', 'unknown error')}")
-        return load_recording(share / status["recording"])
+        return collect(share, status)
 
 
 def tag_machine(
@@ -509,3 +538,54 @@ def record_in_vm(
     path = recordings / host.machine_key(rec["machine"]) / f"{exp.name}.json"
     write_recording(path, rec)
     return path
+
+
+# Seconds a guest calibration may take (``vmsim calibrate --quick`` takes about two
+# minutes on the host; the emulated CPU is about 8-15x slower), and its disk.
+CALIBRATE_SECONDS = {True: 3600, False: 4 * 3600}
+CALIBRATE_DISK = 4 << 30
+
+
+def calibrate_in_vm(
+    kernel: str,
+    quick: bool,
+    base: str,
+    work_root: Path,
+    *,
+    memory: int = GUEST_MEMORY,
+    cpus: int = GUEST_CPUS,
+    log: Log = _quiet,
+) -> tuple[str, dict[str, Any]]:
+    """Runs ``vmsim calibrate`` in a guest of ``kernel``: the profile's TOML text and the
+    calibration's JSON (its ``machine`` tagged as a recording's is)."""
+    k = guest_kernel(kernel)
+    if not work_root.is_dir():
+        raise FidelityError(f"--work-dir {work_root}: no such directory")
+    if CALIBRATE_DISK > 0.5 * host.disk_free(work_root):
+        raise FidelityError(
+            f"the guest's disk of {CALIBRATE_DISK >> 20} MiB does not fit {work_root}"
+        )
+    install(kernel, log)
+    log(f"calibrate: booting {k.description} ({k.package}) under QEMU {EMULATION}")
+
+    def collect(share: Path, status: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        out = share / "out"
+        return (
+            (out / "costs.toml").read_text(encoding="utf-8"),
+            json.loads((out / "calibration.json").read_text(encoding="utf-8")),
+        )
+
+    text, cal = boot_guest(
+        k,
+        {"calibrate": {"quick": quick, "base": base}},
+        work_root,
+        collect,
+        disk_bytes=CALIBRATE_DISK,
+        limit=CALIBRATE_SECONDS[quick],
+        memory=memory,
+        cpus=cpus,
+        log=log,
+    )
+    rec = {"machine": cal.setdefault("machine", {})}
+    tag_machine(rec, k, memory, cpus)
+    return text, cal
