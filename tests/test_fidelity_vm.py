@@ -43,6 +43,7 @@ kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_pci_legacy_dev
 kernel/drivers/virtio/virtio_pci_legacy_dev.ko:
 kernel/drivers/virtio/virtio_pci_modern_dev.ko:
 kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
+kernel/drivers/block/loop.ko:
 """  # noqa: E501 - modules.dep lines as depmod writes them
 
 
@@ -110,6 +111,7 @@ def test_modules_load_after_their_dependencies(tmp_path):
         "mbcache",
         "crc16",
         "ext4",
+        "loop",
     ]
     for m, (_, ds) in deps.items():
         if m in order:
@@ -134,7 +136,7 @@ def test_initramfs_holds_busybox_the_modules_in_order_and_init(tmp_path):
     assert files["/modules/ext4.ko"].data == b"module ext4"
     init = files["/init"].data.decode()
     assert files["/init"].mode & 0o111
-    assert "for m in virtio_ring virtio " in init and " crc16 ext4; do" in init
+    assert "for m in virtio_ring virtio " in init and " crc16 ext4 loop; do" in init
     # The host's root read-only, the share writable, the disk under /run, then the driver.
     assert f"ro,cache=loose,msize=512000 {initramfs.ROOT_TAG} $R" in init
     assert f"{initramfs.SHARE_TAG} $R{initramfs.SHARE_DIR}" in init

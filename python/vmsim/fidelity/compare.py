@@ -789,7 +789,7 @@ def compare_experiment(
         "ok": ok,
         "total": scored,
         "not_modelled": None,
-        "costs": None if own is None else Path(own).stem if own.endswith(".toml") else own,
+        "costs": None if own is None else api.cost_profile(own)["name"],
         "missing": sim["missing"],
         "rest_of_system_pages": in_use,
         "stale_recording": stale,

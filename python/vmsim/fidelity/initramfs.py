@@ -24,7 +24,8 @@ from vmsim.fidelity.experiment import FidelityError
 
 # The modules that reach the disk, the 9p shares and ext4; their dependencies
 # come from modules.dep (crc32c_generic is ext4's and jbd2's soft dependency).
-MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "crc32c_generic", "ext4")
+# loop: `vmsim calibrate --kernel`'s file creates run on a loop-mounted scratch ext4.
+MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "crc32c_generic", "ext4", "loop")
 ROOT_TAG = "vmsim-root"
 SHARE_TAG = "vmsim-share"
 # Where the share and the experiment's disk are mounted inside the chroot: under
