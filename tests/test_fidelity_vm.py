@@ -531,3 +531,36 @@ def test_cli_guest_errors_are_one_line(capsys):
         assert ei.value.code == 2
         err = capsys.readouterr().err
         assert msg in err and err.count("\n") == 1, err
+
+
+def test_calibrate_kernel_writes_the_guests_profile_named_as_emulated(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from vmsim import api, calibrate, cli
+
+    cal = calibrate.Calibration(
+        machine={"machine": "QEMU TCG CPU", "kernel": "6.1.0-0-test", "date": "2026-11-30"}
+    )
+    cal.figures["syscall"] = calibrate.Figure("syscall", [800.0, 900.0, 850.0], "getppid")
+    cal.knobs["syscall"] = cal.figures["syscall"]
+    prof = calibrate.profile(cal, api.cost_profile("measured-6.18"), "calibrated-6.1.0-0-test")
+    data = calibrate.as_json(cal, prof)
+    data["machine"]["vm"] = {"emulation": "tcg", "qemu": "QEMU emulator version 7.2"}
+    asked = []
+
+    def fake(kernel, quick, base, workdir, log):  # noqa: ANN001
+        asked.append((kernel, quick, base, workdir))
+        return data
+
+    monkeypatch.setattr(vm, "calibrate_in_vm", fake)
+    out = tmp_path / "guest.toml"
+    r = CliRunner().invoke(
+        cli.main_group,
+        ["calibrate", "--kernel", "debian-6.1", "--quick", "--base", "measured-6.18",
+         "--dir", str(tmp_path), "--name", "measured-test", "-o", str(out)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert asked == [("debian-6.1", True, "measured-6.18", tmp_path)]
+    profile = api.cost_profile(str(out))
+    assert profile["name"] == "measured-test" and profile["cost"]["syscall"] == 850
+    assert profile["machine"] == "QEMU TCG CPU; a QEMU tcg guest (QEMU emulator version 7.2)"
+    assert "syscall" in r.output and f"wrote {out}" in r.output

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +23,9 @@ from vmsim._vmsim import InvariantError, ScenarioError
 from vmsim.atomic import shown
 from vmsim.compare import CompareError, compare_results, load_results
 from vmsim.sweep.grid import SweepError
+
+if TYPE_CHECKING:
+    from vmsim.calibrate import Calibration
 
 EXIT_USAGE = 2
 
@@ -1117,11 +1121,21 @@ def calibrate_cmd(
             click.echo("\r\x1b[K", err=True, nl=False)
     prof_name = name or f"calibrated-{cal.machine['kernel']}"
     prof = calibrate.profile(cal, base_profile, prof_name, family)
+    _calibration_out(cal, prof, output, as_json, "made")
+
+
+def _calibration_out(
+    cal: Calibration, prof: dict[str, Any], output: Path | None, as_json: bool, made: str
+) -> None:
+    """A calibration's end: its profile checked and written to ``output``, its report
+    (text or JSON) printed."""
+    from vmsim import calibrate
+
     text = calibrate.profile_toml(prof)
     try:
         _vmsim_profile_check(text)
     except ScenarioError as e:
-        raise UserError(f"the profile made is not valid (a bug): {e}") from None
+        raise UserError(f"the profile {made} is not valid (a bug): {e}") from None
     if output is not None:
         atomic.write_text(output, text)
     if as_json:
@@ -1154,7 +1168,7 @@ def _calibrate_in_vm(
         raise UserError(f"--kernel {shown(kernel)}: not one of {', '.join(vm.KERNELS)}")
     say = (lambda m: click.echo(m, err=True)) if not as_json else (lambda _m: None)
     try:
-        text, data = vm.calibrate_in_vm(kernel, quick, base, workdir, log=say)
+        data = vm.calibrate_in_vm(kernel, quick, base, workdir, log=say)
     except FidelityError as e:
         raise UserError(str(e)) from None
     cal, prof = calibrate.from_json(data)
@@ -1162,19 +1176,7 @@ def _calibrate_in_vm(
     prof["profile"]["machine"] += f"; a QEMU {guest['emulation']} guest ({guest['qemu']})"
     if name is not None:
         prof["profile"]["name"] = name
-    text = calibrate.profile_toml(prof)
-    try:
-        _vmsim_profile_check(text)
-    except ScenarioError as e:
-        raise UserError(f"the profile made in the guest is not valid (a bug): {e}") from None
-    if output is not None:
-        atomic.write_text(output, text)
-    if as_json:
-        click.echo(json.dumps(data))
-    else:
-        click.echo(calibrate.report_text(cal, prof, api.cost_profile(api.default_cost_profile())))
-        if output is not None:
-            click.echo(f"wrote {output}")
+    _calibration_out(cal, prof, output, as_json, "made in the guest")
 
 
 @main_group.command("costs")

@@ -555,9 +555,9 @@ def calibrate_in_vm(
     memory: int = GUEST_MEMORY,
     cpus: int = GUEST_CPUS,
     log: Log = _quiet,
-) -> tuple[str, dict[str, Any]]:
-    """Runs ``vmsim calibrate`` in a guest of ``kernel``: the profile's TOML text and the
-    calibration's JSON (its ``machine`` tagged as a recording's is)."""
+) -> dict[str, Any]:
+    """Runs ``vmsim calibrate`` in a guest of ``kernel``: the calibration's JSON (as
+    ``vmsim calibrate --json`` prints it; its ``machine`` tagged as a recording's is)."""
     k = guest_kernel(kernel)
     if not work_root.is_dir():
         raise FidelityError(f"--work-dir {work_root}: no such directory")
@@ -568,14 +568,10 @@ def calibrate_in_vm(
     install(kernel, log)
     log(f"calibrate: booting {k.description} ({k.package}) under QEMU {EMULATION}")
 
-    def collect(share: Path, status: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        out = share / "out"
-        return (
-            (out / "costs.toml").read_text(encoding="utf-8"),
-            json.loads((out / "calibration.json").read_text(encoding="utf-8")),
-        )
+    def collect(share: Path, status: dict[str, Any]) -> dict[str, Any]:
+        return json.loads((share / "out" / "calibration.json").read_text(encoding="utf-8"))
 
-    text, cal = boot_guest(
+    cal = boot_guest(
         k,
         {"calibrate": {"quick": quick, "base": base}},
         work_root,
@@ -588,4 +584,4 @@ def calibrate_in_vm(
     )
     rec = {"machine": cal.setdefault("machine", {})}
     tag_machine(rec, k, memory, cpus)
-    return text, cal
+    return cal
