@@ -1085,7 +1085,9 @@ def calibrate_cmd(
     except ScenarioError as e:
         raise UserError(f"--base: {e}") from None
     if guest_kernel is not None:
-        _calibrate_in_vm(guest_kernel, quick, as_json, output, name, base, workdir, family)
+        if family is not None:
+            raise UserError("--only: not with --kernel (a guest calibration measures every family)")
+        _calibrate_in_vm(guest_kernel, quick, as_json, output, name, base, workdir)
         return
     import tempfile
 
@@ -1154,7 +1156,6 @@ def _calibrate_in_vm(
     name: str | None,
     base: str,
     workdir: Path,
-    family: str | None,
 ) -> None:
     """`vmsim calibrate --kernel K`: the calibration run in a guest, its profile written and
     reported on the host."""
@@ -1162,8 +1163,6 @@ def _calibrate_in_vm(
     from vmsim.fidelity import vm
     from vmsim.fidelity.experiment import FidelityError
 
-    if family is not None:
-        raise UserError("--only: not with --kernel (a guest calibration measures every family)")
     if kernel not in vm.KERNELS:
         raise UserError(f"--kernel {shown(kernel)}: not one of {', '.join(vm.KERNELS)}")
     say = (lambda m: click.echo(m, err=True)) if not as_json else (lambda _m: None)
